@@ -1,0 +1,177 @@
+// Package grpcutil holds what both pushdown services share at the gRPC
+// boundary: TLS from the cluster's security.toml, client connections, and
+// the one place where error kinds become status codes.
+package grpcutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/security"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// MaxMessageBytes bounds request and response messages of both services.
+const MaxMessageBytes = 256 << 20
+
+// ServerOptions returns the gRPC server options for a pushdown service. TLS
+// follows SeaweedFS's security.toml: the [grpc.<component>] cert/key, with
+// client certificates checked against [grpc] ca when configured.
+func ServerOptions(component string) []grpc.ServerOption {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(UnaryErrorInterceptor),
+	}
+	tlsOpt, _ := security.LoadServerTLS(util.GetViper(), component)
+	if tlsOpt != nil {
+		opts = append(opts, tlsOpt)
+	}
+	return opts
+}
+
+// TLSEnabled reports whether security.toml configures TLS for component.
+func TLSEnabled(component string) bool {
+	v := util.GetViper()
+	return v.GetString(component+".cert") != "" && v.GetString(component+".key") != ""
+}
+
+// ClientDialOption returns the dial option clients of the pushdown services
+// use ([grpc.client] in security.toml, plaintext when absent).
+func ClientDialOption() grpc.DialOption {
+	return security.LoadClientTLS(util.GetViper(), "grpc.client")
+}
+
+// UnaryErrorInterceptor maps returned errors to status codes and turns a
+// handler panic into INTERNAL instead of killing the process.
+func UnaryErrorInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			glog.Errorf("pushdown: panic in %s: %v", info.FullMethod, r)
+			resp, err = nil, status.Errorf(codes.Internal, "internal error in %s: %v", info.FullMethod, r)
+		}
+	}()
+	resp, err = handler(ctx, req)
+	if err != nil {
+		err = ToStatus(err)
+	}
+	return resp, err
+}
+
+// ToStatus maps an error to a gRPC status error: a classified error by its
+// kind, a status error from a downstream call as is, context errors to
+// CANCELLED / DEADLINE_EXCEEDED, anything else to INTERNAL.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *perr.Error
+	switch {
+	case errors.As(err, &e):
+		return status.Error(Code(e.Kind), err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// Code is the gRPC code of an error kind.
+func Code(k perr.Kind) codes.Code {
+	switch k {
+	case perr.InvalidArgument:
+		return codes.InvalidArgument
+	case perr.NotFound:
+		return codes.NotFound
+	case perr.PermissionDenied:
+		return codes.PermissionDenied
+	case perr.FailedPrecondition:
+		return codes.FailedPrecondition
+	case perr.ResourceExhausted:
+		return codes.ResourceExhausted
+	case perr.Unimplemented:
+		return codes.Unimplemented
+	case perr.Unavailable:
+		return codes.Unavailable
+	case perr.Corrupt:
+		return codes.DataLoss
+	default:
+		return codes.Internal
+	}
+}
+
+// ConnPool caches client connections by address.
+type ConnPool struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+	dial  grpc.DialOption
+}
+
+// NewConnPool returns a pool dialing with dial.
+func NewConnPool(dial grpc.DialOption) *ConnPool {
+	return &ConnPool{conns: map[string]*grpc.ClientConn{}, dial: dial}
+}
+
+// Get returns a (lazily connecting) client connection to address.
+func (p *ConnPool) Get(address string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[address]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(address, p.dial,
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", address, err)
+	}
+	p.conns[address] = c
+	return c, nil
+}
+
+// Drop closes and forgets the connection to address.
+func (p *ConnPool) Drop(address string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[address]; ok {
+		_ = c.Close()
+		delete(p.conns, address)
+	}
+}
+
+// Close closes every connection.
+func (p *ConnPool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for a, c := range p.conns {
+		_ = c.Close()
+		delete(p.conns, a)
+	}
+}
+
+// GracefulStop stops s, letting in-flight RPCs finish for up to timeout and
+// cancelling the rest.
+func GracefulStop(s *grpc.Server, timeout time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		s.Stop()
+		<-done
+	}
+}

@@ -1,0 +1,314 @@
+// Package launch adds the -pushdown flags to upstream SeaweedFS commands and
+// starts the pushdown services inside their processes.
+//
+//	weed mini|server|volume|s3|filer  [-pushdown ...]
+//	   │ upstream Run (unchanged) ───────────────▶ master / volume / filer / S3 / Iceberg
+//	   │ our goroutine: wait until the upstream service answers,
+//	   │                then StartCatalogPushdown / StartVolumePushdown
+//	   ▼
+//	SIGINT/SIGTERM ─▶ stop pushdown services (in-flight RPCs finish or are
+//	                  cancelled) ─▶ upstream shutdown hooks ─▶ exit
+//
+// Without -pushdown a command behaves exactly as upstream.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pdserver "github.com/lakeweed/seaweedfs/weed/server"
+	"github.com/seaweedfs/seaweedfs/weed/command"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+)
+
+// DefaultCatalogPort is the default port of the catalog pushdown service
+// (the Iceberg REST catalog's 8181 + 10000, as SeaweedFS does for gRPC).
+const DefaultCatalogPort = 18181
+
+// VolumePortOffset derives a volume pushdown port from the volume server's
+// gRPC port when -pushdown.volume.port is 0.
+const VolumePortOffset = 10000
+
+// StopTimeout bounds how long in-flight pushdown RPCs may run at shutdown.
+const StopTimeout = 5 * time.Second
+
+// flags is the set of -pushdown flags registered on one command.
+type flags struct {
+	enabled     *bool
+	catalogPort *int // nil on commands without a catalog
+	volumePort  *int // nil on commands without a volume server
+}
+
+// kind says which services a command can run and where its settings live.
+type kind struct {
+	name    string
+	catalog bool
+	volume  bool
+}
+
+var kinds = []kind{
+	{name: "server", catalog: true, volume: true},
+	{name: "mini", catalog: true, volume: true},
+	{name: "volume", volume: true},
+	{name: "s3", catalog: true},
+	{name: "filer", catalog: true},
+}
+
+// Install registers the flags on the upstream commands and wraps their Run.
+func Install(cmds []*command.Command) {
+	for _, k := range kinds {
+		for _, cmd := range cmds {
+			if cmd.Name() == k.name {
+				install(cmd, k)
+			}
+		}
+	}
+}
+
+func install(cmd *command.Command, k kind) {
+	f := &flags{}
+	what := []string{}
+	if k.catalog {
+		what = append(what, "the catalog pushdown service (needs the Iceberg REST catalog: -s3)")
+	}
+	if k.volume {
+		what = append(what, "a volume pushdown service beside the volume server")
+	}
+	f.enabled = cmd.Flag.Bool("pushdown", false, "start "+strings.Join(what, " and "))
+	if k.catalog {
+		f.catalogPort = cmd.Flag.Int("pushdown.port", DefaultCatalogPort, "catalog pushdown gRPC port")
+	}
+	if k.volume {
+		f.volumePort = cmd.Flag.Int("pushdown.volume.port", 0, fmt.Sprintf("volume pushdown gRPC port (0 = volume gRPC port + %d)", VolumePortOffset))
+	}
+	upstreamRun := cmd.Run
+	cmd.Run = func(c *command.Command, args []string) bool {
+		if *f.enabled {
+			l := &launcher{cmd: c, kind: k, flags: f}
+			l.start()
+		}
+		return upstreamRun(c, args)
+	}
+}
+
+type launcher struct {
+	cmd   *command.Command
+	kind  kind
+	flags *flags
+}
+
+// str and num read an upstream flag by name; upstream may resolve defaults
+// (ports, directories) after parsing, so they are read when needed.
+func (l *launcher) str(name string) string {
+	fl := l.cmd.Flag.Lookup(name)
+	if fl == nil {
+		return ""
+	}
+	return fl.Value.String()
+}
+
+func (l *launcher) num(name string) int {
+	n, _ := strconv.Atoi(l.str(name))
+	return n
+}
+
+func (l *launcher) boolean(name string) bool {
+	b, _ := strconv.ParseBool(l.str(name))
+	return b
+}
+
+func (l *launcher) start() {
+	util.LoadSecurityConfiguration()
+	interceptSignals()
+	runCatalog := l.kind.catalog
+	switch l.kind.name {
+	case "server", "filer":
+		runCatalog = runCatalog && l.boolean("s3")
+	case "mini":
+		runCatalog = runCatalog && (l.cmd.Flag.Lookup("s3") == nil || l.boolean("s3"))
+	}
+	runVolume := l.kind.volume && (l.kind.name != "server" || l.boolean("volume"))
+	if l.kind.catalog && !runCatalog {
+		glog.Warningf("pushdown: -pushdown without the S3 gateway (-s3): no catalog pushdown service in this process")
+	}
+	if runCatalog {
+		go l.startCatalog()
+	}
+	if runVolume {
+		go l.startVolume()
+	}
+}
+
+// ip returns the advertised and bind addresses of the command.
+func (l *launcher) ip() (advertise, bind string) {
+	advertise = l.str("ip")
+	bind = l.str("ip.bind")
+	if advertise == "" {
+		advertise = util.DetectedHostAddress()
+	}
+	if bind == "" {
+		bind = advertise
+	}
+	if bind == "0.0.0.0" || bind == "::" {
+		bind = ""
+	}
+	return
+}
+
+// filerAddress is the filer the catalog reads tables from, once known.
+func (l *launcher) filerAddress() pb.ServerAddress {
+	ip, _ := l.ip()
+	switch l.kind.name {
+	case "s3":
+		return pb.ServerAddress(strings.Split(l.str("filer"), ",")[0])
+	case "filer":
+		return pb.NewServerAddress(ip, l.num("port"), grpcPort(l.num("port"), l.num("port.grpc")))
+	default: // server, mini
+		return pb.NewServerAddress(ip, l.num("filer.port"), grpcPort(l.num("filer.port"), l.num("filer.port.grpc")))
+	}
+}
+
+func grpcPort(port, grpc int) int {
+	if grpc == 0 {
+		return port + 10000
+	}
+	return grpc
+}
+
+// waitReachable blocks until address accepts TCP connections.
+func waitReachable(what string, address func() string) {
+	start := time.Now()
+	warned := false
+	for {
+		a := address()
+		if a != "" {
+			if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+				c.Close()
+				return
+			}
+		}
+		if !warned && time.Since(start) > 30*time.Second {
+			glog.Warningf("pushdown: still waiting for %s at %s", what, a)
+			warned = true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (l *launcher) startCatalog() {
+	waitReachable("the filer", func() string { return l.filerAddress().ToGrpcAddress() })
+	advertise, bind := l.ip()
+	if l.kind.name == "s3" || l.kind.name == "filer" {
+		if b := l.str("s3.ip.bind"); b != "" && l.kind.name == "filer" {
+			bind = b
+		}
+	}
+	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
+		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
+	})
+	if err != nil {
+		fatal(err)
+	}
+	register(func() { c.Stop(StopTimeout) })
+}
+
+func (l *launcher) volumeAddresses() (httpAddr string, grpcAddr string, masters []pb.ServerAddress) {
+	ip, _ := l.ip()
+	var port, gport int
+	switch l.kind.name {
+	case "volume":
+		port, gport = l.num("port"), l.num("port.grpc")
+		for _, m := range strings.Split(firstNonEmpty(l.str("master"), l.str("mserver")), ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				masters = append(masters, pb.ServerAddress(m))
+			}
+		}
+	default: // server, mini
+		port, gport = l.num("volume.port"), l.num("volume.port.grpc")
+		masters = []pb.ServerAddress{pb.NewServerAddress(ip, l.num("master.port"), grpcPort(l.num("master.port"), l.num("master.port.grpc")))}
+	}
+	if port == 0 {
+		return "", "", masters
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(port)), net.JoinHostPort(ip, strconv.Itoa(grpcPort(port, gport))), masters
+}
+
+func (l *launcher) startVolume() {
+	waitReachable("the volume server", func() string { _, g, _ := l.volumeAddresses(); return g })
+	httpAddr, grpcAddr, masters := l.volumeAddresses()
+	_, gp, _ := net.SplitHostPort(grpcAddr)
+	gport, _ := strconv.Atoi(gp)
+	port := *l.flags.volumePort
+	if port == 0 {
+		port = gport + VolumePortOffset
+		if port > 65535 {
+			fatal(fmt.Errorf("volume pushdown service: derived port %d (volume gRPC port %d + %d) is out of range; set -pushdown.volume.port", port, gport, VolumePortOffset))
+		}
+	}
+	advertise, bind := l.ip()
+	opts := pdserver.VolumePushdownOptions{
+		BindIP: bind, AdvertiseIP: advertise, Port: port, VolumeServer: httpAddr, Masters: masters,
+	}
+	if l.kind.name != "volume" && (l.kind.name == "mini" || l.boolean("filer")) {
+		opts.Filer = l.filerAddress()
+		waitReachable("the filer", func() string { return l.filerAddress().ToGrpcAddress() })
+	}
+	v, err := pdserver.StartVolumePushdown(context.Background(), opts)
+	if err != nil {
+		fatal(err)
+	}
+	register(func() { v.Stop(StopTimeout) })
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func fatal(err error) {
+	glog.Errorf("pushdown: %v", err)
+	fmt.Fprintf(os.Stderr, "pushdown: %v\n", err)
+	os.Exit(1)
+}
+
+// stoppers are the running pushdown services, stopped before upstream's
+// shutdown hooks run.
+var (
+	stopMu   sync.Mutex
+	stoppers []func()
+)
+
+func register(stop func()) {
+	stopMu.Lock()
+	defer stopMu.Unlock()
+	stoppers = append(stoppers, stop)
+}
+
+// StopAll stops every running pushdown service concurrently.
+func StopAll() {
+	stopMu.Lock()
+	s := stoppers
+	stoppers = nil
+	stopMu.Unlock()
+	var wg sync.WaitGroup
+	for _, stop := range s {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stop()
+		}()
+	}
+	wg.Wait()
+}

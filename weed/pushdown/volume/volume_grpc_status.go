@@ -1,0 +1,26 @@
+package volume
+
+import (
+	"context"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/version"
+)
+
+// Status reports the service, the volume server beside it and its caches.
+func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pushdown_pb.VolumeStatus, error) {
+	st := s.Reader.Stats()
+	return &pushdown_pb.VolumeStatus{
+		Version:       version.String(),
+		Address:       s.Address,
+		VolumeServer:  s.VolumeServer,
+		Filer:         s.Filer,
+		StartedUnixMs: s.started.UnixMilli(),
+		Serving:       true,
+		Caches: []*pushdown_pb.CacheStats{
+			{Name: "reads.local_bytes", Bytes: st.BytesLocal},
+			{Name: "reads.remote_bytes", Bytes: st.BytesRemote},
+			{Name: "reads.inline_bytes", Bytes: st.BytesInline},
+		},
+	}, nil
+}

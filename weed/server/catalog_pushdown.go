@@ -1,0 +1,111 @@
+// Package server bootstraps the two pushdown gRPC services inside SeaweedFS
+// processes: listeners, TLS from security.toml, registration and discovery.
+// The services' logic lives under weed/pushdown.
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"google.golang.org/grpc"
+)
+
+// CatalogTLSComponent is the security.toml section whose cert/key the
+// catalog pushdown service serves with: it runs in the S3 gateway's process.
+const CatalogTLSComponent = "grpc.s3"
+
+// CatalogPushdownOptions configure the catalog pushdown service.
+type CatalogPushdownOptions struct {
+	BindIP      string           // listen address ("" = all interfaces)
+	AdvertiseIP string           // host clients reach this process at
+	Port        int              // 0 picks a free port
+	Filer       pb.ServerAddress // filer holding the tables
+	Discovery   time.Duration    // registry refresh interval (default 2s)
+}
+
+// CatalogPushdown is a running catalog pushdown service.
+type CatalogPushdown struct {
+	Service  *catalog.Service
+	server   *grpc.Server
+	listener net.Listener
+	cancel   context.CancelFunc
+	pool     *grpcutil.ConnPool
+	done     chan struct{}
+}
+
+// StartCatalogPushdown listens and serves the PushdownCatalog service.
+func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(opts.BindIP, strconv.Itoa(opts.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("catalog pushdown service: listen on port %d: %w (set -pushdown.port)", opts.Port, err)
+	}
+	dial := grpcutil.ClientDialOption()
+	filerFn := func(fn func(filer_pb.SeaweedFilerClient) error) error {
+		return pb.WithGrpcFilerClient(false, 0, opts.Filer, dial, fn)
+	}
+	pool := grpcutil.NewConnPool(dial)
+	watcher := discovery.NewWatcher(filerFn, pool)
+	if opts.Discovery > 0 {
+		watcher.Interval = opts.Discovery
+	}
+	advertise := net.JoinHostPort(opts.AdvertiseIP, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	svc := catalog.New(advertise, string(opts.Filer), watcher)
+	if masters, err := filerMasters(filerFn); err == nil {
+		svc.Masters = masters
+	}
+	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent)...)
+	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &CatalogPushdown{Service: svc, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{})}
+	go watcher.Run(ctx)
+	go func() {
+		defer close(c.done)
+		if err := s.Serve(ln); err != nil {
+			glog.Errorf("catalog pushdown service on %s: %v", advertise, err)
+		}
+	}()
+	tls := "plaintext"
+	if grpcutil.TLSEnabled(CatalogTLSComponent) {
+		tls = "TLS"
+	}
+	glog.V(0).Infof("pushdown: catalog service listening on %s (%s), tables from filer %s", advertise, tls, opts.Filer)
+	return c, nil
+}
+
+// Address is the advertised host:port.
+func (c *CatalogPushdown) Address() string { return c.Service.Address }
+
+// Stop lets in-flight RPCs finish for up to timeout, cancels the rest and
+// stops discovery.
+func (c *CatalogPushdown) Stop(timeout time.Duration) {
+	grpcutil.GracefulStop(c.server, timeout)
+	c.cancel()
+	c.pool.Close()
+	<-c.done
+	glog.V(0).Infof("pushdown: catalog service %s stopped", c.Service.Address)
+}
+
+func filerMasters(filerFn discovery.FilerFunc) ([]string, error) {
+	var masters []string
+	err := filerFn(func(c filer_pb.SeaweedFilerClient) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		resp, err := c.GetFilerConfiguration(ctx, &filer_pb.GetFilerConfigurationRequest{})
+		if err != nil {
+			return err
+		}
+		masters = resp.Masters
+		return nil
+	})
+	return masters, err
+}
