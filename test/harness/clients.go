@@ -63,4 +63,3 @@ func waitTableBucket(ctx context.Context, c *Cluster) error {
 		}
 	}
 }
-

@@ -335,4 +335,3 @@ func TestFixtureTableLoadsIntoBucketAndReadsBackThroughS3(t *testing.T) {
 		t.Fatalf("manifest list %s does not resolve against the bucket: %v", list, err)
 	}
 }
-
