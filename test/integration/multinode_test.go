@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"strconv"
 	"testing"
 	"time"
@@ -60,6 +62,13 @@ func TestCatalogDiscoversVolumeEndpointsAndDropsOneThatStops(t *testing.T) {
 	stoppedAt := time.Now()
 	stopped := volumes[1].Stop(30 * time.Second)
 	t.Logf("volume server stopped in %s (exit: %v)", time.Since(stoppedAt).Round(100*time.Millisecond), stopped)
+	// The pushdown service stopped before upstream's shutdown hooks ran.
+	logText, _ := os.ReadFile(volumes[1].Log)
+	ourStop := regexp.MustCompile(`pushdown: volume service \S+ stopped`).FindIndex(logText)
+	theirs := strings.Index(string(logText), "volume server has been killed")
+	if ourStop == nil || theirs < 0 || ourStop[0] > theirs {
+		t.Fatalf("shutdown order: pushdown stop at %d, upstream hook at %d in %s", ourStop, theirs, volumes[1].Log)
+	}
 	if err := harness.WaitHealthyEndpoints(ctx, catalog, 2); err != nil {
 		t.Fatal(err)
 	}
