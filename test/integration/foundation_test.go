@@ -59,6 +59,10 @@ type packageT struct{ *testing.T }
 var cleanups []func()
 
 func (p *packageT) Cleanup(f func()) { cleanups = append([]func(){f}, cleanups...) }
+func (p *packageT) Failed() bool     { return false }
+func (p *packageT) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
 func (p *packageT) TempDir() string {
 	d, err := os.MkdirTemp("", "lakeweed-it-")
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 

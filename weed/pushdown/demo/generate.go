@@ -1,0 +1,331 @@
+// Package demo generates and loads the demo Iceberg table (`demo.events`):
+// Parquet files written with arrow-go, uploaded through the S3 gateway and
+// committed with iceberg-go through the Iceberg REST catalog.
+//
+//	Generate(spec) ──▶ F Parquet files (row groups, optional page index + bloom)
+//	                      │ PutObject (aws-sdk-go-v2, S3 gateway)
+//	                      ▼
+//	          <table location>/data/part-NNNNN.parquet
+//	                      │ Transaction.AddFiles + Commit (iceberg-go, REST catalog)
+//	                      ▼
+//	                 demo.events, one snapshot
+//
+// Columns and their layout, chosen to exercise every pruning tier:
+//
+//	id         int64        unique, shuffled across and within files (unclustered)
+//	ts         timestamp    sorted over the whole table (clustered)
+//	tenant_id  string       100 values, each confined to a few files
+//	status     string       5 values mixed uniformly (prunes nothing)
+//	message    string       log-like text
+//	tags       list<string> 0-3 tags per row
+//	embedding  fixed_size_list<float32>[64], 16 latent clusters
+package demo
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+)
+
+// Field ids of the demo schema, in the pre-order a catalog assigns them at
+// table creation, so the ids written into the Parquet files survive.
+const (
+	FieldID        = 1
+	FieldTS        = 2
+	FieldTenant    = 3
+	FieldStatus    = 4
+	FieldMessage   = 5
+	FieldTags      = 6
+	FieldTagsElem  = 7
+	FieldEmbedding = 8
+	FieldEmbElem   = 9
+)
+
+// EmbeddingDim is the length of the embedding vectors.
+const EmbeddingDim = 64
+
+// Tenants is the number of distinct tenant_id values.
+const Tenants = 100
+
+// Statuses are the status values, mixed uniformly.
+var Statuses = []string{"ok", "warn", "error", "retry", "timeout"}
+
+var tagVocabulary = []string{"gpu", "cpu", "eu-west", "us-east", "batch", "stream", "canary", "prod", "staging",
+	"cache-miss", "cold-start", "retry", "slow", "fast", "mobile", "web", "api", "admin", "billing", "search"}
+
+// Indexed says which files carry page indexes and bloom filters.
+type Indexed string
+
+const (
+	IndexedAll  Indexed = "all"
+	IndexedHalf Indexed = "half"
+	IndexedNone Indexed = "none"
+)
+
+// ParseIndexed parses -indexed.
+func ParseIndexed(s string) (Indexed, error) {
+	switch Indexed(s) {
+	case IndexedAll, IndexedHalf, IndexedNone:
+		return Indexed(s), nil
+	}
+	return "", fmt.Errorf("-indexed %q: want all, half or none", s)
+}
+
+// Spec describes one demo table.
+type Spec struct {
+	Rows         int64
+	Files        int
+	RowGroupRows int64 // rows per row group
+	PageBytes    int64 // target data page size
+	Indexed      Indexed
+	Seed         uint64
+	StartTime    time.Time
+}
+
+// DefaultSpec is the `make run` demo: 1,000,000 rows in 8 files.
+func DefaultSpec() Spec {
+	return Spec{Rows: 1_000_000, Files: 8, RowGroupRows: 32_768, PageBytes: 16 << 10, Indexed: IndexedHalf, Seed: 1,
+		StartTime: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+// Validate refuses specs that cannot produce the promised layout.
+func (s Spec) Validate() error {
+	switch {
+	case s.Rows < 1:
+		return fmt.Errorf("-rows must be at least 1, got %d", s.Rows)
+	case s.Files < 1:
+		return fmt.Errorf("-files must be at least 1, got %d", s.Files)
+	case int64(s.Files) > s.Rows:
+		return fmt.Errorf("-files (%d) cannot exceed -rows (%d)", s.Files, s.Rows)
+	case s.RowGroupRows < 1:
+		return fmt.Errorf("row group size must be at least 1 row")
+	case s.PageBytes < 1024:
+		return fmt.Errorf("page size must be at least 1 KiB")
+	}
+	_, err := ParseIndexed(string(s.Indexed))
+	return err
+}
+
+// FileIndexed reports whether file i carries page indexes and bloom filters.
+func (s Spec) FileIndexed(i int) bool {
+	switch s.Indexed {
+	case IndexedAll:
+		return true
+	case IndexedNone:
+		return false
+	}
+	return i%2 == 0
+}
+
+// IcebergSchema is the demo table's schema.
+func IcebergSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: FieldID, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: FieldTS, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp, Required: true},
+		iceberg.NestedField{ID: FieldTenant, Name: "tenant_id", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: FieldStatus, Name: "status", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: FieldMessage, Name: "message", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: FieldTags, Name: "tags", Type: &iceberg.ListType{ElementID: FieldTagsElem, Element: iceberg.PrimitiveTypes.String, ElementRequired: true}},
+		iceberg.NestedField{ID: FieldEmbedding, Name: "embedding", Type: &iceberg.ListType{ElementID: FieldEmbElem, Element: iceberg.PrimitiveTypes.Float32, ElementRequired: true}},
+	)
+}
+
+func fieldMeta(id int) arrow.Metadata {
+	return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(id)})
+}
+
+// ArrowSchema is the Arrow schema of the demo files, with Parquet field ids.
+func ArrowSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fieldMeta(FieldID)},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Metadata: fieldMeta(FieldTS)},
+		{Name: "tenant_id", Type: arrow.BinaryTypes.String, Metadata: fieldMeta(FieldTenant)},
+		{Name: "status", Type: arrow.BinaryTypes.String, Metadata: fieldMeta(FieldStatus)},
+		{Name: "message", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fieldMeta(FieldMessage)},
+		{Name: "tags", Type: arrow.ListOfField(arrow.Field{Name: "element", Type: arrow.BinaryTypes.String, Metadata: fieldMeta(FieldTagsElem)}), Nullable: true, Metadata: fieldMeta(FieldTags)},
+		{Name: "embedding", Type: arrow.FixedSizeListOfField(EmbeddingDim, arrow.Field{Name: "element", Type: arrow.PrimitiveTypes.Float32, Metadata: fieldMeta(FieldEmbElem)}), Nullable: true, Metadata: fieldMeta(FieldEmbedding)},
+	}, nil)
+}
+
+// content is the deterministic content of a spec.
+type content struct {
+	spec      Spec
+	ids       []int64 // permutation of [0, Rows)
+	fileStart []int64 // first row of each file; file i holds [fileStart[i], fileStart[i+1])
+	centroids [][]float32
+}
+
+func newContent(s Spec) *content {
+	r := rand.New(rand.NewPCG(s.Seed, 0x1d))
+	ids := make([]int64, s.Rows)
+	for i := range ids {
+		ids[i] = int64(i)
+	}
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	t := &content{spec: s, ids: ids}
+	per := s.Rows / int64(s.Files)
+	for i := 0; i <= s.Files; i++ {
+		start := int64(i) * per
+		if i == s.Files {
+			start = s.Rows
+		}
+		t.fileStart = append(t.fileStart, start)
+	}
+	for c := 0; c < 16; c++ {
+		v := make([]float32, EmbeddingDim)
+		for d := range v {
+			v[d] = float32(r.NormFloat64())
+		}
+		t.centroids = append(t.centroids, v)
+	}
+	return t
+}
+
+// TenantName is the tenant_id value of tenant k.
+func TenantName(k int) string { return fmt.Sprintf("tenant-%03d", k) }
+
+// TenantsOfFile are the tenants whose rows file i holds: every tenant lives
+// in at most three neighbouring files.
+func TenantsOfFile(i, files int) []int {
+	var out []int
+	for k := 0; k < Tenants; k++ {
+		home := k * files / Tenants
+		if i == home || (files > 1 && i == (home+1)%files) || (files > 2 && k%3 == 0 && i == (home+2)%files) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TimestampOf is the ts value of global row g (strictly increasing).
+func (s Spec) TimestampOf(g int64) time.Time {
+	return s.StartTime.Add(time.Duration(g) * 250 * time.Millisecond)
+}
+
+// fileRecord builds rows [from, to) of file i as one Arrow record.
+func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arrow.RecordBatch {
+	s := t.spec
+	r := rand.New(rand.NewPCG(s.Seed^uint64(file)*0x9e3779b97f4a7c15, uint64(from)))
+	tenants := TenantsOfFile(file, s.Files)
+	b := array.NewRecordBuilder(mem, ArrowSchema())
+	defer b.Release()
+	idB := b.Field(0).(*array.Int64Builder)
+	tsB := b.Field(1).(*array.TimestampBuilder)
+	tenB := b.Field(2).(*array.StringBuilder)
+	stB := b.Field(3).(*array.StringBuilder)
+	msgB := b.Field(4).(*array.StringBuilder)
+	tagsB := b.Field(5).(*array.ListBuilder)
+	tagB := tagsB.ValueBuilder().(*array.StringBuilder)
+	embB := b.Field(6).(*array.FixedSizeListBuilder)
+	valB := embB.ValueBuilder().(*array.Float32Builder)
+	verbs := []string{"GET", "POST", "PUT", "DELETE"}
+	paths := []string{"/api/v1/orders", "/api/v1/users", "/api/v2/search", "/healthz", "/api/v1/billing/invoices"}
+	for g := from; g < to; g++ {
+		idB.Append(t.ids[g])
+		tsB.Append(arrow.Timestamp(s.TimestampOf(g).UnixMicro()))
+		tenant := tenants[r.IntN(len(tenants))]
+		tenB.Append(TenantName(tenant))
+		status := Statuses[r.IntN(len(Statuses))]
+		stB.Append(status)
+		code := map[string]int{"ok": 200, "warn": 299, "error": 500, "retry": 503, "timeout": 504}[status]
+		msgB.Append(fmt.Sprintf("%s %s/%d %d %dms tenant=%s trace=%016x", verbs[r.IntN(len(verbs))], paths[r.IntN(len(paths))],
+			r.IntN(100000), code, 1+r.IntN(2000), TenantName(tenant), r.Uint64()))
+		tagsB.Append(true)
+		for n := r.IntN(4); n > 0; n-- {
+			tagB.Append(tagVocabulary[r.IntN(len(tagVocabulary))])
+		}
+		embB.Append(true)
+		c := t.centroids[(tenant+int(g%3))%len(t.centroids)]
+		for d := 0; d < EmbeddingDim; d++ {
+			valB.Append(c[d] + float32(0.15*r.NormFloat64()))
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// WriterProperties are the Parquet writer settings of file i.
+func (s Spec) WriterProperties(i int) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithMaxRowGroupLength(s.RowGroupRows),
+		parquet.WithDataPageSize(s.PageBytes),
+		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryFor("id", false),
+		parquet.WithDictionaryFor("message", false),
+		parquet.WithStats(true),
+		parquet.WithCreatedBy("lakeweed demo"),
+	}
+	if s.FileIndexed(i) {
+		opts = append(opts,
+			parquet.WithPageIndexEnabled(true),
+			parquet.WithBloomFilterEnabledFor("id", true),
+			parquet.WithBloomFilterEnabledFor("tenant_id", true),
+			parquet.WithBloomFilterFPP(0.01),
+		)
+	} else {
+		opts = append(opts, parquet.WithPageIndexEnabled(false))
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+// GeneratedFile is one generated Parquet file.
+type GeneratedFile struct {
+	Index   int
+	Rows    int64
+	Indexed bool
+	Bytes   []byte
+}
+
+// WriteFile generates file i.
+func WriteFile(t *content, i int) (GeneratedFile, error) {
+	s := t.spec
+	var buf bytes.Buffer
+	mem := memory.NewGoAllocator()
+	fw, err := pqarrow.NewFileWriter(ArrowSchema(), &buf, s.WriterProperties(i), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		return GeneratedFile{}, err
+	}
+	from, to := t.fileStart[i], t.fileStart[i+1]
+	for start := from; start < to; start += s.RowGroupRows {
+		end := min(start+s.RowGroupRows, to)
+		rec := t.fileRecord(mem, i, start, end)
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return GeneratedFile{}, fmt.Errorf("write file %d: %w", i, err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return GeneratedFile{}, fmt.Errorf("close file %d: %w", i, err)
+	}
+	return GeneratedFile{Index: i, Rows: to - from, Indexed: s.FileIndexed(i), Bytes: buf.Bytes()}, nil
+}
+
+// Files generates every file of the spec, calling fn for each in order.
+func Files(s Spec, fn func(GeneratedFile) error) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	t := newContent(s)
+	for i := 0; i < s.Files; i++ {
+		f, err := WriteFile(t, i)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
