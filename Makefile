@@ -17,7 +17,7 @@ build: $(BIN)
 
 $(BIN): FORCE
 	@mkdir -p bin
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./weed
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./weed
 
 FORCE:
 
