@@ -1,0 +1,433 @@
+package predicate
+
+import (
+	"encoding/binary"
+	"math/big"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/iceberg-go"
+	icesubstrait "github.com/apache/iceberg-go/table/substrait"
+	"github.com/google/uuid"
+	substraitpb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// DecodeSubstrait decodes a Substrait ExtendedExpression bound to schema s.
+//
+// Binding: field references are positions in the expression's base_schema,
+// which must be the schema's own Substrait form (iceberg-go's
+// substrait.ConvertSchema: the same field names in the same order), so a
+// position names exactly one Iceberg field id. A base_schema that differs is
+// refused, naming the first difference. Several referred expressions are
+// ANDed. Functions the planner does not know become residuals.
+func DecodeSubstrait(b []byte, s *iceberg.Schema) (e Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, bindErr("malformed Substrait expression: %v", r)
+		}
+	}()
+	var ee substraitpb.ExtendedExpression
+	if err := proto.Unmarshal(b, &ee); err != nil {
+		return nil, bindErr("predicate is not a Substrait ExtendedExpression: %v", err)
+	}
+	if len(ee.GetReferredExpr()) == 0 {
+		return nil, bindErr("Substrait ExtendedExpression has no referred expression")
+	}
+	if err := checkBaseSchema(ee.GetBaseSchema(), s); err != nil {
+		return nil, err
+	}
+	d := &subDecoder{funcs: map[uint32]string{}, schema: s}
+	for _, ext := range ee.GetExtensions() {
+		if f := ext.GetExtensionFunction(); f != nil {
+			name := f.GetName()
+			if i := strings.IndexByte(name, ':'); i >= 0 {
+				name = name[:i]
+			}
+			d.funcs[f.GetFunctionAnchor()] = name
+		}
+	}
+	var kids []Expr
+	for i, r := range ee.GetReferredExpr() {
+		x := r.GetExpression()
+		if x == nil {
+			return nil, bindErr("Substrait referred expression %d is not a scalar expression", i)
+		}
+		k, err := d.expr(x, 0)
+		if err != nil {
+			return nil, err
+		}
+		kids = append(kids, k)
+	}
+	if len(kids) == 1 {
+		return kids[0], nil
+	}
+	return And{Kids: kids}, nil
+}
+
+// EncodeSubstrait converts a bound iceberg-go expression on schema s into a
+// serialized Substrait ExtendedExpression (the canonical wire form of
+// ParquetPushdownRequest.predicate).
+func EncodeSubstrait(s *iceberg.Schema, e iceberg.BooleanExpression) ([]byte, error) {
+	reg, ex, err := icesubstrait.ConvertExpr(s, e, true)
+	if err != nil {
+		return nil, err
+	}
+	base, err := icesubstrait.ConvertSchema(s)
+	if err != nil {
+		return nil, err
+	}
+	urns, decls := reg.ExtensionsToProto()
+	msg := &substraitpb.ExtendedExpression{
+		Version:       &substraitpb.Version{MinorNumber: 75, Producer: "lakeweed"},
+		ExtensionUrns: urns,
+		Extensions:    decls,
+		BaseSchema:    base.ToProto(),
+		ReferredExpr: []*substraitpb.ExpressionReference{{
+			ExprType:    &substraitpb.ExpressionReference_Expression{Expression: ex.ToProto()},
+			OutputNames: []string{"predicate"},
+		}},
+	}
+	return proto.Marshal(msg)
+}
+
+func checkBaseSchema(got *substraitpb.NamedStruct, s *iceberg.Schema) error {
+	if got == nil {
+		return bindErr("Substrait ExtendedExpression has no base_schema; it must be schema %d's Substrait form", s.ID)
+	}
+	want, err := icesubstrait.ConvertSchema(s)
+	if err != nil {
+		return bindErr("schema %d has no Substrait form: %v", s.ID, err)
+	}
+	wn, gn := want.Names, got.GetNames()
+	for i := 0; i < len(wn) || i < len(gn); i++ {
+		switch {
+		case i >= len(gn):
+			return bindErr("Substrait base_schema does not match schema %d: field %q is missing", s.ID, wn[i])
+		case i >= len(wn):
+			return bindErr("Substrait base_schema does not match schema %d: extra field %q", s.ID, gn[i])
+		case wn[i] != gn[i]:
+			return bindErr("Substrait base_schema does not match schema %d: name %d is %q, want %q", s.ID, i, gn[i], wn[i])
+		}
+	}
+	if n := len(got.GetStruct().GetTypes()); n != len(s.Fields()) {
+		return bindErr("Substrait base_schema does not match schema %d: %d top-level fields, want %d", s.ID, n, len(s.Fields()))
+	}
+	return nil
+}
+
+type subDecoder struct {
+	funcs  map[uint32]string
+	schema *iceberg.Schema
+}
+
+func (d *subDecoder) expr(x *substraitpb.Expression, depth int) (Expr, error) {
+	if depth > maxJSONDepth {
+		return nil, bindErr("Substrait expression nests more than %d levels", maxJSONDepth)
+	}
+	switch {
+	case x.GetLiteral() != nil:
+		lit := x.GetLiteral()
+		if _, ok := lit.GetLiteralType().(*substraitpb.Expression_Literal_Boolean); ok {
+			return Const{Value: lit.GetBoolean()}, nil
+		}
+		if lit.GetNull() != nil {
+			// NULL as a whole predicate never matches.
+			return Const{Value: false}, nil
+		}
+		return nil, bindErr("Substrait predicate is a non-boolean literal")
+	case x.GetScalarFunction() != nil:
+		return d.function(x.GetScalarFunction(), depth)
+	case x.GetSingularOrList() != nil:
+		sol := x.GetSingularOrList()
+		id, ok, err := d.fieldRef(sol.GetValue())
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return Residual{Reason: "IN over an expression that is not a column"}, nil
+		}
+		l := &Leaf{FieldID: id, Op: OpIn}
+		for _, o := range sol.GetOptions() {
+			if o.GetLiteral() == nil {
+				return Residual{Reason: "IN list with a non-literal option"}, nil
+			}
+			v, err := d.literal(o.GetLiteral(), id)
+			if err != nil {
+				return nil, err
+			}
+			l.Raw = append(l.Raw, v)
+		}
+		return l, nil
+	case x.GetSelection() != nil:
+		id, ok, err := d.fieldRef(x)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			// A boolean column as a predicate: col = true.
+			return &Leaf{FieldID: id, Op: OpEq, Raw: []iceberg.Literal{iceberg.BoolLiteral(true)}}, nil
+		}
+	}
+	return Residual{Reason: "Substrait expression kind not used for pruning"}, nil
+}
+
+func (d *subDecoder) args(f *substraitpb.Expression_ScalarFunction) []*substraitpb.Expression {
+	var out []*substraitpb.Expression
+	for _, a := range f.GetArguments() {
+		out = append(out, a.GetValue())
+	}
+	if len(out) == 0 {
+		out = f.GetArgs()
+	}
+	return out
+}
+
+var flipped = map[Op]Op{OpLt: OpGt, OpLtEq: OpGtEq, OpGt: OpLt, OpGtEq: OpLtEq, OpEq: OpEq}
+
+func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth int) (Expr, error) {
+	name, ok := d.funcs[f.GetFunctionReference()]
+	if !ok {
+		return nil, bindErr("Substrait function reference %d is not declared in the expression's extensions", f.GetFunctionReference())
+	}
+	args := d.args(f)
+	for i, a := range args {
+		if a == nil {
+			return nil, bindErr("Substrait function %s: argument %d is not a value", name, i)
+		}
+	}
+	switch name {
+	case "and", "or":
+		kids := make([]Expr, 0, len(args))
+		for _, a := range args {
+			k, err := d.expr(a, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			kids = append(kids, k)
+		}
+		if name == "and" {
+			return And{Kids: kids}, nil
+		}
+		return Or{Kids: kids}, nil
+	case "not":
+		if len(args) != 1 {
+			return nil, bindErr("Substrait not takes one argument, got %d", len(args))
+		}
+		k, err := d.expr(args[0], depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return Not{Kid: k}, nil
+	case "is_null", "is_not_null", "is_nan":
+		if len(args) != 1 {
+			return nil, bindErr("Substrait %s takes one argument, got %d", name, len(args))
+		}
+		id, ok, err := d.fieldRef(args[0])
+		if err != nil || !ok {
+			return residualOr(name+" over an expression that is not a column", err)
+		}
+		op := OpIsNull
+		if name == "is_nan" {
+			op = OpIsNaN
+		}
+		return &Leaf{FieldID: id, Op: op, Negated: name == "is_not_null"}, nil
+	case "equal", "not_equal", "lt", "lte", "gt", "gte", "starts_with":
+		if len(args) != 2 {
+			return nil, bindErr("Substrait %s takes two arguments, got %d", name, len(args))
+		}
+		op := map[string]Op{"equal": OpEq, "not_equal": OpEq, "lt": OpLt, "lte": OpLtEq, "gt": OpGt, "gte": OpGtEq, "starts_with": OpStartsWith}[name]
+		col, lit := args[0], args[1]
+		if col.GetLiteral() != nil && lit.GetSelection() != nil {
+			if name == "starts_with" {
+				return Residual{Reason: "starts_with with the column as the prefix"}, nil
+			}
+			col, lit, op = lit, col, flipped[op]
+		}
+		id, ok, err := d.fieldRef(col)
+		if err != nil || !ok {
+			return residualOr(name+" over an expression that is not a column", err)
+		}
+		if lit.GetLiteral() == nil {
+			return Residual{Reason: name + " between two non-literal expressions"}, nil
+		}
+		if lit.GetLiteral().GetNull() != nil {
+			// Comparing with NULL is never TRUE.
+			return Const{Value: false}, nil
+		}
+		v, err := d.literal(lit.GetLiteral(), id)
+		if err != nil {
+			return nil, err
+		}
+		return &Leaf{FieldID: id, Op: op, Negated: name == "not_equal", Raw: []iceberg.Literal{v}}, nil
+	case "is_in":
+		if len(args) != 2 {
+			return nil, bindErr("Substrait is_in takes two arguments, got %d", len(args))
+		}
+		id, ok, err := d.fieldRef(args[0])
+		if err != nil || !ok {
+			return residualOr("is_in over an expression that is not a column", err)
+		}
+		list := args[1].GetLiteral().GetList()
+		if list == nil {
+			return Residual{Reason: "is_in without a literal list"}, nil
+		}
+		l := &Leaf{FieldID: id, Op: OpIn}
+		for _, x := range list.GetValues() {
+			v, err := d.literal(x, id)
+			if err != nil {
+				return nil, err
+			}
+			l.Raw = append(l.Raw, v)
+		}
+		return l, nil
+	case "between":
+		if len(args) != 3 {
+			return nil, bindErr("Substrait between takes three arguments, got %d", len(args))
+		}
+		id, ok, err := d.fieldRef(args[0])
+		if err != nil || !ok || args[1].GetLiteral() == nil || args[2].GetLiteral() == nil {
+			return residualOr("between over non-literal bounds", err)
+		}
+		lo, err := d.literal(args[1].GetLiteral(), id)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := d.literal(args[2].GetLiteral(), id)
+		if err != nil {
+			return nil, err
+		}
+		return And{Kids: []Expr{
+			&Leaf{FieldID: id, Op: OpGtEq, Raw: []iceberg.Literal{lo}},
+			&Leaf{FieldID: id, Op: OpLtEq, Raw: []iceberg.Literal{hi}},
+		}}, nil
+	}
+	return Residual{Reason: "Substrait function " + name}, nil
+}
+
+// fieldRef resolves a direct field reference from the root to a field id.
+// ok is false for expressions that are not plain column references.
+func (d *subDecoder) fieldRef(x *substraitpb.Expression) (id int, ok bool, err error) {
+	if x == nil {
+		return 0, false, bindErr("Substrait argument is missing")
+	}
+	if c := x.GetCast(); c != nil {
+		// A cast of a column compares converted values; not prunable here.
+		return 0, false, nil
+	}
+	sel := x.GetSelection()
+	if sel == nil || sel.GetRootReference() == nil {
+		return 0, false, nil
+	}
+	seg := sel.GetDirectReference()
+	fields := d.schema.Fields()
+	var f iceberg.NestedField
+	for depth := 0; ; depth++ {
+		sf := seg.GetStructField()
+		if sf == nil {
+			return 0, false, nil
+		}
+		pos := int(sf.GetField())
+		if pos < 0 || pos >= len(fields) {
+			return 0, false, bindErr("Substrait field reference %d is out of range (the struct has %d fields)", pos, len(fields))
+		}
+		f = fields[pos]
+		if sf.GetChild() == nil {
+			return f.ID, true, nil
+		}
+		st, isStruct := f.Type.(*iceberg.StructType)
+		if !isStruct {
+			return 0, false, bindErr("Substrait field reference descends into %s, which is not a struct", f.Name)
+		}
+		fields, seg = st.FieldList, sf.GetChild()
+		if depth > 256 {
+			return 0, false, bindErr("Substrait field reference is too deep")
+		}
+	}
+}
+
+// literal converts a Substrait literal to an Iceberg literal; Bind checks it
+// against the field's type.
+func (d *subDecoder) literal(l *substraitpb.Expression_Literal, fieldID int) (iceberg.Literal, error) {
+	f, _ := d.schema.FindFieldByID(fieldID)
+	switch v := l.GetLiteralType().(type) {
+	case *substraitpb.Expression_Literal_Boolean:
+		return iceberg.BoolLiteral(v.Boolean), nil
+	case *substraitpb.Expression_Literal_I8:
+		return iceberg.Int32Literal(v.I8), nil
+	case *substraitpb.Expression_Literal_I16:
+		return iceberg.Int32Literal(v.I16), nil
+	case *substraitpb.Expression_Literal_I32:
+		return iceberg.Int32Literal(v.I32), nil
+	case *substraitpb.Expression_Literal_I64:
+		return iceberg.Int64Literal(v.I64), nil
+	case *substraitpb.Expression_Literal_Fp32:
+		return iceberg.Float32Literal(v.Fp32), nil
+	case *substraitpb.Expression_Literal_Fp64:
+		return iceberg.Float64Literal(v.Fp64), nil
+	case *substraitpb.Expression_Literal_String_:
+		return iceberg.StringLiteral(v.String_), nil
+	case *substraitpb.Expression_Literal_VarChar_:
+		return iceberg.StringLiteral(v.VarChar.GetValue()), nil
+	case *substraitpb.Expression_Literal_FixedChar:
+		return iceberg.StringLiteral(v.FixedChar), nil
+	case *substraitpb.Expression_Literal_Binary:
+		return iceberg.BinaryLiteral(v.Binary), nil
+	case *substraitpb.Expression_Literal_FixedBinary:
+		return iceberg.FixedLiteral(v.FixedBinary), nil
+	case *substraitpb.Expression_Literal_Uuid:
+		u, err := uuid.FromBytes(v.Uuid)
+		if err != nil {
+			return nil, bindErr("Substrait uuid literal: %v", err)
+		}
+		if _, isFixed := f.Type.(iceberg.UUIDType); !isFixed {
+			return iceberg.FixedLiteral(v.Uuid), nil
+		}
+		return iceberg.UUIDLiteral(u), nil
+	case *substraitpb.Expression_Literal_Date:
+		return iceberg.DateLiteral(v.Date), nil
+	case *substraitpb.Expression_Literal_Time:
+		return iceberg.TimeLiteral(v.Time), nil
+	case *substraitpb.Expression_Literal_Timestamp:
+		return iceberg.TimestampLiteral(v.Timestamp), nil
+	case *substraitpb.Expression_Literal_TimestampTz:
+		return iceberg.TimestampLiteral(v.TimestampTz), nil
+	case *substraitpb.Expression_Literal_PrecisionTimestamp_:
+		return precisionTimestamp(v.PrecisionTimestamp.GetPrecision(), v.PrecisionTimestamp.GetValue())
+	case *substraitpb.Expression_Literal_PrecisionTimestampTz:
+		return precisionTimestamp(v.PrecisionTimestampTz.GetPrecision(), v.PrecisionTimestampTz.GetValue())
+	case *substraitpb.Expression_Literal_Decimal_:
+		b := v.Decimal.GetValue()
+		if len(b) != 16 {
+			return nil, bindErr("Substrait decimal literal has %d bytes, want 16", len(b))
+		}
+		lo := binary.LittleEndian.Uint64(b[:8])
+		hi := int64(binary.LittleEndian.Uint64(b[8:]))
+		n := decimal128.New(hi, lo)
+		scale := v.Decimal.GetScale()
+		if scale < 0 || scale > 38 {
+			return nil, bindErr("Substrait decimal literal has scale %d", scale)
+		}
+		return iceberg.DecimalLiteral(iceberg.Decimal{Val: n, Scale: int(scale)}), nil
+	case *substraitpb.Expression_Literal_Null:
+		return nil, bindErr("NULL literal compared with field %d; use IS NULL", fieldID)
+	}
+	return nil, bindErr("Substrait literal %T is not supported for field %d", l.GetLiteralType(), fieldID)
+}
+
+func precisionTimestamp(precision int32, v int64) (iceberg.Literal, error) {
+	switch precision {
+	case 6:
+		return iceberg.TimestampLiteral(v), nil
+	case 9:
+		return iceberg.TimestampNsLiteral(v), nil
+	case 0, 3:
+		mul := map[int32]int64{0: 1_000_000, 3: 1000}[precision]
+		x := new(big.Int).Mul(big.NewInt(v), big.NewInt(mul))
+		if !x.IsInt64() {
+			return nil, bindErr("Substrait timestamp literal overflows microseconds")
+		}
+		return iceberg.TimestampLiteral(x.Int64()), nil
+	}
+	return nil, bindErr("Substrait timestamp precision %d is not supported", precision)
+}
