@@ -1,0 +1,216 @@
+package footer
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// Metrics are the Prometheus collectors of a Cache.
+var (
+	metricRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "SeaweedFS", Subsystem: "pushdown", Name: "footer_cache_requests_total",
+		Help: "Footer cache lookups by result (hit, miss).",
+	}, []string{"cache", "result"})
+	metricBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "SeaweedFS", Subsystem: "pushdown", Name: "footer_cache_bytes",
+		Help: "Bytes held by the footer cache (footers, page indexes, bloom filters).",
+	}, []string{"cache"})
+	metricEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "SeaweedFS", Subsystem: "pushdown", Name: "footer_cache_evictions_total",
+		Help: "Entries evicted from the footer cache.",
+	}, []string{"cache"})
+	metricReadBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "SeaweedFS", Subsystem: "pushdown", Name: "footer_cache_read_bytes_total",
+		Help: "Bytes read from storage to fill the footer cache.",
+	}, []string{"cache"})
+)
+
+// Register adds the cache metrics to reg (once).
+func Register(reg prometheus.Registerer) {
+	for _, c := range []prometheus.Collector{metricRequests, metricBytes, metricEvictions, metricReadBytes} {
+		_ = reg.Register(c)
+	}
+}
+
+// Stats are a Cache's counters.
+type Stats struct {
+	Entries, Bytes, Capacity, Hits, Misses, Evictions, ReadBytes int64
+	BloomHits, BloomMisses                                      int64
+}
+
+// Cache is an LRU of footers bounded by bytes, with one load per key at a
+// time. Bloom filters live in the same byte budget.
+type Cache struct {
+	name     string
+	capacity int64
+	open     Opener
+
+	mu    sync.Mutex
+	lru   *list.List // of *entry, front = most recent
+	items map[string]*list.Element
+	bytes int64
+
+	flight singleflight.Group
+
+	hits, misses, evictions, readBytes atomic.Int64
+	bloomHits, bloomMisses             atomic.Int64
+}
+
+type entry struct {
+	key    string
+	footer *Footer
+	bloom  *bloomEntry
+	size   int64
+}
+
+type bloomEntry struct {
+	bf  BloomFilter // nil: the chunk has no (usable) bloom filter
+	err error
+}
+
+// NewCache returns a cache holding at most capacity bytes, opening files
+// with open.
+func NewCache(name string, capacity int64, open Opener) *Cache {
+	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[string]*list.Element{}}
+}
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Entries: int64(c.lru.Len()), Bytes: c.bytes, Capacity: c.capacity, Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Evictions: c.evictions.Load(), ReadBytes: c.readBytes.Load(), BloomHits: c.bloomHits.Load(), BloomMisses: c.bloomMisses.Load()}
+}
+
+// Get returns the footer of id, loading it on a miss. hit reports whether
+// it was cached.
+func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err error) {
+	key := id.key()
+	if f := c.lookup(key); f != nil {
+		c.hits.Add(1)
+		metricRequests.WithLabelValues(c.name, "hit").Inc()
+		return f, true, nil
+	}
+	c.misses.Add(1)
+	metricRequests.WithLabelValues(c.name, "miss").Inc()
+	v, err, _ := c.flight.Do(key, func() (any, error) {
+		if f := c.lookup(key); f != nil {
+			return f, nil
+		}
+		src, err := c.open(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		f, err := Load(ctx, id, src)
+		if err != nil {
+			return nil, err
+		}
+		tailRead := int64(len(f.tail))
+		c.recordRead(tailRead)
+		f.open = c.open
+		f.cache = c
+		c.insert(&entry{key: key, footer: f, size: f.size})
+		return f, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return v.(*Footer), false, nil
+}
+
+func (c *Cache) lookup(key string) *Footer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*entry).footer
+	}
+	return nil
+}
+
+func (c *Cache) insert(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.items[e.key]; ok {
+		c.bytes -= old.Value.(*entry).size
+		c.lru.Remove(old)
+	}
+	c.items[e.key] = c.lru.PushFront(e)
+	c.bytes += e.size
+	c.evictLocked()
+	metricBytes.WithLabelValues(c.name).Set(float64(c.bytes))
+}
+
+func (c *Cache) evictLocked() {
+	for c.bytes > c.capacity && c.lru.Len() > 1 {
+		el := c.lru.Back()
+		e := el.Value.(*entry)
+		c.lru.Remove(el)
+		delete(c.items, e.key)
+		c.bytes -= e.size
+		c.evictions.Add(1)
+		metricEvictions.WithLabelValues(c.name).Inc()
+	}
+}
+
+// grow accounts bytes added to a cached footer (its page index).
+func (c *Cache) grow(f *Footer, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[f.ID.key()]; ok && el.Value.(*entry).footer == f {
+		el.Value.(*entry).size += n
+		c.bytes += n
+		c.evictLocked()
+		metricBytes.WithLabelValues(c.name).Set(float64(c.bytes))
+	}
+}
+
+func (c *Cache) recordRead(n int64) {
+	c.readBytes.Add(n)
+	metricReadBytes.WithLabelValues(c.name).Add(float64(n))
+}
+
+// BloomFilter returns the (cached) bloom filter of column col in row group
+// rg of footer f: nil when the chunk has none or it cannot be read (a
+// "maybe" for the caller; the error says why).
+func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
+	key := fmt.Sprintf("%s\x00bloom\x00%d\x00%d", f.ID.key(), rg, col)
+	c.mu.Lock()
+	if el, ok := c.items[key]; ok {
+		c.lru.MoveToFront(el)
+		be := el.Value.(*entry).bloom
+		c.mu.Unlock()
+		c.bloomHits.Add(1)
+		metricRequests.WithLabelValues(c.name+"_bloom", "hit").Inc()
+		return be.bf, be.err
+	}
+	c.mu.Unlock()
+	c.bloomMisses.Add(1)
+	metricRequests.WithLabelValues(c.name+"_bloom", "miss").Inc()
+	v, err, _ := c.flight.Do(key, func() (any, error) {
+		bf, err := f.ReadBloomFilter(ctx, rg, col)
+		if err != nil && perr.IsContext(err) {
+			return nil, err // not cached: the next query retries
+		}
+		be := &bloomEntry{bf: bf, err: err}
+		size := int64(128)
+		if bf != nil {
+			size += bf.Size()
+		}
+		c.insert(&entry{key: key, bloom: be, size: size})
+		return be, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	be := v.(*bloomEntry)
+	return be.bf, be.err
+}

@@ -1,0 +1,453 @@
+// Package footer caches parsed Parquet footers, page indexes and bloom
+// filters by file identity.
+//
+//	Get(identity) ──hit──▶ *Footer
+//	     │ miss (one load per key at a time)
+//	     ▼
+//	Source.ReadAt(tail: last TailBytes) ──▶ footer length + magic
+//	     │ footer longer than the tail? one more read for the rest
+//	     ▼
+//	metadata.NewFileMetaData ──▶ *Footer (LRU, bounded by bytes)
+//	     │ later, on demand:
+//	     ├─ PageIndex(rg): ColumnIndex/OffsetIndex of the row group,
+//	     │                 served from the tail when it covers them
+//	     └─ BloomFilter(rg, col): cached per (identity, rg, column)
+//
+// Identity is (path, size): Iceberg data files are immutable, and a file
+// whose size changed has a different key, so a stale entry is never served.
+// A source whose size differs from the identity is refused.
+package footer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// TailBytes is the size of the speculative read at the end of a cold file:
+// large enough for most footers and, often, their page indexes.
+const TailBytes = 64 << 10
+
+// MaxFooterBytes refuses absurd footer lengths before allocating them.
+const MaxFooterBytes = 256 << 20
+
+// Identity names one immutable version of a file.
+type Identity struct {
+	Path string
+	Size int64
+}
+
+func (id Identity) key() string { return fmt.Sprintf("%s\x00%d", id.Path, id.Size) }
+
+// Source reads bytes of one file.
+type Source interface {
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	Size() int64
+}
+
+// Opener opens the source of an identity.
+type Opener func(ctx context.Context, id Identity) (Source, error)
+
+// Footer is a parsed footer and the lazily loaded indexes of one file.
+type Footer struct {
+	ID           Identity
+	Meta         *metadata.FileMetaData
+	MetaOffset   int64 // start of the Thrift FileMetaData
+	MetaLength   int64 // its length (the 8-byte length + magic trailer follows)
+	tail         []byte
+	tailOffset   int64
+	open         Opener
+	cache        *Cache
+	mu           sync.Mutex
+	pageIndex    []*RowGroupIndex // by row group; nil until loaded
+	pageIndexErr error
+	size         int64 // accounted bytes
+}
+
+// TrailerOffset is where the footer (metadata, length, magic) begins.
+func (f *Footer) TrailerOffset() int64 { return f.MetaOffset }
+
+// TrailerLength covers metadata + 4-byte length + 4-byte magic.
+func (f *Footer) TrailerLength() int64 { return f.MetaLength + 8 }
+
+// RowGroupIndex is the page index of one row group: per leaf column, the
+// ColumnIndex and OffsetIndex (either may be nil when absent or unreadable).
+type RowGroupIndex struct {
+	Columns []ColumnPageIndex
+}
+
+// ColumnPageIndex is the page index of one column chunk.
+type ColumnPageIndex struct {
+	Column metadata.ColumnIndex
+	Offset metadata.OffsetIndex
+	Err    error // why an index is missing although the footer announced it
+}
+
+// Load reads and parses the footer of id from src (no caching).
+func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
+	size := src.Size()
+	if size != id.Size {
+		return nil, perr.New(perr.FailedPrecondition, "%s has %d bytes, the table metadata says %d: the file changed or the metadata is wrong", id.Path, size, id.Size)
+	}
+	if size < 12 {
+		return nil, perr.New(perr.Corrupt, "%s is %d bytes, too small for a Parquet file", id.Path, size)
+	}
+	tailLen := min(int64(TailBytes), size)
+	tail := make([]byte, tailLen)
+	if err := readFull(ctx, src, tail, size-tailLen); err != nil {
+		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("read footer of %s: %w", id.Path, err))
+	}
+	magic := string(tail[len(tail)-4:])
+	switch magic {
+	case "PAR1":
+	case "PARE":
+		return nil, perr.New(perr.FailedPrecondition, "%s is an encrypted Parquet file (encrypted footer); pushdown cannot plan it without the keys", id.Path)
+	default:
+		return nil, perr.New(perr.Corrupt, "%s is not a Parquet file: trailing magic %q", id.Path, magic)
+	}
+	metaLen := int64(binary.LittleEndian.Uint32(tail[len(tail)-8:]))
+	if metaLen <= 0 || metaLen > size-12 || metaLen > MaxFooterBytes {
+		return nil, perr.New(perr.Corrupt, "%s: footer length %d does not fit the file (%d bytes)", id.Path, metaLen, size)
+	}
+	metaOffset := size - 8 - metaLen
+	tailOffset := size - tailLen
+	if metaOffset < tailOffset {
+		more := make([]byte, tailOffset-metaOffset)
+		if err := readFull(ctx, src, more, metaOffset); err != nil {
+			return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("read footer of %s: %w", id.Path, err))
+		}
+		tail = append(more, tail...)
+		tailOffset = metaOffset
+	}
+	raw := tail[metaOffset-tailOffset : int64(len(tail))-8]
+	md, err := parseMeta(raw)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "%s: malformed Parquet footer: %v", id.Path, err)
+	}
+	md.SetSourceFileSize(size)
+	if md.IsSetEncryptionAlgorithm() {
+		return nil, perr.New(perr.FailedPrecondition, "%s has encrypted columns (plaintext footer); pushdown cannot plan it without the keys", id.Path)
+	}
+	if err := validate(md, metaOffset); err != nil {
+		return nil, perr.New(perr.Corrupt, "%s: %v", id.Path, err)
+	}
+	f := &Footer{ID: id, Meta: md, MetaOffset: metaOffset, MetaLength: metaLen, tail: tail, tailOffset: tailOffset}
+	f.size = int64(len(tail)) + 4*metaLen + 512
+	return f, nil
+}
+
+func parseMeta(raw []byte) (md *metadata.FileMetaData, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			md, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return metadata.NewFileMetaData(raw, nil)
+}
+
+// validate checks what the planner relies on: every column chunk lies
+// inside the data region and row counts are sane.
+func validate(md *metadata.FileMetaData, dataEnd int64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed row group metadata: %v", r)
+		}
+	}()
+	if md.Schema == nil || md.Schema.NumColumns() == 0 {
+		return errors.New("footer has no columns")
+	}
+	var rows int64
+	for i := 0; i < md.NumRowGroups(); i++ {
+		rg := md.RowGroup(i)
+		if rg.NumRows() < 0 {
+			return fmt.Errorf("row group %d has %d rows", i, rg.NumRows())
+		}
+		rows += rg.NumRows()
+		if rg.NumColumns() != md.Schema.NumColumns() {
+			return fmt.Errorf("row group %d has %d column chunks, the schema %d", i, rg.NumColumns(), md.Schema.NumColumns())
+		}
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				return fmt.Errorf("row group %d column %d: %v", i, c, err)
+			}
+			start, length := ChunkRange(cc)
+			if start < 4 || length < 0 || start+length > dataEnd {
+				return fmt.Errorf("row group %d column %s: chunk [%d, %d) lies outside the data region [4, %d)", i, cc.PathInSchema(), start, start+length, dataEnd)
+			}
+		}
+	}
+	if rows != md.NumRows {
+		return fmt.Errorf("row groups hold %d rows, the footer says %d", rows, md.NumRows)
+	}
+	return nil
+}
+
+// ChunkRange is the byte range of a column chunk: from its dictionary page
+// (when the writer set a plausible offset) or first data page, for
+// total_compressed_size bytes.
+func ChunkRange(cc *metadata.ColumnChunkMetaData) (start, length int64) {
+	start = cc.DataPageOffset()
+	if cc.HasDictionaryPage() {
+		if d := cc.DictionaryPageOffset(); d > 0 && d < start {
+			start = d
+		}
+	}
+	return start, cc.TotalCompressedSize()
+}
+
+func readFull(ctx context.Context, src Source, p []byte, off int64) error {
+	n, err := src.ReadAt(ctx, p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("short read: %d of %d bytes at %d", n, len(p), off)
+	}
+	return err
+}
+
+// fromTail returns [off, off+n) when the cached tail covers it.
+func (f *Footer) fromTail(off, n int64) ([]byte, bool) {
+	if off >= f.tailOffset && off+n <= f.tailOffset+int64(len(f.tail)) {
+		return f.tail[off-f.tailOffset : off-f.tailOffset+n], true
+	}
+	return nil, false
+}
+
+// readRange reads bytes, from the tail when possible.
+func (f *Footer) readRange(ctx context.Context, off, n int64) ([]byte, error) {
+	if b, ok := f.fromTail(off, n); ok {
+		return b, nil
+	}
+	if f.open == nil {
+		return nil, fmt.Errorf("%s: no source to read [%d, +%d)", f.ID.Path, off, n)
+	}
+	src, err := f.open(ctx, f.ID)
+	if err != nil {
+		return nil, err
+	}
+	if src.Size() != f.ID.Size {
+		return nil, perr.New(perr.FailedPrecondition, "%s changed size (%d, was %d)", f.ID.Path, src.Size(), f.ID.Size)
+	}
+	buf := make([]byte, n)
+	if err := readFull(ctx, src, buf, off); err != nil {
+		return nil, err
+	}
+	if f.cache != nil {
+		f.cache.recordRead(n)
+	}
+	return buf, nil
+}
+
+// HasPageIndex reports whether any column chunk announces a page index.
+func (f *Footer) HasPageIndex() bool {
+	for i := 0; i < f.Meta.NumRowGroups(); i++ {
+		rg := f.Meta.RowGroup(i)
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err == nil && cc.GetOffsetIndexLocation() != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// PageIndex returns the page index of row group rg, loading the page index
+// region of the whole file on first use (one read, or none when the tail
+// already holds it). A file without a page index returns nil, nil. Parse
+// failures of single columns are recorded per column, never fatal.
+func (f *Footer) PageIndex(ctx context.Context, rg int) (*RowGroupIndex, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pageIndex == nil && f.pageIndexErr == nil {
+		f.pageIndex, f.pageIndexErr = f.loadPageIndex(ctx)
+		if f.pageIndexErr != nil && perr.IsContext(f.pageIndexErr) {
+			err := f.pageIndexErr
+			f.pageIndexErr = nil
+			return nil, err
+		}
+	}
+	if f.pageIndexErr != nil {
+		return nil, f.pageIndexErr
+	}
+	if rg < 0 || rg >= len(f.pageIndex) {
+		return nil, nil
+	}
+	return f.pageIndex[rg], nil
+}
+
+func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
+	lo, hi := int64(-1), int64(-1)
+	md := f.Meta
+	for i := 0; i < md.NumRowGroups(); i++ {
+		rg := md.RowGroup(i)
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				continue
+			}
+			for _, loc := range []*metadata.IndexLocation{cc.GetColumnIndexLocation(), cc.GetOffsetIndexLocation()} {
+				if loc == nil || loc.Length <= 0 || loc.Offset < 4 || loc.Offset+int64(loc.Length) > f.MetaOffset {
+					continue
+				}
+				if lo < 0 || loc.Offset < lo {
+					lo = loc.Offset
+				}
+				if end := loc.Offset + int64(loc.Length); end > hi {
+					hi = end
+				}
+			}
+		}
+	}
+	out := make([]*RowGroupIndex, md.NumRowGroups())
+	if lo < 0 {
+		return out, nil
+	}
+	if hi-lo > MaxFooterBytes {
+		return nil, fmt.Errorf("%s: page index region of %d bytes is too large", f.ID.Path, hi-lo)
+	}
+	region, err := f.readRange(ctx, lo, hi-lo)
+	if err != nil {
+		return nil, fmt.Errorf("read page index of %s: %w", f.ID.Path, err)
+	}
+	props := parquet.NewReaderProperties(nil)
+	for i := 0; i < md.NumRowGroups(); i++ {
+		rg := md.RowGroup(i)
+		idx := &RowGroupIndex{Columns: make([]ColumnPageIndex, rg.NumColumns())}
+		for c := 0; c < rg.NumColumns(); c++ {
+			cc, err := rg.ColumnChunk(c)
+			if err != nil {
+				idx.Columns[c].Err = err
+				continue
+			}
+			descr := md.Schema.Column(c)
+			if loc := cc.GetColumnIndexLocation(); loc != nil {
+				if b, ok := slice(region, lo, loc); ok {
+					idx.Columns[c].Column, idx.Columns[c].Err = parseColumnIndex(descr, b, props)
+				} else {
+					idx.Columns[c].Err = fmt.Errorf("column index location outside the file's index region")
+				}
+			}
+			if loc := cc.GetOffsetIndexLocation(); loc != nil {
+				if b, ok := slice(region, lo, loc); ok {
+					var err error
+					idx.Columns[c].Offset, err = parseOffsetIndex(b, props)
+					if err != nil {
+						idx.Columns[c].Err = errors.Join(idx.Columns[c].Err, err)
+					}
+				} else {
+					idx.Columns[c].Err = errors.Join(idx.Columns[c].Err, fmt.Errorf("offset index location outside the file's index region"))
+				}
+			}
+		}
+		out[i] = idx
+	}
+	f.size += hi - lo
+	if f.cache != nil {
+		f.cache.grow(f, hi-lo)
+	}
+	return out, nil
+}
+
+func slice(region []byte, lo int64, loc *metadata.IndexLocation) ([]byte, bool) {
+	if loc.Length <= 0 || loc.Offset < lo || loc.Offset+int64(loc.Length) > lo+int64(len(region)) {
+		return nil, false
+	}
+	return region[loc.Offset-lo : loc.Offset-lo+int64(loc.Length)], true
+}
+
+func parseColumnIndex(descr *schema.Column, b []byte, props *parquet.ReaderProperties) (ci metadata.ColumnIndex, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ci, err = nil, fmt.Errorf("malformed column index: %v", r)
+		}
+	}()
+	ci = metadata.NewColumnIndex(descr, b, props, nil)
+	if ci == nil {
+		return nil, fmt.Errorf("column index of %s not understood", descr.Path())
+	}
+	return ci, nil
+}
+
+func parseOffsetIndex(b []byte, props *parquet.ReaderProperties) (oi metadata.OffsetIndex, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			oi, err = nil, fmt.Errorf("malformed offset index: %v", r)
+		}
+	}()
+	oi = metadata.NewOffsetIndex(b, props, nil)
+	if oi == nil {
+		return nil, fmt.Errorf("offset index not understood")
+	}
+	return oi, nil
+}
+
+// sectionSource adapts a Footer's reads to arrow-go's ReaderAtSeeker for
+// the bloom filter reader.
+type sectionSource struct {
+	ctx context.Context
+	f   *Footer
+	pos int64
+}
+
+func (s *sectionSource) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.f.ID.Size {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), s.f.ID.Size-off)
+	b, err := s.f.readRange(s.ctx, off, n)
+	if err != nil {
+		return 0, err
+	}
+	copy(p, b)
+	if n < int64(len(p)) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
+}
+
+func (s *sectionSource) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		s.pos = offset
+	case io.SeekCurrent:
+		s.pos += offset
+	case io.SeekEnd:
+		s.pos = s.f.ID.Size + offset
+	}
+	return s.pos, nil
+}
+
+var bufferPool = sync.Pool{New: func() any { return memory.NewResizableBuffer(memory.DefaultAllocator) }}
+
+// BloomFilter is a loaded bloom filter of one column chunk.
+type BloomFilter = metadata.BloomFilter
+
+// ReadBloomFilter reads the bloom filter of (rg, col); nil, nil when the
+// chunk has none.
+func (f *Footer) ReadBloomFilter(ctx context.Context, rg, col int) (bf BloomFilter, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			bf, err = nil, fmt.Errorf("malformed bloom filter: %v", r)
+		}
+	}()
+	rdr := &metadata.BloomFilterReader{Input: &sectionSource{ctx: ctx, f: f}, FileMetadata: f.Meta,
+		Props: parquet.NewReaderProperties(nil), BufferPool: &bufferPool}
+	rgr, err := rdr.RowGroup(rg)
+	if err != nil {
+		return nil, err
+	}
+	return rgr.GetColumnBloomFilter(col)
+}

@@ -1,0 +1,360 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
+)
+
+// Planner plans requests against a footer cache.
+type Planner struct {
+	Cache *footer.Cache
+}
+
+// tierCounter accumulates one tier's figures.
+type tierCounter struct {
+	files, rowGroups, pages int64
+	dur                     time.Duration
+}
+
+// Plan runs every tier over every file and assembles the response.
+func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPushdownResponse, []*FilePlan, error) {
+	start := Clock()
+	o := req.Options
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultOptions().Concurrency
+	}
+	e := req.Predicate
+	if e == nil {
+		e = predicate.Const{Value: true}
+	}
+	hasPredicate := !isTrue(e)
+	tiers := map[string]*tierCounter{}
+	for _, t := range Tiers {
+		tiers[t] = &tierCounter{}
+	}
+	fieldIDs := append(append([]int{}, req.Projection...), predicate.FieldIDs(e)...)
+	if len(req.Projection) == 0 {
+		fieldIDs = nil // every column
+	}
+
+	// a. manifest tier
+	t0 := time.Now()
+	plans := make([]*FilePlan, len(req.Files))
+	var live []*FilePlan
+	for i := range req.Files {
+		f := &req.Files[i]
+		fp := &FilePlan{File: f}
+		plans[i] = fp
+		if hasPredicate && !o.Disable[TierManifest] && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
+			fp.Skip, fp.SkipTier = true, TierManifest
+			tiers[TierManifest].files++
+			continue
+		}
+		live = append(live, fp)
+	}
+	tiers[TierManifest].dur = time.Since(t0)
+
+	// Footers of the surviving files, cold loads in parallel.
+	var hits, misses int64
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for _, fp := range live {
+		g.Go(func() error {
+			f, hit, err := p.Cache.Get(gctx, footer.Identity{Path: fp.File.Path, Size: fp.File.Size})
+			if err != nil {
+				return err
+			}
+			if fp.File.RecordCount > 0 && f.Meta.NumRows != fp.File.RecordCount {
+				return perr.New(perr.FailedPrecondition, "%s holds %d rows, the table metadata says %d: the file changed or the metadata is wrong", fp.File.Path, f.Meta.NumRows, fp.File.RecordCount)
+			}
+			mu.Lock()
+			if hit {
+				hits++
+			} else {
+				misses++
+			}
+			mu.Unlock()
+			fp.Footer = f
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+
+	// b-d. footer tiers, per file in parallel.
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for _, fp := range live {
+		g.Go(func() error {
+			return p.planFile(gctx, &req, fp, e, hasPredicate, tiers, &mu)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+
+	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{}}
+	st := resp.Stats
+	used, missing := map[string]bool{}, map[string]int{}
+	var rowsPlanned, rowsTotal, survivingFileBytes int64
+	for _, fp := range plans {
+		st.FilesTotal++
+		rowsTotal += fp.File.RecordCount
+		if fp.Skip {
+			st.FilesPruned++
+			st.BytesTotal += manifestProjectedBytes(&req, fp.File, fieldIDs)
+			continue
+		}
+		md := fp.Footer.Meta
+		st.RowGroupsTotal += int64(md.NumRowGroups())
+		projected := fp.Columns.Projection(md, fieldIDs)
+		out := buildFile(fp, projected, func(col int) *pushdown_pb.ColumnRef {
+			return &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
+		}, o.CoalesceGap)
+		st.BytesTotal += out.bytesTotal
+		st.PagesTotal += out.pagesTotal
+		st.PagesPruned += out.pagesTotal - out.pagesPlanned
+		st.RowGroupsPruned += int64(md.NumRowGroups() - out.rowGroupsLeft)
+		for _, u := range fp.Used {
+			used[u] = true
+		}
+		for _, m := range fp.Missing {
+			missing[m]++
+		}
+		if out.rowGroupsLeft == 0 {
+			st.FilesPruned++
+			continue
+		}
+		survivingFileBytes += fp.File.Size
+		rowsPlanned += out.rowsPlanned
+		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
+		resp.Pages = append(resp.Pages, out.pages...)
+		for _, r := range out.ranges {
+			resp.FileRanges = append(resp.FileRanges, &pushdown_pb.FileRange{File: fp.File.Path, Offset: r.Off, Length: r.Len})
+			st.BytesPlanned += r.Len
+		}
+		resp.Files = append(resp.Files, &pushdown_pb.PlannedFile{
+			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
+			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
+			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
+			HasPageIndex: fp.Footer.HasPageIndex(),
+		})
+	}
+	for _, t := range Tiers {
+		c := tiers[t]
+		st.Tiers = append(st.Tiers, &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, RowGroupsPruned: c.rowGroups, Micros: c.dur.Microseconds()})
+	}
+	// Pages pruned are attributed to the page index tier (row groups
+	// skipped earlier drop their pages too; those count with their tier's
+	// row groups).
+	st.Tiers[3].PagesPruned = st.PagesPruned
+	if rowsTotal > 0 {
+		st.EstimatedSelectivity = float64(rowsPlanned) / float64(rowsTotal)
+	} else {
+		st.EstimatedSelectivity = 0
+	}
+	for u := range used {
+		st.IndexesUsed = append(st.IndexesUsed, u)
+	}
+	for m, n := range missing {
+		st.IndexesMissing = append(st.IndexesMissing, fmt.Sprintf("%s (%d of %d files)", m, n, len(live)))
+	}
+	sort.Strings(st.IndexesUsed)
+	sort.Strings(st.IndexesMissing)
+	st.ResidualPredicates = predicate.Residuals(e)
+	st.FooterCacheHits, st.FooterCacheMisses = hits, misses
+	projectionPrunes := survivingFileBytes > 0 && float64(st.BytesPlanned) < 0.8*float64(survivingFileBytes)
+	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
+	st.PlanMicros = time.Since(start).Microseconds()
+	return resp, plans, nil
+}
+
+func isTrue(e predicate.Expr) bool {
+	c, ok := e.(predicate.Const)
+	return ok && c.Value
+}
+
+func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, tiers map[string]*tierCounter, mu *sync.Mutex) error {
+	md := fp.Footer.Meta
+	fp.Columns = NewColumnMap(md.Schema, req.Table.NameMapping)
+	if !fp.Columns.Mapped {
+		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
+	}
+	fp.RowGroups = make([]RowGroupPlan, md.NumRowGroups())
+	if !hasPredicate {
+		return nil
+	}
+	fc := newFileContext(&req.Table, fp.Footer, fp.Columns)
+	o := req.Options
+	local := map[string]*tierCounter{}
+	for _, t := range Tiers[1:] {
+		local[t] = &tierCounter{}
+	}
+	alive := md.NumRowGroups()
+	lastTier := ""
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		rgp := &fp.RowGroups[rg]
+		if md.RowGroup(rg).NumRows() == 0 {
+			rgp.Skip, rgp.SkipTier = true, TierFooter
+			local[TierFooter].rowGroups++
+			alive--
+			lastTier = TierFooter
+			continue
+		}
+		t0 := time.Now()
+		if !o.Disable[TierFooter] && fc.PruneRowGroupByStats(rg, e) == prune.CannotMatch {
+			rgp.Skip, rgp.SkipTier = true, TierFooter
+		}
+		local[TierFooter].dur += time.Since(t0)
+		if !rgp.Skip && !o.Disable[TierBloom] {
+			t0 = time.Now()
+			v, err := fc.PruneRowGroupByBloom(ctx, p.Cache, rg, e)
+			if err != nil {
+				return err
+			}
+			if v == prune.CannotMatch {
+				rgp.Skip, rgp.SkipTier = true, TierBloom
+			}
+			local[TierBloom].dur += time.Since(t0)
+		}
+		if !rgp.Skip && !o.Disable[TierPageIndex] {
+			t0 = time.Now()
+			rows, err := fc.SelectRowsByPageIndex(ctx, rg, e)
+			if err != nil {
+				return err
+			}
+			if rows != nil && len(rows) == 0 {
+				rgp.Skip, rgp.SkipTier = true, TierPageIndex
+			} else {
+				rgp.Rows = rows
+			}
+			local[TierPageIndex].dur += time.Since(t0)
+		}
+		if rgp.Skip {
+			local[rgp.SkipTier].rowGroups++
+			alive--
+			lastTier = rgp.SkipTier
+		}
+	}
+	if alive == 0 && lastTier != "" {
+		local[lastTier].files++
+	}
+	for m := range fc.missing {
+		fp.Missing = append(fp.Missing, m)
+	}
+	for u := range fc.used {
+		fp.Used = append(fp.Used, u)
+	}
+	mu.Lock()
+	for t, c := range local {
+		tiers[t].files += c.files
+		tiers[t].rowGroups += c.rowGroups
+		tiers[t].dur += c.dur
+	}
+	mu.Unlock()
+	return nil
+}
+
+// manifestProjectedBytes estimates the projected bytes of a file pruned
+// before its footer was read: the manifest's column sizes of the projected
+// fields, or the whole file when they are not recorded.
+func manifestProjectedBytes(req *Request, f *DataFile, fieldIDs []int) int64 {
+	if len(f.Stats.ColumnSizes) == 0 {
+		return f.Size
+	}
+	var ids map[int]bool
+	if len(fieldIDs) > 0 {
+		ids = map[int]bool{}
+		for _, id := range fieldIDs {
+			ids[id] = true
+			if field, ok := req.Table.Schema.FindFieldByID(id); ok {
+				for nid := range nestedIDs(field) {
+					ids[nid] = true
+				}
+			}
+		}
+	}
+	var n int64
+	for id, sz := range f.Stats.ColumnSizes {
+		if ids == nil || ids[id] {
+			n += sz
+		}
+	}
+	return n
+}
+
+func nestedIDs(f iceberg.NestedField) map[int]bool {
+	out := map[int]bool{f.ID: true}
+	var walk func(t iceberg.Type)
+	walk = func(t iceberg.Type) {
+		switch x := t.(type) {
+		case *iceberg.StructType:
+			for _, c := range x.FieldList {
+				out[c.ID] = true
+				walk(c.Type)
+			}
+		case *iceberg.ListType:
+			out[x.ElementID] = true
+			walk(x.Element)
+		case *iceberg.MapType:
+			out[x.KeyID], out[x.ValueID] = true, true
+			walk(x.KeyType)
+			walk(x.ValueType)
+		}
+	}
+	walk(f.Type)
+	return out
+}
+
+// decideCost applies the design's "when not to push down" rules.
+func decideCost(o Options, hasPredicate bool, planned, total int64, filesLeft, filesTotal int, selectivity float64, projectionPrunes bool) (bool, string) {
+	summary := fmt.Sprintf("planned %s of %s projected (%s), %d of %d files, estimated selectivity %.4f",
+		HumanBytes(planned), HumanBytes(total), percent(planned, total), filesLeft, filesTotal, selectivity)
+	switch {
+	case !hasPredicate:
+		return false, "no predicate: Iceberg file pruning alone does the job; " + summary
+	case planned < o.MinScanBytes && filesLeft <= o.MinFiles:
+		return false, fmt.Sprintf("planned scan below %s in at most %d file(s): a direct ranged read is cheaper than a planning round-trip; %s",
+			HumanBytes(o.MinScanBytes), o.MinFiles, summary)
+	case selectivity > o.MaxSelectivity && !projectionPrunes:
+		return false, fmt.Sprintf("predicate is not selective (%.2f > %.2f) and the projection prunes few bytes; %s", selectivity, o.MaxSelectivity, summary)
+	}
+	return true, summary
+}
+
+func percent(a, b int64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(a)/float64(b))
+}
+
+// HumanBytes renders a byte count.
+func HumanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f := float64(n)
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0") + " " + units[i]
+}

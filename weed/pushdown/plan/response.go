@@ -1,0 +1,122 @@
+package plan
+
+import (
+	"context"
+	"sort"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+)
+
+// byteRange is [Off, Off+Len) of one file.
+type byteRange struct{ Off, Len int64 }
+
+// Coalesce sorts ranges and merges those closer than gap.
+func Coalesce(rs []byteRange, gap int64) []byteRange {
+	if len(rs) == 0 {
+		return nil
+	}
+	sorted := append([]byteRange{}, rs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Off < sorted[j].Off })
+	out := []byteRange{sorted[0]}
+	for _, r := range sorted[1:] {
+		last := &out[len(out)-1]
+		end := last.Off + last.Len
+		if r.Off <= end+gap {
+			if e := r.Off + r.Len; e > end {
+				last.Len = e - last.Off
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// fileOutput is the response part of one planned file.
+type fileOutput struct {
+	rowGroups     []*pushdown_pb.RowGroupRef
+	pages         []*pushdown_pb.PageRef
+	ranges        []byteRange
+	rowsPlanned   int64
+	pagesTotal    int64
+	pagesPlanned  int64
+	bytesTotal    int64 // projected column chunks of every row group
+	rowGroupsLeft int
+}
+
+// buildFile assembles the refs and byte ranges of one file plan.
+func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb.ColumnRef, gap int64) *fileOutput {
+	out := &fileOutput{}
+	md := fp.Footer.Meta
+	var firstRow int64
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		rgm := md.RowGroup(rg)
+		numRows := rgm.NumRows()
+		rgp := fp.RowGroups[rg]
+		var index *footer.RowGroupIndex
+		if !rgp.Skip && rgp.Rows != nil {
+			index, _ = fp.Footer.PageIndex(context.Background(), rg) // loaded by the page tier
+		}
+		for _, col := range projected {
+			cc, err := rgm.ColumnChunk(col)
+			if err != nil {
+				continue
+			}
+			start, length := footer.ChunkRange(cc)
+			out.bytesTotal += length
+			var spans []RowRange
+			var locsOK bool
+			if index != nil && col < len(index.Columns) && index.Columns[col].Offset != nil {
+				spans, err = pageSpans(index.Columns[col].Offset, start, start+length, numRows)
+				locsOK = err == nil
+			}
+			if locsOK {
+				out.pagesTotal += int64(len(spans))
+			}
+			if rgp.Skip {
+				continue
+			}
+			if rgp.Rows == nil || !locsOK {
+				out.ranges = append(out.ranges, byteRange{start, length})
+				if locsOK {
+					out.pagesPlanned += int64(len(spans))
+				}
+				continue
+			}
+			locs := index.Columns[col].Offset.GetPageLocations()
+			ref := fieldOf(col)
+			if first := locs[0].Offset; first > start {
+				out.ranges = append(out.ranges, byteRange{start, first - start})
+				out.pages = append(out.pages, &pushdown_pb.PageRef{File: fp.File.Path, RowGroup: int32(rg), Column: ref, Page: -1,
+					Offset: start, Length: first - start, Dictionary: true})
+			}
+			for i, span := range spans {
+				if !rgp.Rows.Overlaps(span.Start, span.End) {
+					continue
+				}
+				l := locs[i]
+				out.pagesPlanned++
+				out.ranges = append(out.ranges, byteRange{l.Offset, int64(l.CompressedPageSize)})
+				out.pages = append(out.pages, &pushdown_pb.PageRef{File: fp.File.Path, RowGroup: int32(rg), Column: ref, Page: int32(i),
+					Offset: l.Offset, Length: int64(l.CompressedPageSize), FirstRowIndex: span.Start, RowCount: span.End - span.Start})
+			}
+		}
+		if !rgp.Skip {
+			out.rowGroupsLeft++
+			ref := &pushdown_pb.RowGroupRef{File: fp.File.Path, RowGroup: int32(rg), FirstRow: firstRow, RowCount: numRows}
+			if rgp.Rows != nil {
+				for _, r := range rgp.Rows {
+					ref.RowRanges = append(ref.RowRanges, &pushdown_pb.RowRange{Start: r.Start, End: r.End})
+				}
+				out.rowsPlanned += rgp.Rows.Rows()
+			} else {
+				out.rowsPlanned += numRows
+			}
+			out.rowGroups = append(out.rowGroups, ref)
+		}
+		firstRow += numRows
+	}
+	out.ranges = Coalesce(out.ranges, gap)
+	return out
+}

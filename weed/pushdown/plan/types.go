@@ -1,0 +1,120 @@
+// Package plan turns a query (projection + bound predicate) over a set of
+// Iceberg data files into one access plan per file, refined by tiers that
+// can only narrow it, cheapest first:
+//
+//	                    ┌ file ─────────────────────────────────────────────┐
+//	a. manifest   ──────┤ partition values, manifest bounds/null/NaN counts │ skip file
+//	                    └───────────────────────────────────────────────────┘
+//	                      │ footer (FooterCache)
+//	b. footer stats ─────▶ row group zone maps                   skip row group
+//	c. bloom filters ────▶ = / IN on chunks with a filter         skip row group
+//	d. page index ───────▶ ColumnIndex → row ranges → OffsetIndex pages of
+//	                       every projected column (+ dictionary regions)
+//	                      │
+//	                      ▼
+//	         RowGroups, Pages, coalesced FileRanges, per-tier stats, cost
+//
+// Every tier answers "might match" for anything it does not fully
+// understand (missing, unreadable, malformed, unknown type or order).
+package plan
+
+import (
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+// Tier names, as reported in stats.
+const (
+	TierManifest  = "manifest"
+	TierFooter    = "footer_stats"
+	TierBloom     = "bloom_filter"
+	TierPageIndex = "page_index"
+)
+
+// Tiers in planning order.
+var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex}
+
+// ManifestStats are a data file's column metrics from its manifest entry
+// (maps keyed by field id; nil maps mean "not recorded").
+type ManifestStats struct {
+	Lower, Upper map[int][]byte
+	Nulls        map[int]int64
+	NaNs         map[int]int64
+	Values       map[int]int64
+	ColumnSizes  map[int]int64
+}
+
+// DataFile is one data file to plan.
+type DataFile struct {
+	Path        string // as written in the manifest (s3://bucket/key)
+	Size        int64
+	RecordCount int64
+	SpecID      int32
+	Partition   map[int]any // partition field id → value (nil value = null)
+	DataSeq     int64
+	Stats       ManifestStats
+}
+
+// Table is what the planner needs to know about the table.
+type Table struct {
+	Schema      *iceberg.Schema // the schema the predicate is bound to
+	Specs       map[int]iceberg.PartitionSpec
+	NameMapping iceberg.NameMapping // for files written without field ids
+}
+
+// Options tune planning.
+type Options struct {
+	// CoalesceGap merges byte ranges of one file closer than this.
+	CoalesceGap int64
+	// Concurrency bounds parallel footer loads.
+	Concurrency int
+	// Disable switches tiers off (tests, benchmarks, debugging).
+	Disable map[string]bool
+	// Cost model thresholds.
+	MinScanBytes   int64   // below this (and ≤ MinFiles files) a plain read is cheaper
+	MinFiles       int     // see MinScanBytes
+	MaxSelectivity float64 // above this, with no column pruning, pushdown does not pay
+}
+
+// DefaultOptions are the defaults of the -pushdown.* flags.
+func DefaultOptions() Options {
+	return Options{CoalesceGap: 1 << 20, Concurrency: 64, MinScanBytes: 10 << 20, MinFiles: 1, MaxSelectivity: 0.5}
+}
+
+// Request is one planning request.
+type Request struct {
+	Table      Table
+	Files      []DataFile
+	Predicate  predicate.Expr // bound and normalized; nil = no predicate
+	Projection []int          // field ids; empty = every column
+	Options    Options
+}
+
+// RowGroupPlan is the access plan of one row group.
+type RowGroupPlan struct {
+	Skip     bool
+	SkipTier string
+	// Rows are the row ranges that might match (row-group-local); nil means
+	// every row.
+	Rows RowSet
+}
+
+// FilePlan is the access plan of one file.
+type FilePlan struct {
+	File      *DataFile
+	Footer    *footer.Footer
+	Columns   *ColumnMap
+	Skip      bool
+	SkipTier  string
+	RowGroups []RowGroupPlan
+	// Why a tier could not be used on this file (for indexes_missing).
+	Missing []string
+	Used    []string
+}
+
+// Clock is swappable for tests.
+var Clock = time.Now
