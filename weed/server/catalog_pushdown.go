@@ -13,10 +13,13 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/stats"
 	"google.golang.org/grpc"
 )
 
@@ -31,6 +34,7 @@ type CatalogPushdownOptions struct {
 	Port        int              // 0 picks a free port
 	Filer       pb.ServerAddress // filer holding the tables
 	Discovery   time.Duration    // registry refresh interval (default 2s)
+	Config      catalog.Config   // planner, caches, limits
 }
 
 // CatalogPushdown is a running catalog pushdown service.
@@ -59,10 +63,15 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 		watcher.Interval = opts.Discovery
 	}
 	advertise := net.JoinHostPort(opts.AdvertiseIP, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	svc := catalog.New(advertise, string(opts.Filer), watcher)
+	reader := fileread.New([]pb.ServerAddress{opts.Filer}, dial, "")
+	if opts.Config.FooterCacheBytes == 0 {
+		opts.Config = catalog.DefaultConfig()
+	}
+	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config)
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
 	}
+	footer.Register(stats.Gather)
 	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent)...)
 	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
 	ctx, cancel := context.WithCancel(context.Background())

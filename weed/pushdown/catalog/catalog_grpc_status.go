@@ -19,6 +19,14 @@ func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pu
 		TrustMode:     s.TrustMode,
 		StartedUnixMs: s.started.UnixMilli(),
 	}
+	if s.Footers != nil {
+		fs := s.Footers.Stats()
+		out.Caches = append(out.Caches,
+			&pushdown_pb.CacheStats{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
+				Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions},
+			&pushdown_pb.CacheStats{Name: "bloom_filter", Hits: fs.BloomHits, Misses: fs.BloomMisses},
+			&pushdown_pb.CacheStats{Name: "footer_read_bytes", Bytes: fs.ReadBytes})
+	}
 	if s.Watcher != nil {
 		for _, ep := range s.Watcher.Endpoints() {
 			ve := &pushdown_pb.VolumeEndpoint{

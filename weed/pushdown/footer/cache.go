@@ -43,7 +43,7 @@ func Register(reg prometheus.Registerer) {
 // Stats are a Cache's counters.
 type Stats struct {
 	Entries, Bytes, Capacity, Hits, Misses, Evictions, ReadBytes int64
-	BloomHits, BloomMisses                                      int64
+	BloomHits, BloomMisses                                       int64
 }
 
 // Cache is an LRU of footers bounded by bytes, with one load per key at a

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
 	pdserver "github.com/lakeweed/seaweedfs/weed/server"
 	"github.com/seaweedfs/seaweedfs/weed/command"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -45,6 +46,27 @@ type flags struct {
 	enabled     *bool
 	catalogPort *int // nil on commands without a catalog
 	volumePort  *int // nil on commands without a volume server
+
+	warehouse      *string
+	footerCacheMB  *int
+	coalesceGapKB  *int
+	concurrency    *int
+	minScanMB      *int
+	minFiles       *int
+	maxSelectivity *float64
+}
+
+// catalogConfig turns the flags into the catalog's configuration.
+func (f *flags) catalogConfig() catalog.Config {
+	c := catalog.DefaultConfig()
+	c.Warehouse = *f.warehouse
+	c.FooterCacheBytes = int64(*f.footerCacheMB) << 20
+	c.Plan.CoalesceGap = int64(*f.coalesceGapKB) << 10
+	c.Plan.Concurrency = *f.concurrency
+	c.Plan.MinScanBytes = int64(*f.minScanMB) << 20
+	c.Plan.MinFiles = *f.minFiles
+	c.Plan.MaxSelectivity = *f.maxSelectivity
+	return c
 }
 
 // kind says which services a command can run and where its settings live.
@@ -84,7 +106,15 @@ func install(cmd *command.Command, k kind) {
 	}
 	f.enabled = cmd.Flag.Bool("pushdown", false, "start "+strings.Join(what, " and "))
 	if k.catalog {
+		d := catalog.DefaultConfig()
 		f.catalogPort = cmd.Flag.Int("pushdown.port", DefaultCatalogPort, "catalog pushdown gRPC port")
+		f.warehouse = cmd.Flag.String("pushdown.warehouse", d.Warehouse, "table bucket planned when a request names none")
+		f.footerCacheMB = cmd.Flag.Int("pushdown.footerCacheMB", int(d.FooterCacheBytes>>20), "memory for cached Parquet footers, page indexes and bloom filters")
+		f.coalesceGapKB = cmd.Flag.Int("pushdown.coalesceGapKB", int(d.Plan.CoalesceGap>>10), "planned byte ranges of a file closer than this are merged into one")
+		f.concurrency = cmd.Flag.Int("pushdown.planConcurrency", d.Plan.Concurrency, "footers loaded in parallel by one plan")
+		f.minScanMB = cmd.Flag.Int("pushdown.cost.minScanMB", int(d.Plan.MinScanBytes>>20), "cost model: below this planned scan (in at most -pushdown.cost.minFiles files) pushdown is not recommended")
+		f.minFiles = cmd.Flag.Int("pushdown.cost.minFiles", d.Plan.MinFiles, "cost model: see -pushdown.cost.minScanMB")
+		f.maxSelectivity = cmd.Flag.Float64("pushdown.cost.maxSelectivity", d.Plan.MaxSelectivity, "cost model: above this estimated selectivity, with little column pruning, pushdown is not recommended")
 	}
 	if k.volume {
 		f.volumePort = cmd.Flag.Int("pushdown.volume.port", 0, fmt.Sprintf("volume pushdown gRPC port (0 = volume gRPC port + %d)", VolumePortOffset))
@@ -213,6 +243,7 @@ func (l *launcher) startCatalog() {
 	}
 	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
+		Config: l.flags.catalogConfig(),
 	})
 	if err != nil {
 		fatal(err)

@@ -71,11 +71,11 @@ func OfBool(b bool) Value {
 	}
 	return Value{K: Bool}
 }
-func OfInt(i int64) Value             { return Value{K: Int, I: i} }
-func OfUint(u uint64) Value           { return Value{K: Uint, U: u} }
-func OfFloat(f float64) Value         { return Value{K: Float, F: f} }
-func OfBytes(b []byte) Value          { return Value{K: Bytes, B: b} }
-func OfString(s string) Value         { return Value{K: Bytes, B: []byte(s)} }
+func OfInt(i int64) Value     { return Value{K: Int, I: i} }
+func OfUint(u uint64) Value   { return Value{K: Uint, U: u} }
+func OfFloat(f float64) Value { return Value{K: Float, F: f} }
+func OfBytes(b []byte) Value  { return Value{K: Bytes, B: b} }
+func OfString(s string) Value { return Value{K: Bytes, B: []byte(s)} }
 func OfDecimal(unscaled *big.Int, scale int32) Value {
 	return Value{K: Decimal, D: unscaled, Scale: scale}
 }

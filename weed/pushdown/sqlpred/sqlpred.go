@@ -1,0 +1,354 @@
+// Package sqlpred turns a SQL WHERE clause into an Iceberg expression bound
+// to a table schema, on the client, with the CockroachDB SQL parser upstream
+// SeaweedFS already depends on:
+//
+//	"tenant_id = 'a' AND ts >= TIMESTAMP '2026-01-02'"
+//	   │ parser.ParseExpr
+//	   ▼
+//	CockroachDB AST ──convert──▶ iceberg.BooleanExpression (names)
+//	   │ iceberg.BindExpr(schema)   (names → field ids, literal types)
+//	   ▼
+//	bound expression ──predicate.EncodeSubstrait──▶ request bytes
+//
+// Supported: = != <> < <= > >= [NOT] IN (...) [NOT] BETWEEN, IS [NOT] NULL,
+// isnan(col), [NOT] LIKE 'prefix%', starts_with(col, 'p'), AND, OR, NOT,
+// parentheses; literals: numbers, strings, TRUE/FALSE, and typed strings
+// (DATE '…', TIMESTAMP '…', TIMESTAMPTZ '…', TIME '…', UUID '…', DECIMAL '…').
+package sqlpred
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/parser"
+	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree"
+	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree/treecmp"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+// Supported is the one-line summary shown with errors.
+const Supported = "supported: = != < <= > >= [NOT] IN (...), [NOT] BETWEEN, IS [NOT] NULL, isnan(col), [NOT] LIKE 'prefix%', starts_with(col, 'p'), AND, OR, NOT"
+
+// Parse converts a WHERE clause to an unbound Iceberg expression.
+func Parse(where string) (iceberg.BooleanExpression, error) {
+	if strings.TrimSpace(where) == "" {
+		return iceberg.AlwaysTrue{}, nil
+	}
+	ast, err := parser.ParseExpr(where)
+	if err != nil {
+		return nil, fmt.Errorf("WHERE clause: %v", err)
+	}
+	return convert(ast)
+}
+
+// Bind parses where and binds it to schema (names resolved
+// case-insensitively, literals converted to the columns' types).
+func Bind(where string, schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
+	e, err := Parse(where)
+	if err != nil {
+		return nil, err
+	}
+	bound, err := iceberg.BindExpr(schema, e, false)
+	if err != nil {
+		return nil, fmt.Errorf("WHERE clause does not bind to schema %d: %v", schema.ID, err)
+	}
+	return bound, nil
+}
+
+// Encode returns the Substrait bytes of a WHERE clause bound to schema.
+func Encode(where string, schema *iceberg.Schema) ([]byte, error) {
+	bound, err := Bind(where, schema)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := bound.(iceberg.AlwaysTrue); ok {
+		return nil, nil
+	}
+	return predicate.EncodeSubstrait(schema, bound)
+}
+
+func unsupported(what string, e tree.Expr) error {
+	return fmt.Errorf("WHERE clause: %s is not supported in %q (%s)", what, tree.AsString(e), Supported)
+}
+
+func convert(e tree.Expr) (iceberg.BooleanExpression, error) {
+	switch x := e.(type) {
+	case *tree.ParenExpr:
+		return convert(x.Expr)
+	case *tree.AndExpr:
+		l, err := convert(x.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := convert(x.Right)
+		if err != nil {
+			return nil, err
+		}
+		return iceberg.NewAnd(l, r), nil
+	case *tree.OrExpr:
+		l, err := convert(x.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := convert(x.Right)
+		if err != nil {
+			return nil, err
+		}
+		return iceberg.NewOr(l, r), nil
+	case *tree.NotExpr:
+		c, err := convert(x.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return iceberg.NewNot(c), nil
+	case *tree.IsNullExpr:
+		ref, err := column(x.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return iceberg.IsNull(ref), nil
+	case *tree.IsNotNullExpr:
+		ref, err := column(x.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return iceberg.NotNull(ref), nil
+	case *tree.DBool:
+		if bool(*x) {
+			return iceberg.AlwaysTrue{}, nil
+		}
+		return iceberg.AlwaysFalse{}, nil
+	case *tree.RangeCond:
+		ref, err := column(x.Left)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := literal(x.From)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := literal(x.To)
+		if err != nil {
+			return nil, err
+		}
+		between := iceberg.NewAnd(cmp(iceberg.OpGTEQ, ref, lo), cmp(iceberg.OpLTEQ, ref, hi))
+		if x.Symmetric {
+			between = iceberg.NewOr(between, iceberg.NewAnd(cmp(iceberg.OpGTEQ, ref, hi), cmp(iceberg.OpLTEQ, ref, lo)))
+		}
+		if x.Not {
+			return iceberg.NewNot(between), nil
+		}
+		return between, nil
+	case *tree.FuncExpr:
+		name := strings.ToLower(x.Func.String())
+		switch {
+		case name == "isnan" && len(x.Exprs) == 1:
+			ref, err := column(x.Exprs[0])
+			if err != nil {
+				return nil, err
+			}
+			return iceberg.IsNaN(ref), nil
+		case name == "starts_with" && len(x.Exprs) == 2:
+			ref, err := column(x.Exprs[0])
+			if err != nil {
+				return nil, err
+			}
+			p, ok := x.Exprs[1].(*tree.StrVal)
+			if !ok {
+				return nil, unsupported("starts_with with a non-string prefix", e)
+			}
+			return iceberg.StartsWith(ref, p.RawString()), nil
+		}
+		return nil, unsupported("function "+name, e)
+	case *tree.ComparisonExpr:
+		return comparison(x)
+	}
+	return nil, unsupported(fmt.Sprintf("expression %T", e), e)
+}
+
+func comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression, error) {
+	sym := x.Operator.Symbol
+	left, right := x.Left, x.Right
+	if _, isCol := left.(*tree.UnresolvedName); !isCol {
+		if _, rightCol := right.(*tree.UnresolvedName); rightCol {
+			left, right = right, left
+			switch sym {
+			case treecmp.LT:
+				sym = treecmp.GT
+			case treecmp.LE:
+				sym = treecmp.GE
+			case treecmp.GT:
+				sym = treecmp.LT
+			case treecmp.GE:
+				sym = treecmp.LE
+			}
+		}
+	}
+	ref, err := column(left)
+	if err != nil {
+		return nil, err
+	}
+	switch sym {
+	case treecmp.In, treecmp.NotIn:
+		tup, ok := right.(*tree.Tuple)
+		if !ok {
+			return nil, unsupported("IN without a literal list", x)
+		}
+		var lits []iceberg.Literal
+		for _, it := range tup.Exprs {
+			l, err := literal(it)
+			if err != nil {
+				return nil, err
+			}
+			if l == nil {
+				return nil, unsupported("NULL inside IN", x)
+			}
+			lits = append(lits, l)
+		}
+		if sym == treecmp.In {
+			return iceberg.SetPredicate(iceberg.OpIn, ref, lits), nil
+		}
+		return iceberg.SetPredicate(iceberg.OpNotIn, ref, lits), nil
+	case treecmp.Like, treecmp.NotLike:
+		p, ok := right.(*tree.StrVal)
+		if !ok {
+			return nil, unsupported("LIKE with a non-string pattern", x)
+		}
+		pat := p.RawString()
+		prefix, ok := strings.CutSuffix(pat, "%")
+		if !ok || strings.ContainsAny(prefix, "%_\\") {
+			return nil, unsupported("LIKE pattern "+strconv.Quote(pat)+" (only 'prefix%')", x)
+		}
+		if sym == treecmp.Like {
+			return iceberg.StartsWith(ref, prefix), nil
+		}
+		return iceberg.NotStartsWith(ref, prefix), nil
+	}
+	lit, err := literal(right)
+	if err != nil {
+		return nil, err
+	}
+	if lit == nil {
+		// col = NULL is never true in SQL.
+		return iceberg.AlwaysFalse{}, nil
+	}
+	switch sym {
+	case treecmp.EQ:
+		return cmp(iceberg.OpEQ, ref, lit), nil
+	case treecmp.NE:
+		return cmp(iceberg.OpNEQ, ref, lit), nil
+	case treecmp.LT:
+		return cmp(iceberg.OpLT, ref, lit), nil
+	case treecmp.LE:
+		return cmp(iceberg.OpLTEQ, ref, lit), nil
+	case treecmp.GT:
+		return cmp(iceberg.OpGT, ref, lit), nil
+	case treecmp.GE:
+		return cmp(iceberg.OpGTEQ, ref, lit), nil
+	}
+	return nil, unsupported("operator "+x.Operator.String(), x)
+}
+
+func cmp(op iceberg.Operation, ref iceberg.UnboundTerm, lit iceberg.Literal) iceberg.BooleanExpression {
+	return iceberg.LiteralPredicate(op, ref, lit)
+}
+
+func column(e tree.Expr) (iceberg.UnboundTerm, error) {
+	if p, ok := e.(*tree.ParenExpr); ok {
+		return column(p.Expr)
+	}
+	if f, ok := e.(*tree.FuncExpr); ok {
+		return nil, unsupported("function "+strings.ToLower(f.Func.String())+" applied to a column", e)
+	}
+	n, ok := e.(*tree.UnresolvedName)
+	if !ok || n.Star {
+		return nil, unsupported("a comparison whose side is not a column name", e)
+	}
+	parts := make([]string, 0, n.NumParts)
+	for i := n.NumParts - 1; i >= 0; i-- {
+		parts = append(parts, n.Parts[i])
+	}
+	return iceberg.Reference(strings.Join(parts, ".")), nil
+}
+
+// literal converts a SQL literal; nil means NULL.
+func literal(e tree.Expr) (iceberg.Literal, error) {
+	switch x := e.(type) {
+	case *tree.ParenExpr:
+		return literal(x.Expr)
+	case *tree.NumVal:
+		s := x.String()
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return iceberg.NewLiteral(i), nil
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			if strings.ContainsAny(s, "eE") {
+				return iceberg.NewLiteral(f), nil
+			}
+			// Keep the exact text: the column may be a decimal.
+			return iceberg.NewLiteral(s), nil
+		}
+		return nil, unsupported("number "+s, e)
+	case *tree.StrVal:
+		return iceberg.NewLiteral(x.RawString()), nil
+	case *tree.DBool:
+		return iceberg.NewLiteral(bool(*x)), nil
+	case *tree.UnaryExpr:
+		if x.Operator.Symbol == tree.UnaryMinus {
+			inner, err := literal(x.Expr)
+			if err != nil {
+				return nil, err
+			}
+			switch v := inner.(type) {
+			case iceberg.Int64Literal:
+				return iceberg.NewLiteral(-int64(v)), nil
+			case iceberg.Float64Literal:
+				return iceberg.NewLiteral(-float64(v)), nil
+			case iceberg.StringLiteral:
+				return iceberg.NewLiteral("-" + string(v)), nil
+			}
+		}
+		return nil, unsupported("unary expression", e)
+	case *tree.CastExpr:
+		lit, err := literal(x.Expr)
+		if sv, ok := lit.(iceberg.StringLiteral); ok && err == nil {
+			typ := strings.ToLower(x.Type.SQLString())
+			if strings.HasPrefix(typ, "timestamp") && len(sv) > 10 && sv[10] == ' ' {
+				// SQL writes TIMESTAMP '2026-01-01 12:00:00'; Iceberg wants ISO-8601.
+				return iceberg.NewLiteral(string(sv[:10]) + "T" + string(sv[11:])), nil
+			}
+		}
+		return lit, err
+	case *tree.AnnotateTypeExpr:
+		return literal(x.Expr)
+	}
+	if e == tree.DNull {
+		return nil, nil
+	}
+	return nil, unsupported(fmt.Sprintf("literal %T", e), e)
+}
+
+// ErrNoColumns is returned for an empty -select.
+var ErrNoColumns = errors.New("no columns selected")
+
+// Columns resolves a comma-separated column list (case-insensitive) to
+// field ids of schema; empty returns nil (every column).
+func Columns(list string, schema *iceberg.Schema) ([]int, error) {
+	if strings.TrimSpace(list) == "" || strings.TrimSpace(list) == "*" {
+		return nil, nil
+	}
+	var out []int
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		f, ok := schema.FindFieldByNameCaseInsensitive(name)
+		if !ok {
+			return nil, fmt.Errorf("column %q is not in schema %d", name, schema.ID)
+		}
+		out = append(out, f.ID)
+	}
+	return out, nil
+}

@@ -1,0 +1,350 @@
+// Package tables resolves Iceberg tables the way SeaweedFS's own Iceberg
+// REST catalog stores them, reading the filer directly (the catalog
+// pushdown service runs in the catalog's process):
+//
+//	/buckets/<warehouse>/<namespace>  entry <table>
+//	   extended["s3tables.metadata"] = {"metadataLocation": "s3://…/vN.metadata.json", …}
+//	        │ metadata.json (parsed once per location: immutable)
+//	        ▼
+//	snapshot ── manifest list ── manifests (each parsed once: immutable)
+//	        ▼
+//	data files with identity, partition values and column metrics
+package tables
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/s3api/s3tables"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+)
+
+// Resolver loads tables, snapshots and data files.
+type Resolver struct {
+	Reader           *fileread.Reader
+	DefaultWarehouse string
+
+	metadata  *lru.Cache[string, table.Metadata]
+	manifests *lru.Cache[string, []iceberg.ManifestEntry]
+	lists     *lru.Cache[string, []iceberg.ManifestFile]
+	mu        sync.Mutex
+}
+
+// New returns a Resolver caching up to maxManifests parsed manifests.
+func New(r *fileread.Reader, defaultWarehouse string, maxManifests int) *Resolver {
+	md, _ := lru.New[string, table.Metadata](1024)
+	mf, _ := lru.New[string, []iceberg.ManifestEntry](max(16, maxManifests))
+	ml, _ := lru.New[string, []iceberg.ManifestFile](4096)
+	return &Resolver{Reader: r, DefaultWarehouse: defaultWarehouse, metadata: md, manifests: mf, lists: ml}
+}
+
+// Table is a resolved table at its current metadata version.
+type Table struct {
+	Warehouse        string
+	Name             string // namespace.table as requested
+	MetadataLocation string
+	Meta             table.Metadata
+}
+
+// SplitName splits "ns.table" (multi-level namespaces: "a.b.table") into
+// the namespace directory and table name, as s3tables stores them.
+func SplitName(name string) (ns, tbl string, err error) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 || i == len(name)-1 {
+		return "", "", perr.New(perr.InvalidArgument, "table %q: want namespace.table", name)
+	}
+	return name[:i], name[i+1:], nil
+}
+
+// Load resolves the table's current metadata.
+func (r *Resolver) Load(ctx context.Context, warehouse, name string) (*Table, error) {
+	if warehouse == "" {
+		warehouse = r.DefaultWarehouse
+	}
+	ns, tbl, err := SplitName(name)
+	if err != nil {
+		return nil, err
+	}
+	var entry *filer_pb.Entry
+	err = r.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
+		resp, err := filer_pb.LookupEntry(ctx, c, &filer_pb.LookupDirectoryEntryRequest{Directory: s3tables.GetNamespacePath(warehouse, ns), Name: tbl})
+		if err != nil {
+			return err
+		}
+		entry = resp.Entry
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, filer_pb.ErrNotFound) {
+			return nil, perr.New(perr.NotFound, "table %s not found in warehouse %q", name, warehouse)
+		}
+		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("look up table %s: %w", name, err))
+	}
+	ext := entry.GetExtended()
+	if s3tables.EntryType(ext) != s3tables.EntryTypeTable {
+		return nil, perr.New(perr.NotFound, "%s in warehouse %q is not a table", name, warehouse)
+	}
+	if c := string(ext[s3tables.ExtendedKeyDeleting]); c != "" {
+		return nil, perr.New(perr.NotFound, "table %s is not ready (%s in progress)", name, c)
+	}
+	var rec struct {
+		MetadataLocation string `json:"metadataLocation"`
+	}
+	raw, ok := ext[s3tables.ExtendedKeyMetadata]
+	if !ok {
+		return nil, perr.New(perr.NotFound, "table %s has no catalog record", name)
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil || rec.MetadataLocation == "" {
+		return nil, perr.New(perr.Corrupt, "table %s: catalog record without a metadata location", name)
+	}
+	md, err := r.metadataAt(ctx, rec.MetadataLocation)
+	if err != nil {
+		return nil, err
+	}
+	return &Table{Warehouse: warehouse, Name: name, MetadataLocation: rec.MetadataLocation, Meta: md}, nil
+}
+
+func (r *Resolver) metadataAt(ctx context.Context, loc string) (table.Metadata, error) {
+	if md, ok := r.metadata.Get(loc); ok {
+		return md, nil
+	}
+	b, err := r.readAll(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, perr.New(perr.Corrupt, "metadata %s: %v", loc, err)
+		}
+		if b, err = io.ReadAll(io.LimitReader(zr, 1<<30)); err != nil {
+			return nil, perr.New(perr.Corrupt, "metadata %s: %v", loc, err)
+		}
+	}
+	md, err := table.ParseMetadataBytes(b)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "metadata %s: %v", loc, err)
+	}
+	r.metadata.Add(loc, md)
+	return md, nil
+}
+
+func (r *Resolver) readAll(ctx context.Context, loc string) ([]byte, error) {
+	f, err := r.Reader.Open(ctx, loc)
+	if err != nil {
+		if errors.Is(err, fileread.ErrNotFound) {
+			return nil, perr.New(perr.NotFound, "%s: %v", loc, err)
+		}
+		if errors.Is(err, fileread.ErrBadLocation) {
+			return nil, perr.New(perr.FailedPrecondition, "%v", err)
+		}
+		return nil, perr.Wrap(perr.Unavailable, err)
+	}
+	buf := make([]byte, f.Size)
+	if _, err := f.ReadAtContext(ctx, buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("read %s: %w", loc, err))
+	}
+	return buf, nil
+}
+
+// Snapshot returns the snapshot id (or the current one when id is nil).
+func (t *Table) Snapshot(id *int64) (*table.Snapshot, error) {
+	if id == nil {
+		s := t.Meta.CurrentSnapshot()
+		if s == nil {
+			return nil, nil
+		}
+		return s, nil
+	}
+	s := t.Meta.SnapshotByID(*id)
+	if s == nil {
+		return nil, perr.New(perr.NotFound, "snapshot %d is not a snapshot of table %s", *id, t.Name)
+	}
+	return s, nil
+}
+
+// Schema returns the schema with the given id; nil id picks the snapshot's
+// schema (or the current schema).
+func (t *Table) Schema(id *int32, snap *table.Snapshot) (*iceberg.Schema, error) {
+	if id != nil {
+		for _, s := range t.Meta.Schemas() {
+			if s.ID == int(*id) {
+				return s, nil
+			}
+		}
+		var ids []int
+		for _, s := range t.Meta.Schemas() {
+			ids = append(ids, s.ID)
+		}
+		return nil, perr.New(perr.InvalidArgument, "schema id %d is not a schema of table %s (it has %v)", *id, t.Name, ids)
+	}
+	if snap != nil && snap.SchemaID != nil {
+		for _, s := range t.Meta.Schemas() {
+			if s.ID == *snap.SchemaID {
+				return s, nil
+			}
+		}
+	}
+	return t.Meta.CurrentSchema(), nil
+}
+
+// Files are the live data and delete files of a snapshot.
+type Files struct {
+	Data    []plan.DataFile
+	Deletes []DeleteFile
+}
+
+// DeleteFile is a delete file entry of a snapshot.
+type DeleteFile struct {
+	Entry iceberg.ManifestEntry
+}
+
+// DataFiles lists the live files of snapshot s.
+func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (*Files, error) {
+	out := &Files{}
+	if s == nil {
+		return out, nil
+	}
+	fio := &filerIO{ctx: ctx, r: r}
+	list, err := r.manifestList(fio, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range list {
+		entries, err := r.entries(fio, m)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			switch df.ContentType() {
+			case iceberg.EntryContentData:
+				if df.FileFormat() != iceberg.ParquetFile {
+					return nil, perr.New(perr.FailedPrecondition, "data file %s is %s; pushdown plans Parquet files only", df.FilePath(), df.FileFormat())
+				}
+				out.Data = append(out.Data, plan.DataFile{
+					Path: df.FilePath(), Size: df.FileSizeBytes(), RecordCount: df.Count(), SpecID: df.SpecID(),
+					Partition: df.Partition(), DataSeq: e.SequenceNum(),
+					Stats: plan.ManifestStats{Lower: df.LowerBoundValues(), Upper: df.UpperBoundValues(), Nulls: df.NullValueCounts(),
+						NaNs: df.NaNValueCounts(), Values: df.ValueCounts(), ColumnSizes: df.ColumnSizes()},
+				})
+			default:
+				out.Deletes = append(out.Deletes, DeleteFile{Entry: e})
+			}
+		}
+	}
+	return out, nil
+}
+
+func (r *Resolver) manifestList(fio *filerIO, s *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	key := s.ManifestList
+	if key == "" {
+		key = strings.Join(s.ManifestLocations, "\x00")
+	}
+	if l, ok := r.lists.Get(key); ok {
+		return l, nil
+	}
+	l, err := safeManifests(s, fio)
+	if err != nil {
+		if pe := perrOf(err); pe != nil {
+			return nil, pe
+		}
+		return nil, perr.New(perr.Corrupt, "manifest list of snapshot %d: %v", s.SnapshotID, err)
+	}
+	r.lists.Add(key, l)
+	return l, nil
+}
+
+func safeManifests(s *table.Snapshot, fio icebergio.IO) (l []iceberg.ManifestFile, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			l, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return s.Manifests(fio)
+}
+
+func (r *Resolver) entries(fio *filerIO, m iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
+	if e, ok := r.manifests.Get(m.FilePath()); ok {
+		return e, nil
+	}
+	e, err := safeEntries(m, fio)
+	if err != nil {
+		if pe := perrOf(err); pe != nil {
+			return nil, pe
+		}
+		return nil, perr.New(perr.Corrupt, "manifest %s: %v", m.FilePath(), err)
+	}
+	r.manifests.Add(m.FilePath(), e)
+	return e, nil
+}
+
+func safeEntries(m iceberg.ManifestFile, fio icebergio.IO) (e []iceberg.ManifestEntry, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e, err = nil, fmt.Errorf("%v", p)
+		}
+	}()
+	return m.FetchEntries(fio, true)
+}
+
+func perrOf(err error) error {
+	var pe *perr.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
+
+// filerIO is an iceberg-go IO reading through the filer.
+type filerIO struct {
+	ctx context.Context
+	r   *Resolver
+}
+
+func (f *filerIO) Open(name string) (icebergio.File, error) {
+	b, err := f.r.readAll(f.ctx, name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return &memFile{Reader: bytes.NewReader(b), name: name, size: int64(len(b))}, nil
+}
+
+func (f *filerIO) Remove(name string) error {
+	return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrPermission}
+}
+
+type memFile struct {
+	*bytes.Reader
+	name string
+	size int64
+}
+
+func (m *memFile) Close() error               { return nil }
+func (m *memFile) Stat() (fs.FileInfo, error) { return memInfo{m}, nil }
+
+type memInfo struct{ f *memFile }
+
+func (i memInfo) Name() string       { return i.f.name }
+func (i memInfo) Size() int64        { return i.f.size }
+func (i memInfo) Mode() fs.FileMode  { return 0444 }
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return false }
+func (i memInfo) Sys() any           { return nil }
