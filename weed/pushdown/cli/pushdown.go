@@ -26,13 +26,15 @@ func register(s *subcommand) { subcommands[s.name] = s }
 
 // Command is the `weed pushdown` command.
 var Command = &command.Command{
-	UsageLine: "pushdown <status|demo> [flags]",
-	Short:     "client of the Parquet pushdown services (status, demo loader)",
+	UsageLine: "pushdown <status|plan|demo> [flags]",
+	Short:     "client of the Parquet pushdown services (status, plan, demo loader)",
 	Long: `pushdown talks to the catalog pushdown service of a lakeweed cluster.
 
   weed pushdown status [-catalog host:port] [-json]
       whether the catalog serves, the volume pushdown endpoints it discovered,
       versions and cache figures.
+  weed pushdown plan -table ns.table [-snapshot ID] [-where "<SQL predicate>"] [-select a,b] [-json]
+      what a query must read: files, row groups, pages, byte ranges, pruning per tier.
   weed pushdown demo -table ns.name [-rows N] [-files F] [-indexed all|half|none] [-seed S] ...
       writes a generated Iceberg table through the REST catalog and S3 gateway.
 

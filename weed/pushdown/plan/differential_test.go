@@ -23,6 +23,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -245,18 +246,18 @@ func writeVariant(t testing.TB, cols []genColumn, v variant, rows int64, seed ui
 // Iceberg writers do.
 func manifestStatsOf(t testing.TB, df *decodedFile, s *iceberg.Schema) ManifestStats {
 	st := ManifestStats{Lower: map[int][]byte{}, Upper: map[int][]byte{}, Nulls: map[int]int64{}, NaNs: map[int]int64{}, Values: map[int]int64{}}
-	for id, cells := range df.cols {
+	for id, cells := range df.Cols {
 		f, _ := s.FindFieldByID(id)
 		var lo, hi *value.Value
 		var nulls, nans int64
 		for _, c := range cells {
 			switch {
-			case c.null:
+			case c.Null:
 				nulls++
-			case c.v.IsNaN():
+			case c.V.IsNaN():
 				nans++
 			default:
-				v := c.v
+				v := c.V
 				if lo == nil {
 					lo, hi = &v, &v
 					continue
@@ -339,13 +340,13 @@ func toLiteral(t iceberg.Type, v value.Value) iceberg.Literal {
 
 // randomLiteral draws a literal for field f: usually a value of the data,
 // sometimes a neighbour, an extreme or a special float.
-func randomLiteral(r *rand.Rand, f iceberg.NestedField, cells []cell) iceberg.Literal {
+func randomLiteral(r *rand.Rand, f iceberg.NestedField, cells []oracle.Cell) iceberg.Literal {
 	var v value.Value
 	found := false
 	for tries := 0; tries < 20 && !found; tries++ {
 		c := cells[r.IntN(len(cells))]
-		if !c.null {
-			v, found = c.v, true
+		if !c.Null {
+			v, found = c.V, true
 		}
 	}
 	if !found || r.IntN(8) == 0 {
@@ -425,7 +426,7 @@ func randomPredicate(r *rand.Rand, s *iceberg.Schema, df *decodedFile, depth int
 	}
 	fields := s.Fields()
 	f := fields[r.IntN(len(fields))]
-	cells := df.cols[f.ID]
+	cells := df.Cols[f.ID]
 	l := &predicate.Leaf{FieldID: f.ID, Negated: r.IntN(4) == 0}
 	_, isString := f.Type.(iceberg.StringType)
 	switch k := r.IntN(12); {
@@ -474,7 +475,7 @@ func generatedFiles(t testing.TB, rows int64) ([]diffFile, *iceberg.Schema) {
 		data := writeVariant(t, cols, v, rows, uint64(100+i))
 		df := decodeAll(t, data, schema)
 		path := fmt.Sprintf("s3://t/data/%d.parquet", i)
-		out = append(out, diffFile{name: v.name, data: data, df: df, file: DataFile{Path: path, Size: int64(len(data)), RecordCount: df.rows,
+		out = append(out, diffFile{name: v.name, data: data, df: df, file: DataFile{Path: path, Size: int64(len(data)), RecordCount: df.Rows,
 			Stats: manifestStatsOf(t, df, schema)}})
 	}
 	return out, schema
@@ -516,7 +517,7 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 		checkPagesCoverRows(t, f.name, e, plans[0], resp)
 		matching += m
 		planned += pl
-		total += f.df.rows
+		total += f.df.Rows
 		for _, ts := range resp.Stats.Tiers {
 			tierPrunes[ts.Tier] += ts.RowGroupsPruned + ts.FilesPruned + ts.PagesPruned
 		}

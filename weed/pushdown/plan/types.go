@@ -82,7 +82,7 @@ type Options struct {
 
 // DefaultOptions are the defaults of the -pushdown.* flags.
 func DefaultOptions() Options {
-	return Options{CoalesceGap: 1 << 20, Concurrency: 64, MinScanBytes: 10 << 20, MinFiles: 1, MaxSelectivity: 0.5}
+	return Options{CoalesceGap: 64 << 10, Concurrency: 64, MinScanBytes: 10 << 20, MinFiles: 1, MaxSelectivity: 0.5}
 }
 
 // Request is one planning request.

@@ -1,0 +1,221 @@
+// Package oracle decodes whole Parquet files with arrow-go — the brute-force
+// reference every pruning tier is checked against — and says which rows a
+// predicate matches and whether a plan kept them all.
+package oracle
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// File is a whole file decoded by the oracle: per field id, per row,
+// the value (or null), plus the row group boundaries.
+type File struct {
+	Rows          int64
+	RowGroupStart []int64 // first row of each row group
+	Cols          map[int][]Cell
+}
+
+// Cell is one value of one row.
+type Cell struct {
+	V    value.Value
+	Null bool
+}
+
+// decodeAll reads every row of a Parquet file with arrow-go (the brute-force
+// oracle) and converts the top-level primitive columns of schema s.
+func DecodeFile(data []byte, s *iceberg.Schema) (*File, error) {
+	rdr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("oracle: open: %w", err)
+	}
+	defer rdr.Close()
+	df := &File{Cols: map[int][]Cell{}}
+	for i := 0; i < rdr.NumRowGroups(); i++ {
+		df.RowGroupStart = append(df.RowGroupStart, df.Rows)
+		df.Rows += rdr.MetaData().RowGroup(i).NumRows()
+	}
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("oracle: arrow reader: %w", err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("oracle: read: %w", err)
+	}
+	defer tbl.Release()
+	for _, f := range s.Fields() {
+		idx := tbl.Schema().FieldIndices(f.Name)
+		if len(idx) == 0 {
+			continue
+		}
+		if _, ok := value.KindOf(f.Type); !ok {
+			continue
+		}
+		col := tbl.Column(idx[0])
+		var cells []Cell
+		for _, chunk := range col.Data().Chunks() {
+			for r := 0; r < chunk.Len(); r++ {
+				if chunk.IsNull(r) {
+					cells = append(cells, Cell{Null: true})
+					continue
+				}
+				v, err := ArrowValue(chunk, r, f.Type)
+				if err != nil {
+					return nil, err
+				}
+				cells = append(cells, Cell{V: v})
+			}
+		}
+		df.Cols[f.ID] = cells
+	}
+	return df, nil
+}
+
+// ArrowValue converts row r of an Arrow array to a Value of Iceberg type typ.
+func ArrowValue(a arrow.Array, r int, typ iceberg.Type) (value.Value, error) {
+	switch x := a.(type) {
+	case *array.Int8:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Int16:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Int32:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Int64:
+		return value.OfInt(x.Value(r)), nil
+	case *array.Uint8:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Uint16:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Uint32:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Uint64:
+		return value.OfUint(x.Value(r)), nil
+	case *array.Float32:
+		return value.OfFloat(float64(x.Value(r))), nil
+	case *array.Float64:
+		return value.OfFloat(x.Value(r)), nil
+	case *array.Float16:
+		return value.OfFloat(float64(x.Value(r).Float32())), nil
+	case *array.Boolean:
+		return value.OfBool(x.Value(r)), nil
+	case *array.String:
+		return value.OfString(x.Value(r)), nil
+	case *array.LargeString:
+		return value.OfString(x.Value(r)), nil
+	case *array.Binary:
+		return value.OfBytes(append([]byte{}, x.Value(r)...)), nil
+	case *array.LargeBinary:
+		return value.OfBytes(append([]byte{}, x.Value(r)...)), nil
+	case *array.FixedSizeBinary:
+		return value.OfBytes(append([]byte{}, x.Value(r)...)), nil
+	case *extensions.UUIDArray:
+		u := x.Value(r)
+		return value.OfBytes(append([]byte{}, u[:]...)), nil
+	case *array.Date32:
+		return value.OfInt(int64(x.Value(r))), nil
+	case *array.Date64:
+		return value.OfInt(int64(x.Value(r)) / 86_400_000), nil
+	case *array.Time32:
+		unit := x.DataType().(*arrow.Time32Type).Unit
+		v := int64(x.Value(r))
+		if unit == arrow.Millisecond {
+			v *= 1000
+		} else {
+			v *= 1_000_000
+		}
+		return value.OfInt(v), nil
+	case *array.Time64:
+		v := int64(x.Value(r))
+		if x.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
+			v /= 1000
+		}
+		return value.OfInt(v), nil
+	case *array.Timestamp:
+		unit := x.DataType().(*arrow.TimestampType).Unit
+		v := int64(x.Value(r))
+		nanos := value.IsNanosecond(typ)
+		switch unit {
+		case arrow.Second:
+			v *= 1_000_000
+			if nanos {
+				v *= 1000
+			}
+		case arrow.Millisecond:
+			v *= 1000
+			if nanos {
+				v *= 1000
+			}
+		case arrow.Microsecond:
+			if nanos {
+				v *= 1000
+			}
+		case arrow.Nanosecond:
+			if !nanos {
+				v = floorDiv(v, 1000)
+			}
+		}
+		return value.OfInt(v), nil
+	case *array.Decimal128:
+		dt := x.DataType().(*arrow.Decimal128Type)
+		return value.OfDecimal(x.Value(r).BigInt(), dt.Scale), nil
+	case *array.Decimal256:
+		dt := x.DataType().(*arrow.Decimal256Type)
+		return value.OfDecimal(x.Value(r).BigInt(), dt.Scale), nil
+	case array.ExtensionArray:
+		return ArrowValue(x.Storage(), r, typ)
+	}
+	return value.Value{}, fmt.Errorf("oracle: unsupported arrow type %s", a.DataType())
+}
+
+// Row returns the predicate row accessor of row i.
+func (f *File) Row(i int64) predicate.Row {
+	return func(id int) (value.Value, bool) {
+		c, ok := f.Cols[id]
+		if !ok {
+			return value.Value{}, true
+		}
+		return c[i].V, c[i].Null
+	}
+}
+
+// RowGroupOf returns the row group holding file row i.
+func (f *File) RowGroupOf(i int64) int {
+	rg := 0
+	for rg+1 < len(f.RowGroupStart) && f.RowGroupStart[rg+1] <= i {
+		rg++
+	}
+	return rg
+}
+
+// Matching returns the file-absolute positions of the rows matching e
+// under either NaN semantics.
+func (f *File) Matching(e predicate.Expr) []int64 {
+	var out []int64
+	for i := int64(0); i < f.Rows; i++ {
+		if predicate.Matches(e, f.Row(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
