@@ -118,6 +118,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		if fp.Skip {
 			st.FilesPruned++
 			st.BytesTotal += manifestProjectedBytes(&req, fp.File, fieldIDs)
+			st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
+			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
 			continue
 		}
 		md := fp.Footer.Meta

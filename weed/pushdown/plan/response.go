@@ -11,7 +11,9 @@ import (
 // byteRange is [Off, Off+Len) of one file.
 type byteRange struct{ Off, Len int64 }
 
-// Coalesce sorts ranges and merges those closer than gap.
+// Coalesce sorts ranges and merges neighbours whose hole is at most gap and
+// at most half the bytes the merge serves, so holes never add more than half
+// the useful bytes.
 func Coalesce(rs []byteRange, gap int64) []byteRange {
 	if len(rs) == 0 {
 		return nil
@@ -22,7 +24,8 @@ func Coalesce(rs []byteRange, gap int64) []byteRange {
 	for _, r := range sorted[1:] {
 		last := &out[len(out)-1]
 		end := last.Off + last.Len
-		if r.Off <= end+gap {
+		hole := r.Off - end
+		if hole <= 0 || (hole <= gap && 2*hole <= last.Len+r.Len) {
 			if e := r.Off + r.Len; e > end {
 				last.Len = e - last.Off
 			}
@@ -55,8 +58,8 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 		numRows := rgm.NumRows()
 		rgp := fp.RowGroups[rg]
 		var index *footer.RowGroupIndex
-		if !rgp.Skip && rgp.Rows != nil {
-			index, _ = fp.Footer.PageIndex(context.Background(), rg) // loaded by the page tier
+		if fp.Footer.HasPageIndex() {
+			index, _ = fp.Footer.PageIndex(context.Background(), rg)
 		}
 		for _, col := range projected {
 			cc, err := rgm.ColumnChunk(col)

@@ -57,6 +57,9 @@ type DataFile struct {
 	Partition   map[int]any // partition field id → value (nil value = null)
 	DataSeq     int64
 	Stats       ManifestStats
+	// SplitOffsets are the row group starts recorded in the manifest (their
+	// count is the row group count of a file pruned before its footer).
+	SplitOffsets []int64
 }
 
 // Table is what the planner needs to know about the table.

@@ -241,7 +241,7 @@ func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (
 				}
 				out.Data = append(out.Data, plan.DataFile{
 					Path: df.FilePath(), Size: df.FileSizeBytes(), RecordCount: df.Count(), SpecID: df.SpecID(),
-					Partition: df.Partition(), DataSeq: e.SequenceNum(),
+					Partition: df.Partition(), DataSeq: e.SequenceNum(), SplitOffsets: df.SplitOffsets(),
 					Stats: plan.ManifestStats{Lower: df.LowerBoundValues(), Upper: df.UpperBoundValues(), Nulls: df.NullValueCounts(),
 						NaNs: df.NaNValueCounts(), Values: df.ValueCounts(), ColumnSizes: df.ColumnSizes()},
 				})
