@@ -36,13 +36,18 @@ type Cell struct {
 
 // decodeAll reads every row of a Parquet file with arrow-go (the brute-force
 // oracle) and converts the top-level primitive columns of schema s.
-func DecodeFile(data []byte, s *iceberg.Schema) (*File, error) {
+func DecodeFile(data []byte, s *iceberg.Schema) (df *File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			df, err = nil, fmt.Errorf("oracle: arrow-go panicked decoding the file: %v", r)
+		}
+	}()
 	rdr, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("oracle: open: %w", err)
 	}
 	defer rdr.Close()
-	df := &File{Cols: map[int][]Cell{}}
+	df = &File{Cols: map[int][]Cell{}}
 	for i := 0; i < rdr.NumRowGroups(); i++ {
 		df.RowGroupStart = append(df.RowGroupStart, df.Rows)
 		df.Rows += rdr.MetaData().RowGroup(i).NumRows()
@@ -174,6 +179,8 @@ func ArrowValue(a arrow.Array, r int, typ iceberg.Type) (value.Value, error) {
 	case *array.Decimal256:
 		dt := x.DataType().(*arrow.Decimal256Type)
 		return value.OfDecimal(x.Value(r).BigInt(), dt.Scale), nil
+	case *array.Dictionary:
+		return ArrowValue(x.Dictionary(), x.GetValueIndex(r), typ)
 	case array.ExtensionArray:
 		return ArrowValue(x.Storage(), r, typ)
 	}

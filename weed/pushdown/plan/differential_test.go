@@ -368,6 +368,15 @@ func randomLiteral(r *rand.Rand, f iceberg.NestedField, cells []oracle.Cell) ice
 		case value.Float:
 			v.F = math.Nextafter(v.F, math.Inf(r.IntN(2)*2-1))
 		case value.Bytes:
+			switch f.Type.(type) {
+			case iceberg.FixedType, iceberg.UUIDType:
+				if len(v.B) > 0 {
+					b := append([]byte{}, v.B...)
+					b[len(b)-1] += byte(r.IntN(3)) - 1
+					v.B = b
+				}
+				return toLiteral(f.Type, v)
+			}
 			if len(v.B) > 0 && r.IntN(2) == 0 {
 				v.B = v.B[:r.IntN(len(v.B))]
 			} else {

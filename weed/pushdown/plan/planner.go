@@ -78,8 +78,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			if err != nil {
 				return err
 			}
-			if fp.File.RecordCount > 0 && f.Meta.NumRows != fp.File.RecordCount {
-				return perr.New(perr.FailedPrecondition, "%s holds %d rows, the table metadata says %d: the file changed or the metadata is wrong", fp.File.Path, f.Meta.NumRows, fp.File.RecordCount)
+			if rows := f.NumRows(); fp.File.RecordCount > 0 && rows != fp.File.RecordCount {
+				return perr.New(perr.FailedPrecondition, "%s holds %d rows, the table metadata says %d: the file changed or the metadata is wrong", fp.File.Path, rows, fp.File.RecordCount)
 			}
 			mu.Lock()
 			if hit {

@@ -54,7 +54,12 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 // then every row reads NULL for it (or its initial default, which the
 // statistics cannot describe).
 func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) {
-	if !fc.columns.Mapped {
+	if !fc.columns.Mapped || fc.columns.ByName {
+		// Only field ids prove a column absent; a name that did not resolve
+		// may still be there under another spelling.
+		if _, ok := fc.columns.Leaf(l.FieldID); ok {
+			return prune.ColumnStats{}, false
+		}
 		return prune.ColumnStats{}, true
 	}
 	if _, ok := fc.columns.Leaf(l.FieldID); ok {

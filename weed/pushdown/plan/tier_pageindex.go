@@ -151,7 +151,12 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 	for i, span := range spans {
 		var s prune.ColumnStats
 		if nullPages[i] {
-			s = prune.AllNull()
+			// Some writers (parquet-mr with statistics disabled) mark every
+			// page "null" with empty bounds. Believe it only when the null
+			// count says so too.
+			if nullCounts != nil && nullCounts[i] >= span.End-span.Start {
+				s = prune.AllNull()
+			}
 		} else {
 			if nullCounts != nil && nullCounts[i] >= 0 {
 				s.NullsKnown, s.HasNulls = true, nullCounts[i] > 0
