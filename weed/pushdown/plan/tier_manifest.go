@@ -33,7 +33,7 @@ func PruneByManifest(t *Table, f *DataFile, e predicate.Expr) prune.Verdict {
 				if prune.EvaluateLeaf(l, partitionStats(pf, l.Type, pv)) == prune.CannotMatch {
 					return prune.CannotMatch
 				}
-				if bucketExcludes(pf, l, pv) {
+				if transformExcludes(pf, l, pv) {
 					return prune.CannotMatch
 				}
 			}
@@ -152,15 +152,20 @@ func partitionStats(pf iceberg.PartitionField, srcType iceberg.Type, pv any) pru
 	return s
 }
 
-// bucketExcludes reports whether a bucket partition proves that no value of
-// an = or IN leaf lands in this file's bucket.
-func bucketExcludes(pf iceberg.PartitionField, l *predicate.Leaf, pv any) bool {
-	bt, ok := pf.Transform.(iceberg.BucketTransform)
-	if !ok || l.Negated || (l.Op != predicate.OpEq && l.Op != predicate.OpIn) || len(l.Raw) == 0 {
+// transformExcludes reports whether the partition value proves that no
+// value of an = or IN leaf is in this file: the partition transform applied
+// to every literal differs from the file's partition value. Any conversion
+// it cannot do answers "maybe".
+func transformExcludes(pf iceberg.PartitionField, l *predicate.Leaf, pv any) bool {
+	if _, void := pf.Transform.(iceberg.VoidTransform); void || pv == nil {
 		return false
 	}
-	bucket, ok := asInt64(pv)
-	if !ok {
+	if l.Negated || (l.Op != predicate.OpEq && l.Op != predicate.OpIn) || len(l.Raw) == 0 || value.IsFloat(l.Type) {
+		return false
+	}
+	resultType := pf.Transform.ResultType(l.Type)
+	part, err := value.FromGo(resultType, normalizeGo(pv))
+	if err != nil {
 		return false
 	}
 	for _, raw := range l.Raw {
@@ -168,25 +173,28 @@ func bucketExcludes(pf iceberg.PartitionField, l *predicate.Leaf, pv any) bool {
 		if err != nil {
 			return false
 		}
-		out := safeApply(bt, lit)
-		if !out.Valid {
+		out := safeApply(pf.Transform, lit)
+		if !out.Valid || out.Val == nil {
 			return false
 		}
-		b, ok := asInt64(out.Val.Any())
-		if !ok || b == bucket {
+		got, err := value.FromLiteral(resultType, out.Val)
+		if err != nil {
+			return false
+		}
+		if c, ok := value.Compare(got, part); !ok || c == 0 {
 			return false
 		}
 	}
 	return true
 }
 
-func safeApply(bt iceberg.BucketTransform, lit iceberg.Literal) (out iceberg.Optional[iceberg.Literal]) {
+func safeApply(tr iceberg.Transform, lit iceberg.Literal) (out iceberg.Optional[iceberg.Literal]) {
 	defer func() {
 		if recover() != nil {
 			out = iceberg.Optional[iceberg.Literal]{}
 		}
 	}()
-	return bt.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: lit})
+	return tr.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: lit})
 }
 
 func normalizeGo(v any) any {

@@ -180,6 +180,9 @@ func FromGo(t iceberg.Type, v any) (Value, error) {
 	case bool:
 		return FromLiteral(t, iceberg.BoolLiteral(x))
 	case int32:
+		if k, _ := KindOf(t); k == Int {
+			return OfInt(int64(x)), nil
+		}
 		return FromLiteral(t, iceberg.Int32Literal(x))
 	case int:
 		return FromLiteral(t, iceberg.Int64Literal(int64(x)))
