@@ -232,6 +232,7 @@ type Cluster struct {
 	MasterPort         int
 	VolumePort         int
 	FilerPort          int
+	FilerGrpcPort      int
 	S3Port             int
 	IcebergPort        int
 	CatalogPort        int
@@ -256,7 +257,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 		o.Warehouse = "warehouse"
 	}
 	p := FreePorts(t, 16)
-	c := &Cluster{Dir: t.TempDir(), IP: "127.0.0.1", MasterPort: p[0], VolumePort: p[2], FilerPort: p[4], S3Port: p[6],
+	c := &Cluster{Dir: t.TempDir(), IP: "127.0.0.1", MasterPort: p[0], VolumePort: p[2], FilerPort: p[4], FilerGrpcPort: p[5], S3Port: p[6],
 		IcebergPort: p[8], CatalogPort: p[9], VolumePushdownPort: p[10], Warehouse: o.Warehouse}
 	args := []string{"mini",
 		"-dir=" + c.Dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
@@ -369,6 +370,11 @@ func (c *Cluster) IcebergURI() string { return "http://" + c.IcebergAddr() }
 
 // FilerAddr is the filer's HTTP host:port.
 func (c *Cluster) FilerAddr() string { return c.addr(c.FilerPort) }
+
+// FilerGrpcAddress is the filer's address in SeaweedFS's host:port.grpcPort form.
+func (c *Cluster) FilerGrpcAddress() string {
+	return fmt.Sprintf("%s:%d.%d", c.IP, c.FilerPort, c.FilerGrpcPort)
+}
 
 // MasterAddr is the master's HTTP host:port.
 func (c *Cluster) MasterAddr() string { return c.addr(c.MasterPort) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -119,26 +120,35 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 			}
 		})
 	})
-	g.Go(func() error {
-		for f := range files {
-			key := fmt.Sprintf("%s/data/part-%05d.parquet", prefix, f.Index)
-			if _, err := client.PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(f.Bytes)}); err != nil {
-				return fmt.Errorf("upload s3://%s/%s: %w", bucket, key, err)
+	var mu sync.Mutex
+	paths := make([]string, o.Spec.Files)
+	for w := 0; w < 8; w++ {
+		g.Go(func() error {
+			for f := range files {
+				key := fmt.Sprintf("%s/data/part-%05d.parquet", prefix, f.Index)
+				if _, err := client.PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(f.Bytes)}); err != nil {
+					return fmt.Errorf("upload s3://%s/%s: %w", bucket, key, err)
+				}
+				idx := "no page index, no bloom filters"
+				if f.Indexed {
+					idx = "page index + bloom filters on id, tenant_id"
+				}
+				mu.Lock()
+				paths[f.Index] = "s3://" + bucket + "/" + key
+				res.Bytes += int64(len(f.Bytes))
+				res.Rows += f.Rows
+				if o.Spec.Files <= 100 || (f.Index+1)%100 == 0 {
+					fmt.Fprintf(progress, "  [%d/%d] %s  %d rows  %.1f MiB  %s\n", f.Index+1, o.Spec.Files, key, f.Rows, float64(len(f.Bytes))/(1<<20), idx)
+				}
+				mu.Unlock()
 			}
-			res.Files = append(res.Files, "s3://"+bucket+"/"+key)
-			res.Bytes += int64(len(f.Bytes))
-			res.Rows += f.Rows
-			idx := "no page index, no bloom filters"
-			if f.Indexed {
-				idx = "page index + bloom filters on id, tenant_id"
-			}
-			fmt.Fprintf(progress, "  [%d/%d] %s  %d rows  %.1f MiB  %s\n", f.Index+1, o.Spec.Files, key, f.Rows, float64(len(f.Bytes))/(1<<20), idx)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	res.Files = paths
 	txn := tbl.NewTransaction()
 	if err := txn.AddFiles(ctx, res.Files, iceberg.Properties{"lakeweed.loader": "weed pushdown demo"}, false); err != nil {
 		return nil, fmt.Errorf("add files to %s: %w", o.Table, err)

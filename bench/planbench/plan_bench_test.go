@@ -1,0 +1,326 @@
+// Package planbench measures the planner on `weed pushdown demo` data in a
+// real cluster: bytes planned against the projected total and against the
+// physical minimum (pages holding matching rows plus their dictionary
+// pages, found by decoding every file), and plan latency cold and warm for
+// 8, 1,000 and 10,000 files. Run with `make bench` (LAKEWEED_BENCH=1);
+// results land in bench/results/.
+package planbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+
+	"bytes"
+	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/cli"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+type query struct {
+	Name  string
+	Where string
+}
+
+func queries(rows int64) []query {
+	start := demo.DefaultSpec().StartTime
+	span := time.Duration(rows) * 250 * time.Millisecond
+	from := start.Add(span / 2)
+	to := from.Add(span / 100)
+	ts := func(t time.Time) string { return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'" }
+	return []query{
+		{"point lookup id", fmt.Sprintf("id = %d", rows/3)},
+		{"1% ts range", fmt.Sprintf("ts >= %s AND ts < %s", ts(from), ts(to))},
+		{"tenant_id equality", "tenant_id = 'tenant-042'"},
+		{"status equality", "status = 'error'"},
+		{"no predicate", ""},
+	}
+}
+
+const projection = "id,ts,tenant_id,status,message"
+
+type result struct {
+	Table          string  `json:"table"`
+	Files          int     `json:"files"`
+	Query          string  `json:"query"`
+	BytesPlanned   int64   `json:"bytes_planned"`
+	BytesTotal     int64   `json:"bytes_total"`
+	PhysicalMin    int64   `json:"physical_minimum,omitempty"`
+	PlannedOverMin float64 `json:"planned_over_minimum,omitempty"`
+	PlannedOverAll float64 `json:"planned_over_total"`
+	ColdP50Ms      float64 `json:"cold_p50_ms"`
+	ColdP99Ms      float64 `json:"cold_p99_ms"`
+	WarmP50Ms      float64 `json:"warm_p50_ms"`
+	WarmP99Ms      float64 `json:"warm_p99_ms"`
+	CacheHitRate   float64 `json:"warm_footer_cache_hit_rate"`
+	Recommended    bool    `json:"pushdown_recommended"`
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration{}, d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(p * float64(len(s)-1))
+	return float64(s[i].Microseconds()) / 1000
+}
+
+func TestPlanBenchmark(t *testing.T) {
+	if os.Getenv("LAKEWEED_BENCH") == "" {
+		t.Skip("benchmark: run with `make bench` (LAKEWEED_BENCH=1)")
+	}
+	c := harness.StartMini(t, harness.MiniOptions{})
+	ctx := context.Background()
+	tables := []struct {
+		name string
+		spec demo.Spec
+		cold int
+		warm int
+	}{
+		{"bench.events8", specOf(1_000_000, 8), 5, 30},
+		{"bench.events1k", specOf(1_000_000, 1000), 5, 20},
+		{"bench.events10k", specOf(1_000_000, 10_000), 3, 10},
+	}
+	if os.Getenv("LAKEWEED_BENCH_QUICK") != "" {
+		tables = tables[:2]
+	}
+	var results []result
+	for _, tb := range tables {
+		start := time.Now()
+		if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: tb.name, Spec: tb.spec}); err != nil {
+			t.Fatalf("load %s: %v", tb.name, err)
+		}
+		t.Logf("loaded %s (%d files) in %s", tb.name, tb.spec.Files, time.Since(start).Round(time.Second))
+		var mins map[string]int64
+		if tb.spec.Files <= 8 {
+			mins = physicalMinimum(t, c, tb.name, tb.spec.Rows)
+		}
+		for _, q := range queries(tb.spec.Rows) {
+			req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), tb.name, 0, q.Where, projection)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cold, warm []time.Duration
+			var last *pushdown_pb.ParquetPushdownResponse
+			for i := 0; i < tb.cold; i++ {
+				svc := newService(c) // empty caches: every footer is read again
+				t0 := time.Now()
+				if _, err := svc.Plan(ctx, req); err != nil {
+					t.Fatalf("%s %s: %v", tb.name, q.Name, err)
+				}
+				cold = append(cold, time.Since(t0))
+			}
+			svc := newService(c)
+			if _, err := svc.Plan(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			var hits, misses int64
+			for i := 0; i < tb.warm; i++ {
+				t0 := time.Now()
+				resp, err := svc.Plan(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				warm = append(warm, time.Since(t0))
+				hits += resp.Stats.FooterCacheHits
+				misses += resp.Stats.FooterCacheMisses
+				last = resp
+			}
+			st := last.Stats
+			r := result{Table: tb.name, Files: tb.spec.Files, Query: q.Name, BytesPlanned: st.BytesPlanned, BytesTotal: st.BytesTotal,
+				ColdP50Ms: percentile(cold, 0.5), ColdP99Ms: percentile(cold, 0.99), WarmP50Ms: percentile(warm, 0.5), WarmP99Ms: percentile(warm, 0.99),
+				Recommended: st.PushdownRecommended}
+			if st.BytesTotal > 0 {
+				r.PlannedOverAll = float64(st.BytesPlanned) / float64(st.BytesTotal)
+			}
+			if hits+misses > 0 {
+				r.CacheHitRate = float64(hits) / float64(hits+misses)
+			}
+			if m, ok := mins[q.Name]; ok {
+				r.PhysicalMin = m
+				if m > 0 {
+					r.PlannedOverMin = float64(st.BytesPlanned) / float64(m)
+				}
+			}
+			results = append(results, r)
+			t.Logf("%-16s %-20s planned %10d of %11d (%.4f) min %10d (x%.2f) cold p50 %.1fms warm p50 %.2fms p99 %.2fms hit %.2f",
+				tb.name, q.Name, r.BytesPlanned, r.BytesTotal, r.PlannedOverAll, r.PhysicalMin, r.PlannedOverMin, r.ColdP50Ms, r.WarmP50Ms, r.WarmP99Ms, r.CacheHitRate)
+		}
+	}
+	writeResults(t, results)
+}
+
+func specOf(rows int64, files int) demo.Spec {
+	s := demo.DefaultSpec()
+	s.Rows, s.Files, s.Indexed = rows, files, demo.IndexedAll
+	return s
+}
+
+// newService is a catalog pushdown service in this process reading the
+// cluster's filer, with empty caches.
+func newService(c *harness.Cluster) *catalog.Service {
+	reader := fileread.New([]pb.ServerAddress{pb.ServerAddress(c.FilerGrpcAddress())}, grpcutil.ClientDialOption(), "")
+	return catalog.New("bench", c.FilerGrpcAddress(), nil, reader, catalog.DefaultConfig())
+}
+
+// physicalMinimum decodes every file of the table and sums, per query, the
+// compressed bytes of the pages (of the projected columns) that hold a
+// matching row, plus each such column chunk's dictionary region.
+func physicalMinimum(t *testing.T, c *harness.Cluster, name string, rows int64) map[string]int64 {
+	ctx := context.Background()
+	ns, tn, _ := strings.Cut(name, ".")
+	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, tn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := tbl.Schema()
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type decodedFile struct {
+		data []byte
+		df   *oracle.File
+	}
+	var files []decodedFile
+	for _, task := range tasks {
+		rest := strings.TrimPrefix(task.File.FilePath(), "s3://")
+		bucket, key, _ := strings.Cut(rest, "/")
+		obj, err := c.S3(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(obj.Body)
+		obj.Body.Close()
+		df, err := oracle.DecodeFile(data, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, decodedFile{data, df})
+	}
+	projected := map[string]bool{}
+	for _, p := range strings.Split(projection, ",") {
+		projected[p] = true
+	}
+	out := map[string]int64{}
+	for _, q := range queries(rows) {
+		req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), name, 0, q.Where, projection)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e predicate.Expr = predicate.Const{Value: true}
+		if len(req.Predicate) > 0 {
+			raw, err := predicate.DecodeSubstrait(req.Predicate, schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, err = predicate.Bind(raw, schema, predicate.DefaultLimits); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var total int64
+		for _, f := range files {
+			rdr, err := file.NewParquetReader(bytes.NewReader(f.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := rdr.MetaData()
+			pir := rdr.GetPageIndexReader()
+			matching := f.df.Matching(e)
+			for rg := 0; rg < md.NumRowGroups(); rg++ {
+				first := f.df.RowGroupStart[rg]
+				n := md.RowGroup(rg).NumRows()
+				var local []int64
+				for _, m := range matching {
+					if m >= first && m < first+n {
+						local = append(local, m-first)
+					}
+				}
+				if len(local) == 0 {
+					continue
+				}
+				rgr, err := pir.RowGroup(rg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for col := 0; col < md.Schema.NumColumns(); col++ {
+					if !projected[strings.Split(md.Schema.Column(col).Path(), ".")[0]] {
+						continue
+					}
+					cc, _ := md.RowGroup(rg).ColumnChunk(col)
+					oi, err := rgr.GetOffsetIndex(col)
+					if err != nil || oi == nil {
+						t.Fatalf("physical minimum needs a page index (run on -indexed all data)")
+					}
+					locs := oi.GetPageLocations()
+					if cc.HasDictionaryPage() && locs[0].Offset > cc.DictionaryPageOffset() {
+						total += locs[0].Offset - cc.DictionaryPageOffset()
+					}
+					for i, l := range locs {
+						end := n
+						if i+1 < len(locs) {
+							end = locs[i+1].FirstRowIndex
+						}
+						for _, r := range local {
+							if r >= l.FirstRowIndex && r < end {
+								total += int64(l.CompressedPageSize)
+								break
+							}
+						}
+					}
+				}
+			}
+			rdr.Close()
+		}
+		out[q.Name] = total
+	}
+	return out
+}
+
+func writeResults(t *testing.T, rs []result) {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "bench", "results")
+	_ = os.MkdirAll(dir, 0o755)
+	b, _ := json.MarshalIndent(rs, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "plan.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var md strings.Builder
+	md.WriteString("| table | files | query | planned / projected | planned / physical min | cold p50 ms | cold p99 ms | warm p50 ms | warm p99 ms | warm footer hit rate |\n")
+	md.WriteString("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rs {
+		min := "n/a"
+		if r.PhysicalMin > 0 {
+			min = fmt.Sprintf("%.2f×", r.PlannedOverMin)
+		}
+		fmt.Fprintf(&md, "| %s | %d | %s | %.4f | %s | %.1f | %.1f | %.2f | %.2f | %.2f |\n",
+			r.Table, r.Files, r.Query, r.PlannedOverAll, min, r.ColdP50Ms, r.ColdP99Ms, r.WarmP50Ms, r.WarmP99Ms, r.CacheHitRate)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte(md.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("results in %s\n%s", dir, md.String())
+}
