@@ -24,7 +24,8 @@ func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pu
 		out.Caches = append(out.Caches,
 			&pushdown_pb.CacheStats{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
 				Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions},
-			&pushdown_pb.CacheStats{Name: "bloom_filter", Hits: fs.BloomHits, Misses: fs.BloomMisses},
+			&pushdown_pb.CacheStats{Name: "bloom_filter", Entries: fs.BloomEntries, Bytes: fs.BloomBytes, CapacityBytes: fs.Capacity,
+				Hits: fs.BloomHits, Misses: fs.BloomMisses, Evictions: fs.BloomEvictions},
 			&pushdown_pb.CacheStats{Name: "footer_read_bytes", Bytes: fs.ReadBytes})
 	}
 	if s.Watcher != nil {

@@ -194,9 +194,13 @@ func newContent(s Spec) *content {
 // TenantName is the tenant_id value of tenant k.
 func TenantName(k int) string { return fmt.Sprintf("tenant-%03d", k) }
 
-// TenantsOfFile are the tenants whose rows file i holds: every tenant lives
-// in at most three neighbouring files.
+// TenantsOfFile are the tenants whose rows file i holds: with fewer files
+// than tenants every tenant lives in at most three neighbouring files; with
+// more, every file holds one tenant and a tenant spans files/Tenants files.
 func TenantsOfFile(i, files int) []int {
+	if files >= Tenants {
+		return []int{i * Tenants / files}
+	}
 	var out []int
 	for k := 0; k < Tenants; k++ {
 		home := k * files / Tenants
@@ -271,6 +275,10 @@ func (s Spec) WriterProperties(i int) *parquet.WriterProperties {
 			parquet.WithBloomFilterEnabledFor("id", true),
 			parquet.WithBloomFilterEnabledFor("tenant_id", true),
 			parquet.WithBloomFilterFPP(0.01),
+			// Size the filters for a row group's distinct values, as a
+			// well-configured writer does (the default assumes 1M values).
+			parquet.WithBloomFilterNDVFor("id", s.RowGroupRows),
+			parquet.WithBloomFilterNDVFor("tenant_id", Tenants),
 		)
 	} else {
 		opts = append(opts, parquet.WithPageIndexEnabled(false))

@@ -42,16 +42,18 @@ func Register(reg prometheus.Registerer) {
 
 // Stats are a Cache's counters.
 type Stats struct {
-	Entries, Bytes, Capacity, Hits, Misses, Evictions, ReadBytes int64
-	BloomHits, BloomMisses                                       int64
+	Entries, Bytes, Capacity, Hits, Misses, Evictions, ReadBytes     int64
+	BloomEntries, BloomBytes, BloomHits, BloomMisses, BloomEvictions int64
 }
 
 // Cache is an LRU of footers bounded by bytes, with one load per key at a
-// time. Bloom filters live in the same byte budget.
+// time. Bloom filters have a budget of their own, so large filters never
+// evict footers.
 type Cache struct {
 	name     string
 	capacity int64
 	open     Opener
+	blooms   *lruBytes
 
 	mu    sync.Mutex
 	lru   *list.List // of *entry, front = most recent
@@ -79,15 +81,58 @@ type bloomEntry struct {
 // NewCache returns a cache holding at most capacity bytes, opening files
 // with open.
 func NewCache(name string, capacity int64, open Opener) *Cache {
-	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[string]*list.Element{}}
+	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[string]*list.Element{},
+		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[string]*list.Element{}}}
+}
+
+// lruBytes is a plain LRU bounded by bytes.
+type lruBytes struct {
+	mu        sync.Mutex
+	capacity  int64
+	bytes     int64
+	lru       *list.List
+	items     map[string]*list.Element
+	evictions int64
+}
+
+func (l *lruBytes) get(key string) (*entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if el, ok := l.items[key]; ok {
+		l.lru.MoveToFront(el)
+		return el.Value.(*entry), true
+	}
+	return nil, false
+}
+
+func (l *lruBytes) put(e *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.items[e.key]; ok {
+		l.bytes -= old.Value.(*entry).size
+		l.lru.Remove(old)
+	}
+	l.items[e.key] = l.lru.PushFront(e)
+	l.bytes += e.size
+	for l.bytes > l.capacity && l.lru.Len() > 1 {
+		el := l.lru.Back()
+		old := el.Value.(*entry)
+		l.lru.Remove(el)
+		delete(l.items, old.key)
+		l.bytes -= old.size
+		l.evictions++
+	}
 }
 
 // Stats returns the counters.
 func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.blooms.mu.Lock()
+	defer c.blooms.mu.Unlock()
 	return Stats{Entries: int64(c.lru.Len()), Bytes: c.bytes, Capacity: c.capacity, Hits: c.hits.Load(), Misses: c.misses.Load(),
-		Evictions: c.evictions.Load(), ReadBytes: c.readBytes.Load(), BloomHits: c.bloomHits.Load(), BloomMisses: c.bloomMisses.Load()}
+		Evictions: c.evictions.Load(), ReadBytes: c.readBytes.Load(), BloomHits: c.bloomHits.Load(), BloomMisses: c.bloomMisses.Load(),
+		BloomEntries: int64(c.blooms.lru.Len()), BloomBytes: c.blooms.bytes, BloomEvictions: c.blooms.evictions}
 }
 
 // Get returns the footer of id, loading it on a miss. hit reports whether
@@ -183,16 +228,12 @@ func (c *Cache) recordRead(n int64) {
 // "maybe" for the caller; the error says why).
 func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
 	key := fmt.Sprintf("%s\x00bloom\x00%d\x00%d", f.ID.key(), rg, col)
-	c.mu.Lock()
-	if el, ok := c.items[key]; ok {
-		c.lru.MoveToFront(el)
-		be := el.Value.(*entry).bloom
-		c.mu.Unlock()
+	if e, ok := c.blooms.get(key); ok {
+		be := e.bloom
 		c.bloomHits.Add(1)
 		metricRequests.WithLabelValues(c.name+"_bloom", "hit").Inc()
 		return be.bf, be.err
 	}
-	c.mu.Unlock()
 	c.bloomMisses.Add(1)
 	metricRequests.WithLabelValues(c.name+"_bloom", "miss").Inc()
 	v, err, _ := c.flight.Do(key, func() (any, error) {
@@ -205,7 +246,7 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 		if bf != nil {
 			size += bf.Size()
 		}
-		c.insert(&entry{key: key, bloom: be, size: size})
+		c.blooms.put(&entry{key: key, bloom: be, size: size})
 		return be, nil
 	})
 	if err != nil {
