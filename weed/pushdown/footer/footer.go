@@ -58,10 +58,34 @@ type Source interface {
 // Opener opens the source of an identity.
 type Opener func(ctx context.Context, id Identity) (Source, error)
 
+// ChunkStats are a column chunk's footer statistics as arrow-go accepts
+// them (writers known to compute them wrongly are already filtered out).
+type ChunkStats struct {
+	HasMinMax        bool
+	Min, Max         []byte // plain-encoded
+	HasNullCount     bool
+	NullCount        int64
+	TypeDefinedOrder bool // false: deprecated min/max written without a column order
+}
+
+// Chunk is the layout of one column chunk, computed once per footer.
+type Chunk struct {
+	Start, Length int64 // byte range of the whole chunk
+	HasDictionary bool  // a dictionary page precedes the data pages
+	NumValues     int64
+	ColumnIndex   *metadata.IndexLocation
+	OffsetIndex   *metadata.IndexLocation
+	BloomOffset   int64
+	Stats         *ChunkStats // nil: no usable statistics
+}
+
 // Footer is a parsed footer and the lazily loaded indexes of one file.
 type Footer struct {
-	ID           Identity
-	Meta         *metadata.FileMetaData
+	ID   Identity
+	Meta *metadata.FileMetaData
+	// Chunks[rg][col] is the layout of every column chunk.
+	Chunks       [][]Chunk
+	hasPageIndex bool
 	MetaOffset   int64 // start of the Thrift FileMetaData
 	MetaLength   int64 // its length (the 8-byte length + magic trailer follows)
 	tail         []byte
@@ -72,6 +96,17 @@ type Footer struct {
 	pageIndex    []*RowGroupIndex // by row group; nil until loaded
 	pageIndexErr error
 	size         int64 // accounted bytes
+	memo         sync.Map
+}
+
+// Memo returns the value cached under key for this footer, building it once.
+// Callers derive per-file structures from the footer (column maps) with it.
+func (f *Footer) Memo(key any, build func() any) any {
+	if v, ok := f.memo.Load(key); ok {
+		return v
+	}
+	v, _ := f.memo.LoadOrStore(key, build())
+	return v
 }
 
 // NumRows is the number of rows, summed over the row groups.
@@ -100,6 +135,51 @@ type ColumnPageIndex struct {
 	Column metadata.ColumnIndex
 	Offset metadata.OffsetIndex
 	Err    error // why an index is missing although the footer announced it
+	// Pages are the offset index's pages with their row spans, validated
+	// against the chunk; nil (with SpansErr) when the offset index is not
+	// self-consistent.
+	Pages    []Page
+	SpansErr error
+}
+
+// Page is one data page: its bytes and the rows [FirstRow, EndRow) of the
+// row group it holds.
+type Page struct {
+	Offset, Length   int64
+	FirstRow, EndRow int64
+}
+
+// pagesOf validates an offset index against its chunk and row count.
+func pagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) {
+	if oi == nil {
+		return nil, fmt.Errorf("no offset index")
+	}
+	locs := oi.GetPageLocations()
+	if len(locs) == 0 {
+		return nil, fmt.Errorf("offset index lists no pages")
+	}
+	out := make([]Page, len(locs))
+	end := c.Start + c.Length
+	for i, l := range locs {
+		if l == nil {
+			return nil, fmt.Errorf("page %d has no location", i)
+		}
+		if l.Offset < c.Start || l.CompressedPageSize <= 0 || l.Offset+int64(l.CompressedPageSize) > end {
+			return nil, fmt.Errorf("page %d at [%d, +%d) lies outside its column chunk [%d, %d)", i, l.Offset, l.CompressedPageSize, c.Start, end)
+		}
+		last := numRows
+		if i+1 < len(locs) && locs[i+1] != nil {
+			last = locs[i+1].FirstRowIndex
+		}
+		if (i == 0 && l.FirstRowIndex != 0) || l.FirstRowIndex < 0 || last < l.FirstRowIndex || last > numRows {
+			return nil, fmt.Errorf("page %d covers rows [%d, %d) of a %d-row group", i, l.FirstRowIndex, last, numRows)
+		}
+		if i > 0 && l.Offset < out[i-1].Offset+out[i-1].Length {
+			return nil, fmt.Errorf("page %d overlaps page %d", i, i-1)
+		}
+		out[i] = Page{Offset: l.Offset, Length: int64(l.CompressedPageSize), FirstRow: l.FirstRowIndex, EndRow: last}
+	}
+	return out, nil
 }
 
 // Load reads and parses the footer of id from src (no caching).
@@ -147,10 +227,18 @@ func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
 	if md.IsSetEncryptionAlgorithm() {
 		return nil, perr.New(perr.FailedPrecondition, "%s has encrypted columns (plaintext footer); pushdown cannot plan it without the keys", id.Path)
 	}
-	if err := validate(md, metaOffset); err != nil {
+	chunks, err := layout(md, metaOffset)
+	if err != nil {
 		return nil, perr.New(perr.Corrupt, "%s: %v", id.Path, err)
 	}
-	f := &Footer{ID: id, Meta: md, MetaOffset: metaOffset, MetaLength: metaLen, tail: tail, tailOffset: tailOffset}
+	f := &Footer{ID: id, Meta: md, Chunks: chunks, MetaOffset: metaOffset, MetaLength: metaLen, tail: tail, tailOffset: tailOffset}
+	for _, rg := range chunks {
+		for _, c := range rg {
+			if c.OffsetIndex != nil {
+				f.hasPageIndex = true
+			}
+		}
+	}
 	f.size = int64(len(tail)) + 4*metaLen + 512
 	return f, nil
 }
@@ -164,42 +252,66 @@ func parseMeta(raw []byte) (md *metadata.FileMetaData, err error) {
 	return metadata.NewFileMetaData(raw, nil)
 }
 
-// validate checks what the planner relies on: every column chunk lies
-// inside the data region and row counts are sane.
-func validate(md *metadata.FileMetaData, dataEnd int64) (err error) {
+// layout checks what the planner relies on — every column chunk lies
+// inside the data region, row counts are sane — and records each chunk's
+// layout and statistics once.
+func layout(md *metadata.FileMetaData, dataEnd int64) (out [][]Chunk, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed row group metadata: %v", r)
+			out, err = nil, fmt.Errorf("malformed row group metadata: %v", r)
 		}
 	}()
 	if md.Schema == nil || md.Schema.NumColumns() == 0 {
-		return errors.New("footer has no columns")
+		return nil, errors.New("footer has no columns")
 	}
-	var rows int64
+	out = make([][]Chunk, md.NumRowGroups())
 	for i := 0; i < md.NumRowGroups(); i++ {
 		rg := md.RowGroup(i)
 		if rg.NumRows() < 0 {
-			return fmt.Errorf("row group %d has %d rows", i, rg.NumRows())
+			return nil, fmt.Errorf("row group %d has %d rows", i, rg.NumRows())
 		}
-		rows += rg.NumRows()
 		if rg.NumColumns() != md.Schema.NumColumns() {
-			return fmt.Errorf("row group %d has %d column chunks, the schema %d", i, rg.NumColumns(), md.Schema.NumColumns())
+			return nil, fmt.Errorf("row group %d has %d column chunks, the schema %d", i, rg.NumColumns(), md.Schema.NumColumns())
 		}
+		out[i] = make([]Chunk, rg.NumColumns())
 		for c := 0; c < rg.NumColumns(); c++ {
 			cc, err := rg.ColumnChunk(c)
 			if err != nil {
-				return fmt.Errorf("row group %d column %d: %v", i, c, err)
+				return nil, fmt.Errorf("row group %d column %d: %v", i, c, err)
 			}
 			start, length := ChunkRange(cc)
 			if start < 4 || length < 0 || start+length > dataEnd {
-				return fmt.Errorf("row group %d column %s: chunk [%d, %d) lies outside the data region [4, %d)", i, cc.PathInSchema(), start, start+length, dataEnd)
+				return nil, fmt.Errorf("row group %d column %s: chunk [%d, %d) lies outside the data region [4, %d)", i, cc.PathInSchema(), start, start+length, dataEnd)
 			}
+			ch := Chunk{Start: start, Length: length, NumValues: cc.NumValues(), BloomOffset: cc.BloomFilterOffset(),
+				ColumnIndex: cc.GetColumnIndexLocation(), OffsetIndex: cc.GetOffsetIndexLocation()}
+			ch.HasDictionary = cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < cc.DataPageOffset()
+			ch.Stats = chunkStats(cc, md.Schema.Column(c).ColumnOrder() == parquet.ColumnOrders.TypeDefinedOrder)
+			out[i][c] = ch
 		}
 	}
-	// The footer's own num_rows is not used (some writers leave it 0);
-	// row counts come from the row groups.
-	_ = rows
-	return nil
+	return out, nil
+}
+
+// chunkStats reads a chunk's statistics; anything unreadable is nil.
+func chunkStats(cc *metadata.ColumnChunkMetaData, typeDefined bool) (cs *ChunkStats) {
+	defer func() {
+		if recover() != nil {
+			cs = nil
+		}
+	}()
+	st, err := cc.Statistics()
+	if err != nil || st == nil {
+		return nil
+	}
+	cs = &ChunkStats{TypeDefinedOrder: typeDefined}
+	if st.HasNullCount() {
+		cs.HasNullCount, cs.NullCount = true, st.NullCount()
+	}
+	if st.HasMinMax() {
+		cs.HasMinMax, cs.Min, cs.Max = true, st.EncodeMin(), st.EncodeMax()
+	}
+	return cs
 }
 
 // ChunkRange is the byte range of a column chunk: from its dictionary page
@@ -260,18 +372,7 @@ func (f *Footer) readRange(ctx context.Context, off, n int64) ([]byte, error) {
 }
 
 // HasPageIndex reports whether any column chunk announces a page index.
-func (f *Footer) HasPageIndex() bool {
-	for i := 0; i < f.Meta.NumRowGroups(); i++ {
-		rg := f.Meta.RowGroup(i)
-		for c := 0; c < rg.NumColumns(); c++ {
-			cc, err := rg.ColumnChunk(c)
-			if err == nil && cc.GetOffsetIndexLocation() != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (f *Footer) HasPageIndex() bool { return f.hasPageIndex }
 
 // PageIndex returns the page index of row group rg, loading the page index
 // region of the whole file on first use (one read, or none when the tail
@@ -300,14 +401,10 @@ func (f *Footer) PageIndex(ctx context.Context, rg int) (*RowGroupIndex, error) 
 func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
 	lo, hi := int64(-1), int64(-1)
 	md := f.Meta
-	for i := 0; i < md.NumRowGroups(); i++ {
-		rg := md.RowGroup(i)
-		for c := 0; c < rg.NumColumns(); c++ {
-			cc, err := rg.ColumnChunk(c)
-			if err != nil {
-				continue
-			}
-			for _, loc := range []*metadata.IndexLocation{cc.GetColumnIndexLocation(), cc.GetOffsetIndexLocation()} {
+	for i := range f.Chunks {
+		for c := range f.Chunks[i] {
+			ch := f.Chunks[i][c]
+			for _, loc := range []*metadata.IndexLocation{ch.ColumnIndex, ch.OffsetIndex} {
 				if loc == nil || loc.Length <= 0 || loc.Offset < 4 || loc.Offset+int64(loc.Length) > f.MetaOffset {
 					continue
 				}
@@ -333,28 +430,26 @@ func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
 	}
 	props := parquet.NewReaderProperties(nil)
 	for i := 0; i < md.NumRowGroups(); i++ {
-		rg := md.RowGroup(i)
-		idx := &RowGroupIndex{Columns: make([]ColumnPageIndex, rg.NumColumns())}
-		for c := 0; c < rg.NumColumns(); c++ {
-			cc, err := rg.ColumnChunk(c)
-			if err != nil {
-				idx.Columns[c].Err = err
-				continue
-			}
+		numRows := md.RowGroup(i).NumRows()
+		idx := &RowGroupIndex{Columns: make([]ColumnPageIndex, len(f.Chunks[i]))}
+		for c := range f.Chunks[i] {
+			ch := f.Chunks[i][c]
 			descr := md.Schema.Column(c)
-			if loc := cc.GetColumnIndexLocation(); loc != nil {
+			if loc := ch.ColumnIndex; loc != nil {
 				if b, ok := slice(region, lo, loc); ok {
 					idx.Columns[c].Column, idx.Columns[c].Err = parseColumnIndex(descr, b, props)
 				} else {
 					idx.Columns[c].Err = fmt.Errorf("column index location outside the file's index region")
 				}
 			}
-			if loc := cc.GetOffsetIndexLocation(); loc != nil {
+			if loc := ch.OffsetIndex; loc != nil {
 				if b, ok := slice(region, lo, loc); ok {
 					var err error
 					idx.Columns[c].Offset, err = parseOffsetIndex(b, props)
 					if err != nil {
 						idx.Columns[c].Err = errors.Join(idx.Columns[c].Err, err)
+					} else {
+						idx.Columns[c].Pages, idx.Columns[c].SpansErr = pagesOf(idx.Columns[c].Offset, ch, numRows)
 					}
 				} else {
 					idx.Columns[c].Err = errors.Join(idx.Columns[c].Err, fmt.Errorf("offset index location outside the file's index region"))

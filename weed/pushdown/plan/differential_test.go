@@ -222,7 +222,7 @@ func writeVariant(t testing.TB, cols []genColumn, v variant, rows int64, seed ui
 		parquet.WithStoreDecimalAsInteger(v.decimalAsInt),
 	}
 	for _, c := range v.bloom {
-		opts = append(opts, parquet.WithBloomFilterEnabledFor(c, true))
+		opts = append(opts, parquet.WithBloomFilterEnabledFor(c, true), parquet.WithBloomFilterNDVFor(c, v.rowGroup))
 	}
 	for _, c := range v.noStats {
 		opts = append(opts, parquet.WithStatsFor(c, false))

@@ -193,7 +193,7 @@ func isTrue(e predicate.Expr) bool {
 
 func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, tiers map[string]*tierCounter, mu *sync.Mutex) error {
 	md := fp.Footer.Meta
-	fp.Columns = NewColumnMap(md.Schema, req.Table.NameMapping)
+	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping)
 	if !fp.Columns.Mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
@@ -270,6 +270,18 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	}
 	mu.Unlock()
 	return nil
+}
+
+// columnMapOf returns the (memoized) column map of a footer under a name
+// mapping; parsed table metadata is cached, so the same mapping is the same
+// slice across plans.
+func columnMapOf(f *footer.Footer, nm iceberg.NameMapping) *ColumnMap {
+	type key struct{ first *iceberg.MappedField }
+	k := key{}
+	if len(nm) > 0 {
+		k.first = &nm[0]
+	}
+	return f.Memo(k, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
 }
 
 // manifestProjectedBytes estimates the projected bytes of a file pruned

@@ -62,47 +62,35 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			index, _ = fp.Footer.PageIndex(context.Background(), rg)
 		}
 		for _, col := range projected {
-			cc, err := rgm.ColumnChunk(col)
-			if err != nil {
-				continue
+			ch := fp.Footer.Chunks[rg][col]
+			out.bytesTotal += ch.Length
+			var pages []footer.Page
+			if index != nil && col < len(index.Columns) && index.Columns[col].SpansErr == nil {
+				pages = index.Columns[col].Pages
 			}
-			start, length := footer.ChunkRange(cc)
-			out.bytesTotal += length
-			var spans []RowRange
-			var locsOK bool
-			if index != nil && col < len(index.Columns) && index.Columns[col].Offset != nil {
-				spans, err = pageSpans(index.Columns[col].Offset, start, start+length, numRows)
-				locsOK = err == nil
-			}
-			if locsOK {
-				out.pagesTotal += int64(len(spans))
-			}
+			out.pagesTotal += int64(len(pages))
 			if rgp.Skip {
 				continue
 			}
-			if rgp.Rows == nil || !locsOK {
-				out.ranges = append(out.ranges, byteRange{start, length})
-				if locsOK {
-					out.pagesPlanned += int64(len(spans))
-				}
+			if rgp.Rows == nil || pages == nil {
+				out.ranges = append(out.ranges, byteRange{ch.Start, ch.Length})
+				out.pagesPlanned += int64(len(pages))
 				continue
 			}
-			locs := index.Columns[col].Offset.GetPageLocations()
 			ref := fieldOf(col)
-			if first := locs[0].Offset; first > start {
-				out.ranges = append(out.ranges, byteRange{start, first - start})
+			if first := pages[0].Offset; first > ch.Start {
+				out.ranges = append(out.ranges, byteRange{ch.Start, first - ch.Start})
 				out.pages = append(out.pages, &pushdown_pb.PageRef{File: fp.File.Path, RowGroup: int32(rg), Column: ref, Page: -1,
-					Offset: start, Length: first - start, Dictionary: true})
+					Offset: ch.Start, Length: first - ch.Start, Dictionary: true})
 			}
-			for i, span := range spans {
-				if !rgp.Rows.Overlaps(span.Start, span.End) {
+			for i, pg := range pages {
+				if !rgp.Rows.Overlaps(pg.FirstRow, pg.EndRow) {
 					continue
 				}
-				l := locs[i]
 				out.pagesPlanned++
-				out.ranges = append(out.ranges, byteRange{l.Offset, int64(l.CompressedPageSize)})
+				out.ranges = append(out.ranges, byteRange{pg.Offset, pg.Length})
 				out.pages = append(out.pages, &pushdown_pb.PageRef{File: fp.File.Path, RowGroup: int32(rg), Column: ref, Page: int32(i),
-					Offset: l.Offset, Length: int64(l.CompressedPageSize), FirstRowIndex: span.Start, RowCount: span.End - span.Start})
+					Offset: pg.Offset, Length: pg.Length, FirstRowIndex: pg.FirstRow, RowCount: pg.EndRow - pg.FirstRow})
 			}
 		}
 		if !rgp.Skip {

@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -41,13 +39,23 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 	if d, seen := fc.decoders[l.FieldID]; seen {
 		return d, col, true
 	}
-	d, err := value.NewStatDecoder(fc.md.Schema.Column(col), l.Type)
-	if err != nil {
-		fc.missing[fmt.Sprintf("statistics(%s): %v", l.Name, err)] = true
-		d = nil
+	type key struct {
+		col int
+		typ string
 	}
-	fc.decoders[l.FieldID] = d
-	return d, col, true
+	type built struct {
+		d   *value.StatDecoder
+		err error
+	}
+	b := fc.footer.Memo(key{col, l.Type.String()}, func() any {
+		d, err := value.NewStatDecoder(fc.md.Schema.Column(col), l.Type)
+		return built{d, err}
+	}).(built)
+	if b.err != nil {
+		fc.missing[fmt.Sprintf("statistics(%s): %v", l.Name, b.err)] = true
+	}
+	fc.decoders[l.FieldID] = b.d
+	return b.d, col, true
 }
 
 // absentField reports whether a predicate field is not stored in the file:
@@ -77,13 +85,18 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 
 // PruneRowGroupByStats decides row group rg from the footer's zone maps.
 func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verdict {
-	rgm := fc.md.RowGroup(rg)
 	return prune.EvaluateWith(e, func(l *predicate.Leaf) prune.Verdict {
 		if s, absent := fc.absentStats(l); absent {
 			return prune.EvaluateLeaf(l, s)
 		}
 		d, col, _ := fc.decoder(l)
-		s := chunkStats(rgm, col, d)
+		type key struct {
+			rg, col int
+			typ     string
+		}
+		s := fc.footer.Memo(key{rg, col, l.Type.String()}, func() any {
+			return chunkStats(fc.footer.Chunks[rg][col], d)
+		}).(prune.ColumnStats)
 		if s.HasBounds {
 			fc.used[fmt.Sprintf("footer_stats(%s)", l.Name)] = true
 		}
@@ -91,38 +104,26 @@ func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verd
 	})
 }
 
-// chunkStats reads one column chunk's statistics; anything unreadable is
-// left unknown.
-func chunkStats(rgm *metadata.RowGroupMetaData, col int, d *value.StatDecoder) (s prune.ColumnStats) {
-	defer func() {
-		if recover() != nil {
-			s = prune.ColumnStats{}
-		}
-	}()
-	cc, err := rgm.ColumnChunk(col)
-	if err != nil {
+// chunkStats turns a chunk's footer statistics into ColumnStats; anything
+// unusable is left unknown.
+func chunkStats(ch footer.Chunk, d *value.StatDecoder) (s prune.ColumnStats) {
+	st := ch.Stats
+	if st == nil {
 		return s
 	}
-	st, err := cc.Statistics()
-	if err != nil || st == nil {
+	if st.HasNullCount && st.NullCount >= 0 && ch.NumValues >= st.NullCount {
+		s.NullsKnown, s.HasNulls = true, st.NullCount > 0
+		s.NonNullKnown, s.HasNonNull = true, ch.NumValues-st.NullCount > 0
+	}
+	if d == nil || !st.HasMinMax {
 		return s
 	}
-	numValues := cc.NumValues()
-	if st.HasNullCount() && st.NullCount() >= 0 && numValues >= st.NullCount() {
-		s.NullsKnown, s.HasNulls = true, st.NullCount() > 0
-		s.NonNullKnown, s.HasNonNull = true, numValues-st.NullCount() > 0
-	}
-	if d == nil || !st.HasMinMax() {
-		return s
-	}
-	minB, maxB := st.EncodeMin(), st.EncodeMax()
-	typeDefined := cc.PathInSchema() != nil && isTypeDefinedOrder(st.Descr())
-	if !typeDefined && !d.DeprecatedOK && !bytes.Equal(minB, maxB) {
+	if !st.TypeDefinedOrder && !d.DeprecatedOK && !bytes.Equal(st.Min, st.Max) {
 		// Deprecated min/max of a column that does not sort as signed.
 		return s
 	}
-	lo, ok1 := d.Decode(minB, value.Lower)
-	hi, ok2 := d.Decode(maxB, value.Upper)
+	lo, ok1 := d.Decode(st.Min, value.Lower)
+	hi, ok2 := d.Decode(st.Max, value.Upper)
 	if !ok1 || !ok2 || lo.IsNaN() || hi.IsNaN() {
 		return s
 	}
@@ -131,10 +132,6 @@ func chunkStats(rgm *metadata.RowGroupMetaData, col int, d *value.StatDecoder) (
 	}
 	s.HasBounds, s.Lower, s.Upper = true, lo, hi
 	return s
-}
-
-func isTypeDefinedOrder(c *schema.Column) bool {
-	return c.ColumnOrder() == parquet.ColumnOrders.TypeDefinedOrder
 }
 
 // PruneRowGroupByBloom decides row group rg from bloom filters of = and IN
@@ -151,8 +148,7 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		if !ok {
 			return prune.MightMatch
 		}
-		cc, err := fc.md.RowGroup(rg).ColumnChunk(col)
-		if err != nil || cc.BloomFilterOffset() <= 0 {
+		if fc.footer.Chunks[rg][col].BloomOffset <= 0 {
 			fc.missing[fmt.Sprintf("bloom_filter(%s)", l.Name)] = true
 			return prune.MightMatch
 		}

@@ -4,47 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/parquet/metadata"
-
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
-
-// pageSpans returns the row span of every page of a column chunk from its
-// OffsetIndex, or an error when the index is not self-consistent.
-func pageSpans(oi metadata.OffsetIndex, chunkStart, chunkEnd, numRows int64) ([]RowRange, error) {
-	if oi == nil {
-		return nil, fmt.Errorf("no offset index")
-	}
-	locs := oi.GetPageLocations()
-	if len(locs) == 0 {
-		return nil, fmt.Errorf("offset index lists no pages")
-	}
-	spans := make([]RowRange, len(locs))
-	for i, l := range locs {
-		if l == nil {
-			return nil, fmt.Errorf("page %d has no location", i)
-		}
-		if l.Offset < chunkStart || l.CompressedPageSize <= 0 || l.Offset+int64(l.CompressedPageSize) > chunkEnd {
-			return nil, fmt.Errorf("page %d at [%d, +%d) lies outside its column chunk [%d, %d)", i, l.Offset, l.CompressedPageSize, chunkStart, chunkEnd)
-		}
-		start := l.FirstRowIndex
-		end := numRows
-		if i+1 < len(locs) && locs[i+1] != nil {
-			end = locs[i+1].FirstRowIndex
-		}
-		if (i == 0 && start != 0) || start < 0 || end < start || end > numRows {
-			return nil, fmt.Errorf("page %d covers rows [%d, %d) of a %d-row group", i, start, end, numRows)
-		}
-		if i > 0 && l.Offset < locs[i-1].Offset+int64(locs[i-1].CompressedPageSize) {
-			return nil, fmt.Errorf("page %d overlaps page %d", i, i-1)
-		}
-		spans[i] = RowRange{start, end}
-	}
-	return spans, nil
-}
 
 // SelectRowsByPageIndex narrows row group rg to the row ranges whose pages
 // might match. nil means "every row" (no usable page index for the
@@ -123,38 +87,55 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 		fc.missing[fmt.Sprintf("page_index(%s)", l.Name)] = true
 		return nil, false
 	}
-	cc, err := fc.md.RowGroup(rg).ColumnChunk(col)
-	if err != nil {
+	if cpi.SpansErr != nil {
+		fc.missing[fmt.Sprintf("page_index(%s): %v", l.Name, cpi.SpansErr)] = true
 		return nil, false
 	}
-	start, length := footer.ChunkRange(cc)
-	spans, err := pageSpans(cpi.Offset, start, start+length, numRows)
-	if err != nil {
-		fc.missing[fmt.Sprintf("page_index(%s): %v", l.Name, err)] = true
+	spans := cpi.Pages
+	type key struct {
+		rg, col int
+		typ     string
+	}
+	pageStats := fc.footer.Memo(key{rg, col, "pages:" + l.Type.String()}, func() any {
+		return pageColumnStats(cpi, d)
+	}).([]prune.ColumnStats)
+	if pageStats == nil {
+		fc.missing[fmt.Sprintf("page_index(%s): column index does not match the offset index", l.Name)] = true
 		return nil, false
 	}
-	ci := cpi.Column
+	fc.used[fmt.Sprintf("page_index(%s)", l.Name)] = true
+	var kept []RowRange
+	for i, pg := range spans {
+		if prune.EvaluateLeaf(l, pageStats[i]) == prune.MightMatch {
+			kept = append(kept, RowRange{pg.FirstRow, pg.EndRow})
+		}
+	}
+	return normalize(kept), true
+}
+
+// pageColumnStats turns a column index into per-page statistics, or nil
+// when it does not describe the offset index's pages.
+func pageColumnStats(cpi footer.ColumnPageIndex, d *value.StatDecoder) []prune.ColumnStats {
+	ci, pages := cpi.Column, cpi.Pages
 	nullPages, mins, maxs := ci.GetNullPages(), ci.GetMinValues(), ci.GetMaxValues()
-	if len(nullPages) != len(spans) || len(mins) != len(spans) || len(maxs) != len(spans) {
-		fc.missing[fmt.Sprintf("page_index(%s): column index has %d pages, offset index %d", l.Name, len(nullPages), len(spans))] = true
-		return nil, false
+	if len(nullPages) != len(pages) || len(mins) != len(pages) || len(maxs) != len(pages) {
+		return nil
 	}
 	var nullCounts []int64
 	if ci.IsSetNullCounts() {
 		nullCounts = ci.GetNullCounts()
-		if len(nullCounts) != len(spans) {
+		if len(nullCounts) != len(pages) {
 			nullCounts = nil
 		}
 	}
-	fc.used[fmt.Sprintf("page_index(%s)", l.Name)] = true
-	var kept []RowRange
-	for i, span := range spans {
+	out := make([]prune.ColumnStats, len(pages))
+	for i, pg := range pages {
 		var s prune.ColumnStats
 		if nullPages[i] {
 			// Some writers (parquet-mr with statistics disabled) mark every
 			// page "null" with empty bounds. Believe it only when the null
 			// count says so too.
-			if nullCounts != nil && nullCounts[i] >= span.End-span.Start {
+			if nullCounts != nil && nullCounts[i] >= pg.EndRow-pg.FirstRow {
 				s = prune.AllNull()
 			}
 		} else {
@@ -169,11 +150,9 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 				}
 			}
 		}
-		if prune.EvaluateLeaf(l, s) == prune.MightMatch {
-			kept = append(kept, span)
-		}
+		out[i] = s
 	}
-	return normalize(kept), true
+	return out
 }
 
 func perrCtx(err error) bool {
