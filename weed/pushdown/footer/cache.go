@@ -158,8 +158,7 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 		if err != nil {
 			return nil, err
 		}
-		tailRead := int64(len(f.tail))
-		c.recordRead(tailRead)
+		c.recordRead(f.loadRead)
 		f.open = c.open
 		f.cache = c
 		c.insert(&entry{key: key, footer: f, size: f.size})

@@ -96,6 +96,7 @@ type Footer struct {
 	pageIndex    []*RowGroupIndex // by row group; nil until loaded
 	pageIndexErr error
 	size         int64 // accounted bytes
+	loadRead     int64 // bytes read by Load
 	memo         sync.Map
 }
 
@@ -231,7 +232,7 @@ func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "%s: %v", id.Path, err)
 	}
-	f := &Footer{ID: id, Meta: md, Chunks: chunks, MetaOffset: metaOffset, MetaLength: metaLen, tail: tail, tailOffset: tailOffset}
+	f := &Footer{ID: id, Meta: md, Chunks: chunks, MetaOffset: metaOffset, MetaLength: metaLen}
 	for _, rg := range chunks {
 		for _, c := range rg {
 			if c.OffsetIndex != nil {
@@ -239,7 +240,14 @@ func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
 			}
 		}
 	}
-	f.size = int64(len(tail)) + 4*metaLen + 512
+	// Keep only the page index region of the tail (when the tail covers
+	// it): the footer bytes themselves are parsed and no longer needed.
+	if lo, hi, ok := f.indexRegion(); ok && lo >= tailOffset && hi <= tailOffset+int64(len(tail)) {
+		f.tail = append([]byte(nil), tail[lo-tailOffset:hi-tailOffset]...)
+		f.tailOffset = lo
+	}
+	f.size = int64(len(f.tail)) + 4*metaLen + 512
+	f.loadRead = int64(len(tail))
 	return f, nil
 }
 
@@ -398,9 +406,9 @@ func (f *Footer) PageIndex(ctx context.Context, rg int) (*RowGroupIndex, error) 
 	return f.pageIndex[rg], nil
 }
 
-func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
-	lo, hi := int64(-1), int64(-1)
-	md := f.Meta
+// indexRegion is the byte range holding every column and offset index.
+func (f *Footer) indexRegion() (lo, hi int64, ok bool) {
+	lo, hi = -1, -1
 	for i := range f.Chunks {
 		for c := range f.Chunks[i] {
 			ch := f.Chunks[i][c]
@@ -417,8 +425,14 @@ func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
 			}
 		}
 	}
+	return lo, hi, lo >= 0
+}
+
+func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
+	md := f.Meta
 	out := make([]*RowGroupIndex, md.NumRowGroups())
-	if lo < 0 {
+	lo, hi, ok := f.indexRegion()
+	if !ok {
 		return out, nil
 	}
 	if hi-lo > MaxFooterBytes {
@@ -458,9 +472,15 @@ func (f *Footer) loadPageIndex(ctx context.Context) ([]*RowGroupIndex, error) {
 		}
 		out[i] = idx
 	}
-	f.size += hi - lo
+	// The parsed indexes replace the raw region.
+	grow := (hi - lo) * 2
+	if f.tail != nil {
+		grow -= int64(len(f.tail))
+		f.tail = nil
+	}
+	f.size += grow
 	if f.cache != nil {
-		f.cache.grow(f, hi-lo)
+		f.cache.grow(f, grow)
 	}
 	return out, nil
 }

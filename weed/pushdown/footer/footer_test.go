@@ -149,7 +149,7 @@ func TestCacheEvictsByBytes(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		files[fmt.Sprint(i)] = parquetFile(t, 500, 250, false)
 	}
-	c, _, _ := newTestCache(files, 150<<10)
+	c, _, _ := newTestCache(files, 10<<10)
 	for i := 0; i < 10; i++ {
 		if _, _, err := c.Get(context.Background(), Identity{Path: fmt.Sprint(i), Size: int64(len(files[fmt.Sprint(i)]))}); err != nil {
 			t.Fatal(err)
