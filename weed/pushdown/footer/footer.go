@@ -260,6 +260,22 @@ func parseMeta(raw []byte) (md *metadata.FileMetaData, err error) {
 	return metadata.NewFileMetaData(raw, nil)
 }
 
+// Layout computes the chunk layouts of a parsed footer whose data region
+// ends at dataEnd (where the footer starts).
+func Layout(md *metadata.FileMetaData, dataEnd int64) ([][]Chunk, error) { return layout(md, dataEnd) }
+
+// ParseFooterBytes parses a footer read as [metadata, length, magic].
+func ParseFooterBytes(b []byte) (*metadata.FileMetaData, error) {
+	if len(b) < 12 || string(b[len(b)-4:]) != "PAR1" {
+		return nil, fmt.Errorf("not a Parquet footer")
+	}
+	n := int64(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	if n <= 0 || n > int64(len(b))-8 {
+		return nil, fmt.Errorf("footer length %d does not fit %d bytes", n, len(b))
+	}
+	return parseMeta(b[int64(len(b))-8-n : len(b)-8])
+}
+
 // layout checks what the planner relies on — every column chunk lies
 // inside the data region, row counts are sane — and records each chunk's
 // layout and statistics once.

@@ -68,11 +68,14 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			if index != nil && col < len(index.Columns) && index.Columns[col].SpansErr == nil {
 				pages = index.Columns[col].Pages
 			}
+			// Pages of a repeated column may begin inside a row (writers do
+			// not all start them at row boundaries): plan such chunks whole.
+			repeated := md.Schema.Column(col).MaxRepetitionLevel() > 0
 			out.pagesTotal += int64(len(pages))
 			if rgp.Skip {
 				continue
 			}
-			if rgp.Rows == nil || pages == nil {
+			if rgp.Rows == nil || pages == nil || repeated {
 				out.ranges = append(out.ranges, byteRange{ch.Start, ch.Length})
 				out.pagesPlanned += int64(len(pages))
 				continue

@@ -1,0 +1,573 @@
+// Package connector reads Iceberg tables stored in lakeweed the
+// pushdown-aware way, and falls back to a plain read when it cannot:
+//
+//	Query(table, WHERE, SELECT, LIMIT)
+//	   │ schema from the Iceberg REST catalog; WHERE bound to field ids
+//	   ▼
+//	PushdownCatalog.Plan ──unreachable / deletes / not worth it──▶ plain read
+//	   │                                                          (iceberg-go scan
+//	   ▼                                                           through S3)
+//	per planned file:
+//	   footer (one ranged GET, cached)
+//	   planned byte ranges ── concurrent ranged GETs through the S3 gateway
+//	   decode:  page-aware: only the planned pages (+ dictionary) of
+//	                        single-leaf columns in narrowed row groups
+//	            row-group:  whole column chunks of the planned row groups
+//	   row ranges ∩ predicate (evaluated on rows) ──▶ projection ──▶ Arrow
+//
+// Rows are those matching the predicate under IEEE semantics for NaN (the
+// semantics of iceberg-go's scan and Arrow compute), so the pushdown and
+// plain paths agree row for row.
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// Mode is how planned data is decoded.
+type Mode int
+
+const (
+	// PageAware decodes only the planned pages (plus dictionaries).
+	PageAware Mode = iota
+	// RowGroup decodes whole column chunks of the planned row groups, for
+	// readers that cannot do page-granular I/O.
+	RowGroup
+)
+
+// Options configure a Connector.
+type Options struct {
+	Endpoints   lakeclient.Endpoints
+	Mode        Mode
+	NoFallback  bool // return an error instead of reading plainly when pushdown is unavailable
+	NoPushdown  bool // always read plainly (for comparison)
+	Force       bool // push down even when the cost model advises against it
+	Concurrency int  // ranged GETs in flight (default 16)
+	// Progress, when set, is told how many planned files were read.
+	Progress func(done, total int)
+}
+
+// Query is one read.
+type Query struct {
+	Table    string // namespace.table
+	Snapshot int64  // 0: current
+	Where    string // SQL predicate; empty: every row
+	Select   []string
+	Limit    int64 // 0: no limit
+}
+
+// Stats describe how a query was answered.
+type Stats struct {
+	Pushdown       bool   `json:"pushdown"`
+	FallbackReason string `json:"fallback_reason,omitempty"`
+	Mode           string `json:"mode,omitempty"`
+	Rows           int64  `json:"rows"`
+	BytesRead      int64  `json:"bytes_read"`
+	Ranges         int64  `json:"ranges"`
+	Files          int    `json:"files"`
+	RowGroups      int    `json:"row_groups"`
+	BytesPlanned   int64  `json:"bytes_planned,omitempty"`
+	ElapsedMs      int64  `json:"elapsed_ms"`
+	PlanMs         int64  `json:"plan_ms"`
+	ReadMs         int64  `json:"read_ms"`
+}
+
+// Result is a query's answer.
+type Result struct {
+	Schema  *arrow.Schema
+	Records []arrow.RecordBatch
+	Stats   Stats
+}
+
+// Release frees the records.
+func (r *Result) Release() {
+	for _, rec := range r.Records {
+		rec.Release()
+	}
+}
+
+// NumRows counts the result rows.
+func (r *Result) NumRows() int64 {
+	var n int64
+	for _, rec := range r.Records {
+		n += rec.NumRows()
+	}
+	return n
+}
+
+// Connector reads tables of one cluster.
+type Connector struct {
+	opts  Options
+	s3    *s3.Client
+	fetch *fetcher
+	cat   *rest.Catalog
+	pool  *grpcutil.ConnPool
+}
+
+// New connects to a cluster's Iceberg catalog and S3 gateway.
+func New(ctx context.Context, o Options) (*Connector, error) {
+	o.Endpoints = o.Endpoints.Defaults()
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	cat, err := lakeclient.NewIcebergCatalog(ctx, o.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg REST catalog %s: %w", o.Endpoints.Iceberg, err)
+	}
+	client := lakeclient.NewS3Client(o.Endpoints)
+	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
+		fetch: &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20}}
+	return c, nil
+}
+
+// Close releases connections.
+func (c *Connector) Close() { c.pool.Close() }
+
+// prepared is a query bound to a table.
+type prepared struct {
+	q         Query
+	tbl       *table.Table
+	schema    *iceberg.Schema
+	snapshot  int64
+	bound     iceberg.BooleanExpression
+	unbound   iceberg.BooleanExpression // for iceberg-go's scan, which binds itself
+	expr      predicate.Expr
+	selectIDs []int
+	req       *pushdown_pb.ParquetPushdownRequest
+}
+
+func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
+	ident, err := demo.ParseIdentifier(q.Table)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := c.cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", q.Table, err)
+	}
+	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema()}
+	if q.Snapshot != 0 {
+		s := tbl.SnapshotByID(q.Snapshot)
+		if s == nil {
+			return nil, fmt.Errorf("snapshot %d is not a snapshot of %s", q.Snapshot, q.Table)
+		}
+		p.snapshot = q.Snapshot
+		if s.SchemaID != nil {
+			if sc, ok := tbl.Schemas()[*s.SchemaID]; ok {
+				p.schema = sc
+			}
+		}
+	}
+	p.bound, err = sqlpred.Bind(q.Where, p.schema)
+	if err != nil {
+		return nil, err
+	}
+	if p.unbound, err = sqlpred.Parse(q.Where); err != nil {
+		return nil, err
+	}
+	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID))}
+	if p.snapshot != 0 {
+		p.req.SnapshotId = ptr(p.snapshot)
+	}
+	p.expr = predicate.Const{Value: true}
+	if _, always := p.bound.(iceberg.AlwaysTrue); !always {
+		b, err := predicate.EncodeSubstrait(p.schema, p.bound)
+		if err != nil {
+			return nil, err
+		}
+		p.req.Predicate, p.req.PredicateKind = b, pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT
+		raw, err := predicate.DecodeSubstrait(b, p.schema)
+		if err != nil {
+			return nil, err
+		}
+		if p.expr, err = predicate.Bind(raw, p.schema, predicate.DefaultLimits); err != nil {
+			return nil, err
+		}
+	}
+	if len(q.Select) == 0 {
+		for _, f := range p.schema.Fields() {
+			p.selectIDs = append(p.selectIDs, f.ID)
+		}
+	} else {
+		ids, err := sqlpred.Columns(strings.Join(q.Select, ","), p.schema)
+		if err != nil {
+			return nil, err
+		}
+		p.selectIDs = ids
+	}
+	for _, id := range p.selectIDs {
+		name, _ := p.schema.FindColumnName(id)
+		p.req.Columns = append(p.req.Columns, &pushdown_pb.ColumnRef{FieldId: int32(id), Path: name})
+	}
+	return p, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Query answers q.
+func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
+	start := time.Now()
+	p, err := c.prepare(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	bytes0, req0 := c.fetch.bytes.Load(), c.fetch.requests.Load()
+	var res *Result
+	if c.opts.NoPushdown {
+		res, err = c.plain(ctx, p, "pushdown disabled (-no-pushdown)")
+	} else {
+		res, err = c.pushdown(ctx, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Stats.ElapsedMs = time.Since(start).Milliseconds()
+	if res.Stats.Pushdown {
+		res.Stats.BytesRead = c.fetch.bytes.Load() - bytes0
+		res.Stats.Ranges = c.fetch.requests.Load() - req0
+	}
+	res.Stats.Rows = res.NumRows()
+	return res, nil
+}
+
+// pushdown plans, then reads the plan; on a reason not to push down it
+// reads plainly (unless NoFallback).
+func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) {
+	t0 := time.Now()
+	resp, err := c.plan(ctx, p.req)
+	planMs := time.Since(t0).Milliseconds()
+	if err != nil {
+		reason := ""
+		switch status.Code(err) {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Unimplemented, codes.FailedPrecondition:
+			reason = fmt.Sprintf("pushdown unavailable: %s", status.Convert(err).Message())
+		default:
+			var ce *connectError
+			if errors.As(err, &ce) {
+				reason = "catalog pushdown service unreachable: " + ce.Error()
+			}
+		}
+		if reason == "" || c.opts.NoFallback {
+			return nil, err
+		}
+		res, err := c.plain(ctx, p, reason)
+		if res != nil {
+			res.Stats.PlanMs = planMs
+		}
+		return res, err
+	}
+	if !resp.GetStats().GetPushdownRecommended() && !c.opts.Force {
+		if c.opts.NoFallback {
+			return nil, fmt.Errorf("the cost model advises against pushdown (%s) and fallback is off", resp.GetStats().GetCostReason())
+		}
+		res, err := c.plain(ctx, p, "cost model: "+resp.GetStats().GetCostReason())
+		if res != nil {
+			res.Stats.PlanMs = planMs
+		}
+		return res, err
+	}
+	t1 := time.Now()
+	res, err := c.readPlan(ctx, p, resp)
+	if err != nil {
+		return nil, err
+	}
+	res.Stats.PlanMs = planMs
+	res.Stats.ReadMs = time.Since(t1).Milliseconds()
+	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
+	return res, nil
+}
+
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return e.err.Error() }
+
+func (c *Connector) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
+	conn, err := c.pool.Get(c.opts.Endpoints.Catalog)
+	if err != nil {
+		return nil, &connectError{err}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return pushdown_pb.NewPushdownCatalogClient(conn).Plan(pctx, req)
+}
+
+// plain reads with iceberg-go's own scan through the S3 gateway.
+func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Result, error) {
+	t0 := time.Now()
+	var names []string
+	for _, id := range p.selectIDs {
+		n, _ := p.schema.FindColumnName(id)
+		names = append(names, n)
+	}
+	opts := []table.ScanOption{table.WithRowFilter(p.unbound), table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	if p.snapshot != 0 {
+		opts = append(opts, table.WithSnapshotID(p.snapshot))
+	}
+	if p.q.Limit > 0 {
+		opts = append(opts, table.WithLimit(p.q.Limit))
+	}
+	sch, records, err := p.tbl.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil && strings.Contains(err.Error(), "not implemented") {
+		// iceberg-go cannot evaluate part of the predicate (starts_with):
+		// scan unfiltered and evaluate the predicate here.
+		return c.plainFiltered(ctx, p, reason, t0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
+	}
+	res := &Result{Schema: sch, Stats: Stats{FallbackReason: reason}}
+	for rec, err := range records {
+		if err != nil {
+			res.Release()
+			if strings.Contains(err.Error(), "not implemented") {
+				return c.plainFiltered(ctx, p, reason, t0)
+			}
+			return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
+		}
+		res.Records = append(res.Records, rec)
+	}
+	res.Stats.ReadMs = time.Since(t0).Milliseconds()
+	return res, nil
+}
+
+// plainFiltered reads with iceberg-go's scan without a row filter and
+// keeps the rows the predicate matches.
+func (c *Connector) plainFiltered(ctx context.Context, p *prepared, reason string, t0 time.Time) (*Result, error) {
+	ids := append(append([]int{}, p.selectIDs...), predicate.FieldIDs(p.expr)...)
+	var names []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		n, _ := p.schema.FindColumnName(id)
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	if p.snapshot != 0 {
+		opts = append(opts, table.WithSnapshotID(p.snapshot))
+	}
+	_, records, err := p.tbl.Scan(opts...).ToArrowRecords(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
+	}
+	res := &Result{Stats: Stats{FallbackReason: reason}}
+	remaining := p.q.Limit
+	for rec, err := range records {
+		if err != nil {
+			res.Release()
+			return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
+		}
+		out, err := filterRecord(ctx, rec, p, remaining)
+		rec.Release()
+		if err != nil {
+			res.Release()
+			return nil, err
+		}
+		if res.Schema == nil {
+			res.Schema = out.Schema()
+		}
+		if p.q.Limit > 0 {
+			remaining -= out.NumRows()
+		}
+		res.Records = append(res.Records, out)
+		if p.q.Limit > 0 && remaining <= 0 {
+			break
+		}
+	}
+	if res.Schema == nil {
+		res.Schema = emptySchema(p)
+	}
+	res.Stats.ReadMs = time.Since(t0).Milliseconds()
+	return res, nil
+}
+
+// filterRecord keeps the rows of rec matching the predicate (IEEE) and
+// projects the SELECT columns, up to limit rows (0: no limit).
+func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit int64) (arrow.RecordBatch, error) {
+	byName := map[string]int{}
+	for i, f := range rec.Schema().Fields() {
+		byName[f.Name] = i
+	}
+	row := func(r int) predicate.Row {
+		return func(id int) (value.Value, bool) {
+			name, _ := p.schema.FindColumnName(id)
+			col, ok := byName[name]
+			if !ok || rec.Column(col).IsNull(r) {
+				return value.Value{}, true
+			}
+			f, _ := p.schema.FindFieldByID(id)
+			v, err := oracle.ArrowValue(rec.Column(col), r, f.Type)
+			if err != nil {
+				return value.Value{}, true
+			}
+			return v, false
+		}
+	}
+	idx := array.NewInt64Builder(memory.DefaultAllocator)
+	defer idx.Release()
+	for r := 0; r < int(rec.NumRows()); r++ {
+		if limit > 0 && int64(idx.Len()) >= limit {
+			break
+		}
+		if predicate.Eval(p.expr, row(r), predicate.IEEE) == predicate.True {
+			idx.Append(int64(r))
+		}
+	}
+	indices := idx.NewArray()
+	defer indices.Release()
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for _, id := range p.selectIDs {
+		name, _ := p.schema.FindColumnName(id)
+		col, ok := byName[name]
+		if !ok {
+			continue
+		}
+		taken, err := compute.TakeArray(ctx, rec.Column(col), indices)
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, rec.Schema().Field(col))
+		cols = append(cols, taken)
+	}
+	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(indices.Len()))
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
+}
+
+// readPlan reads the planned files.
+func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse) (*Result, error) {
+	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
+	rgs := map[string][]*pushdown_pb.RowGroupRef{}
+	for _, rg := range resp.GetRowGroups() {
+		rgs[rg.File] = append(rgs[rg.File], rg)
+	}
+	pages := map[string][]*pushdown_pb.PageRef{}
+	for _, pg := range resp.GetPages() {
+		pages[pg.File] = append(pages[pg.File], pg)
+	}
+	var outSchema *arrow.Schema
+	var remaining = p.q.Limit
+	for _, pf := range resp.GetFiles() {
+		if p.q.Limit > 0 && remaining <= 0 {
+			break
+		}
+		recs, sch, err := c.scanFile(ctx, p, pf, rgs[pf.File], pages[pf.File], remaining)
+		if err != nil {
+			res.Release()
+			return nil, err
+		}
+		res.Stats.Files++
+		res.Stats.RowGroups += len(rgs[pf.File])
+		if c.opts.Progress != nil {
+			c.opts.Progress(res.Stats.Files, len(resp.GetFiles()))
+		}
+		if outSchema == nil {
+			outSchema = sch
+		}
+		for _, rec := range recs {
+			rec, err = conform(ctx, rec, outSchema)
+			if err != nil {
+				res.Release()
+				return nil, err
+			}
+			if p.q.Limit > 0 {
+				if remaining <= 0 {
+					rec.Release()
+					continue
+				}
+				if rec.NumRows() > remaining {
+					cut := rec.NewSlice(0, remaining)
+					rec.Release()
+					rec = cut
+				}
+				remaining -= rec.NumRows()
+			}
+			res.Records = append(res.Records, rec)
+		}
+	}
+	if outSchema == nil {
+		outSchema = emptySchema(p)
+	}
+	res.Schema = outSchema
+	return res, nil
+}
+
+// emptySchema is the Arrow schema of a result without files.
+func emptySchema(p *prepared) *arrow.Schema {
+	var fields []iceberg.NestedField
+	for _, id := range p.selectIDs {
+		if f, ok := p.schema.FindFieldByID(id); ok {
+			fields = append(fields, f)
+		}
+	}
+	as, err := table.SchemaToArrowSchema(iceberg.NewSchema(p.schema.ID, fields...), nil, true, false)
+	if err != nil {
+		return arrow.NewSchema(nil, nil)
+	}
+	return as
+}
+
+// conform casts a record's columns to the result schema (files written
+// with different physical choices of one Iceberg type).
+func conform(ctx context.Context, rec arrow.RecordBatch, want *arrow.Schema) (arrow.RecordBatch, error) {
+	if rec.Schema().Equal(want) {
+		return rec, nil
+	}
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		col := rec.Column(i)
+		if arrow.TypeEqual(col.DataType(), want.Field(i).Type) {
+			col.Retain()
+			cols[i] = col
+			continue
+		}
+		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want.Field(i).Type))
+		if err != nil {
+			return nil, fmt.Errorf("column %s is %s in one file and %s in another: %w", want.Field(i).Name, col.DataType(), want.Field(i).Type, err)
+		}
+		cols[i] = cast
+	}
+	out := array.NewRecordBatch(want, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	rec.Release()
+	return out, nil
+}
+
+// Explain plans q without reading data.
+func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetPushdownResponse, error) {
+	p, err := c.prepare(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return c.plan(ctx, p.req)
+}

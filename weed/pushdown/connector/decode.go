@@ -1,0 +1,399 @@
+package connector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// fileLayout is what decoding one file needs to know.
+type fileLayout struct {
+	path    string
+	size    int64
+	md      *metadata.FileMetaData
+	arrow   *arrow.Schema // the file's Arrow schema (stored ARROW:schema when present)
+	columns *plan.ColumnMap
+	chunks  [][]footer.Chunk
+	// topOf[leaf] is the top-level field index of a leaf column.
+	topOf []int
+	// leavesOf[top] are the leaf columns of a top-level field.
+	leavesOf [][]int
+}
+
+func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
+	as, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, md.KeyValueMetadata())
+	if err != nil {
+		return nil, fmt.Errorf("%s: Arrow schema: %w", path, err)
+	}
+	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm)}
+	root := md.Schema.Root()
+	fl.leavesOf = make([][]int, root.NumFields())
+	fl.topOf = make([]int, md.Schema.NumColumns())
+	for c := 0; c < md.Schema.NumColumns(); c++ {
+		top := md.Schema.ColumnRoot(c)
+		idx := root.FieldIndexByName(top.Name())
+		fl.topOf[c] = idx
+		if idx >= 0 {
+			fl.leavesOf[idx] = append(fl.leavesOf[idx], c)
+		}
+	}
+	return fl, nil
+}
+
+// topFieldOf returns the top-level field index holding Iceberg field id.
+func (fl *fileLayout) topFieldOf(id int) (int, bool) {
+	leaves := fl.columns.Leaves(id)
+	if len(leaves) == 0 {
+		return -1, false
+	}
+	return fl.topOf[leaves[0]], true
+}
+
+// rowGroupRead is what to decode of one row group.
+type rowGroupRead struct {
+	rg      int
+	numRows int64
+	rows    plan.RowSet         // nil: every row
+	pages   map[int][]pageRange // per leaf column: the planned pages (page-aware mode)
+	dict    map[int]byteRange   // per leaf column: the dictionary region
+}
+
+type pageRange struct {
+	byteRange
+	firstRow, rowCount int64
+}
+
+// column is a decoded top-level field of one row group: arr holds values
+// for the rows listed in rows (nil rows: every row, position = row).
+type column struct {
+	arr  arrow.Array
+	rows []int64
+}
+
+func (c *column) index(row int64) int {
+	if c.rows == nil {
+		return int(row)
+	}
+	i := sort.Search(len(c.rows), func(i int) bool { return c.rows[i] >= row })
+	if i < len(c.rows) && c.rows[i] == row {
+		return i
+	}
+	return -1
+}
+
+// pageAwareOK reports whether a top-level field can be decoded from its
+// planned pages: one non-repeated leaf, with planned pages in this row
+// group. Repeated columns are read whole: not every writer starts their
+// pages at row boundaries.
+func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
+	if r.rows == nil || len(fl.leavesOf[top]) != 1 || fl.md.Schema.Column(fl.leavesOf[top][0]).MaxRepetitionLevel() != 0 {
+		return false
+	}
+	_, ok := r.pages[fl.leavesOf[top][0]]
+	return ok
+}
+
+// needRanges returns the byte ranges decoding tops of r requires.
+func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []byteRange {
+	var out []byteRange
+	for _, top := range tops {
+		if pageAware && fl.pageAwareOK(top, r) {
+			leaf := fl.leavesOf[top][0]
+			if d, ok := r.dict[leaf]; ok {
+				out = append(out, d)
+			}
+			for _, p := range r.pages[leaf] {
+				out = append(out, p.byteRange)
+			}
+			continue
+		}
+		for _, leaf := range fl.leavesOf[top] {
+			ch := fl.chunks[r.rg][leaf]
+			out = append(out, byteRange{ch.Start, ch.Length})
+		}
+	}
+	return out
+}
+
+// decodeWhole decodes top-level fields of a row group from whole chunks.
+func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, tops []int) (map[int]*column, error) {
+	var leaves []int
+	for _, top := range tops {
+		leaves = append(leaves, fl.leavesOf[top]...)
+	}
+	out := map[int]*column{}
+	if len(leaves) == 0 {
+		return out, nil
+	}
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md))
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+	if err != nil {
+		return nil, fmt.Errorf("%s row group %d: %w", fl.path, rg, err)
+	}
+	defer tbl.Release()
+	for i := 0; i < int(tbl.NumCols()); i++ {
+		name := tbl.Schema().Field(i).Name
+		top := fl.md.Schema.Root().FieldIndexByName(name)
+		arr, err := concat(tbl.Column(i).Data().Chunks())
+		if err != nil {
+			return nil, err
+		}
+		out[top] = &column{arr: arr}
+	}
+	return out, nil
+}
+
+func concat(chunks []arrow.Array) (arrow.Array, error) {
+	if len(chunks) == 1 {
+		chunks[0].Retain()
+		return chunks[0], nil
+	}
+	return array.Concatenate(chunks, memory.DefaultAllocator)
+}
+
+// decodePages decodes one single-leaf top-level field from its planned
+// pages only: the dictionary region and the pages are laid out as a column
+// chunk of a one-column file, described by a footer built for it, and read
+// with arrow-go like any file.
+func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (*column, error) {
+	leaf := fl.leavesOf[top][0]
+	pages := r.pages[leaf]
+	var buf bytes.Buffer
+	buf.WriteString("PAR1")
+	read := func(br byteRange) error {
+		b := make([]byte, br.Len)
+		if _, err := sf.ReadAt(b, br.Off); err != nil {
+			return err
+		}
+		buf.Write(b)
+		return nil
+	}
+	hasDict := false
+	if d, ok := r.dict[leaf]; ok {
+		if err := read(d); err != nil {
+			return nil, err
+		}
+		hasDict = true
+	}
+	dataOffset := int64(buf.Len())
+	var rows []int64
+	var nrows int64
+	for _, p := range pages {
+		if err := read(p.byteRange); err != nil {
+			return nil, err
+		}
+		for i := int64(0); i < p.rowCount; i++ {
+			rows = append(rows, p.firstRow+i)
+		}
+		nrows += p.rowCount
+	}
+	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows)
+	if err != nil {
+		return nil, err
+	}
+	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md))
+	if err != nil {
+		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := fr.ReadTable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+	}
+	defer tbl.Release()
+	arr, err := concat(tbl.Column(0).Data().Chunks())
+	if err != nil {
+		return nil, err
+	}
+	if want := fl.arrow.Field(top).Type; !arrow.TypeEqual(arr.DataType(), want) {
+		cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
+		arr.Release()
+		if err != nil {
+			return nil, fmt.Errorf("%s column %s: pages decode as %s, the file's type is %s: %w", fl.path, fl.arrow.Field(top).Name, arr.DataType(), want, err)
+		}
+		arr = cast
+	}
+	if int64(arr.Len()) != nrows {
+		return nil, fmt.Errorf("%s row group %d column %s: %d values from pages holding %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), nrows)
+	}
+	return &column{arr: arr, rows: rows}, nil
+}
+
+// miniFooter describes a one-column file holding the field's dictionary
+// region at 4 and its planned pages from dataOffset to end.
+func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end, nrows int64) (*metadata.FileMetaData, error) {
+	field, err := cloneNode(fl.md.Schema.Root().Field(top))
+	if err != nil {
+		return nil, err
+	}
+	sch := schema.NewSchema(schema.MustGroup(schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{field}, -1)))
+	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, err
+	}
+	props := parquet.NewWriterProperties(parquet.WithCompression(cc.Compression()), parquet.WithStats(false))
+	fb := metadata.NewFileMetadataBuilder(sch, props, nil)
+	rgb := fb.AppendRowGroup()
+	ccb := rgb.NextColumnChunk()
+	info := metadata.ChunkMetaInfo{NumValues: nrows, DataPageOffset: dataOffset, CompressedSize: end - 4, UncompressedSize: end - 4}
+	if hasDict {
+		info.DictPageOffset = 4
+	}
+	if err := ccb.Finish(info, hasDict, false, metadata.EncodingStats{}); err != nil {
+		return nil, err
+	}
+	rgb.SetNumRows(int(nrows))
+	if err := rgb.Finish(end-4, 0); err != nil {
+		return nil, err
+	}
+	return fb.Finish()
+}
+
+// cloneNode copies a schema subtree (nodes link to their parents, so the
+// file's own schema must not be re-parented).
+func cloneNode(n schema.Node) (schema.Node, error) {
+	switch x := n.(type) {
+	case *schema.PrimitiveNode:
+		return schema.NewPrimitiveNodeLogical(x.Name(), x.RepetitionType(), x.LogicalType(), x.PhysicalType(), x.TypeLength(), x.FieldID())
+	case *schema.GroupNode:
+		var kids schema.FieldList
+		for i := 0; i < x.NumFields(); i++ {
+			k, err := cloneNode(x.Field(i))
+			if err != nil {
+				return nil, err
+			}
+			kids = append(kids, k)
+		}
+		if lt := x.LogicalType(); lt != nil && lt.IsValid() && !lt.IsNone() {
+			return schema.NewGroupNodeLogical(x.Name(), x.RepetitionType(), kids, lt, x.FieldID())
+		}
+		return schema.NewGroupNodeConverted(x.Name(), x.RepetitionType(), kids, x.ConvertedType(), x.FieldID())
+	}
+	return nil, fmt.Errorf("unknown schema node %T", n)
+}
+
+// rowValue reads field id of a decoded row for predicate evaluation.
+type rowSource struct {
+	fl      *fileLayout
+	cols    map[int]*column
+	schema  *iceberg.Schema
+	paths   map[int][]int // field id → [top, child, grandchild...] positions in the Arrow struct
+	missing map[int]bool
+}
+
+func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int) *rowSource {
+	rs := &rowSource{fl: fl, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}}
+	for _, id := range ids {
+		top, ok := fl.topFieldOf(id)
+		if !ok {
+			rs.missing[id] = true
+			continue
+		}
+		path := []int{top}
+		// Descend into structs by the Parquet field ids of the children.
+		node := fl.md.Schema.Root().Field(top)
+		for node.FieldID() != int32(id) {
+			g, isGroup := node.(*schema.GroupNode)
+			if !isGroup {
+				break
+			}
+			found := false
+			for j := 0; j < g.NumFields(); j++ {
+				if containsID(g.Field(j), id) {
+					path = append(path, j)
+					node = g.Field(j)
+					found = true
+					break
+				}
+			}
+			if !found {
+				break
+			}
+		}
+		rs.paths[id] = path
+	}
+	return rs
+}
+
+func containsID(n schema.Node, id int) bool {
+	if n.FieldID() == int32(id) {
+		return true
+	}
+	if g, ok := n.(*schema.GroupNode); ok {
+		for j := 0; j < g.NumFields(); j++ {
+			if containsID(g.Field(j), id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// row returns the predicate row accessor of rg-local row.
+func (rs *rowSource) row(row int64) predicate.Row {
+	return func(id int) (value.Value, bool) {
+		if rs.missing[id] {
+			return value.Value{}, true
+		}
+		path := rs.paths[id]
+		c := rs.cols[path[0]]
+		if c == nil {
+			return value.Value{}, true
+		}
+		i := c.index(row)
+		if i < 0 {
+			return value.Value{}, true
+		}
+		arr := c.arr
+		for _, j := range path[1:] {
+			st, ok := arr.(*array.Struct)
+			if !ok {
+				return value.Value{}, true
+			}
+			if st.IsNull(i) {
+				return value.Value{}, true
+			}
+			arr = st.Field(j)
+		}
+		if arr.IsNull(i) {
+			return value.Value{}, true
+		}
+		f, ok := rs.schema.FindFieldByID(id)
+		if !ok {
+			return value.Value{}, true
+		}
+		v, err := oracle.ArrowValue(arr, i, f.Type)
+		if err != nil {
+			return value.Value{}, true
+		}
+		return v, false
+	}
+}

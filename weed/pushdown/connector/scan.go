@@ -1,0 +1,226 @@
+package connector
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+// scanFile reads one planned file: its footer, the byte ranges the chosen
+// mode needs, then every planned row group, returning one record per row
+// group (matching rows, projected columns in SELECT order).
+func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.PlannedFile, rgRefs []*pushdown_pb.RowGroupRef,
+	pageRefs []*pushdown_pb.PageRef, limit int64) ([]arrow.RecordBatch, *arrow.Schema, error) {
+	fb, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, []byteRange{{pf.FooterOffset, pf.FooterLength}})
+	if err != nil {
+		return nil, nil, err
+	}
+	raw := make([]byte, pf.FooterLength)
+	if _, err := fb.ReadAt(raw, pf.FooterOffset); err != nil {
+		return nil, nil, err
+	}
+	md, err := footer.ParseFooterBytes(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: footer: %w", pf.File, err)
+	}
+	md.SetSourceFileSize(pf.SizeBytes)
+	fl, err := newFileLayout(pf.File, pf.SizeBytes, md, p.tbl.Metadata().NameMapping())
+	if err != nil {
+		return nil, nil, err
+	}
+	if fl.chunks, err = footer.Layout(md, pf.FooterOffset); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", pf.File, err)
+	}
+
+	// Top-level fields to decode: the projection and the predicate's.
+	need := map[int]bool{}
+	var tops []int
+	addField := func(id int) {
+		if top, ok := fl.topFieldOf(id); ok && !need[top] {
+			need[top] = true
+			tops = append(tops, top)
+		}
+	}
+	for _, id := range p.selectIDs {
+		addField(id)
+	}
+	predIDs := predicate.FieldIDs(p.expr)
+	for _, id := range predIDs {
+		addField(id)
+	}
+
+	reads := make([]*rowGroupRead, 0, len(rgRefs))
+	byRG := map[int]*rowGroupRead{}
+	for _, ref := range rgRefs {
+		r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}}
+		if len(ref.RowRanges) > 0 {
+			var rs []plan.RowRange
+			for _, rr := range ref.RowRanges {
+				rs = append(rs, plan.RowRange{Start: rr.Start, End: rr.End})
+			}
+			r.rows = plan.Union(nil, rs)
+		}
+		reads = append(reads, r)
+		byRG[r.rg] = r
+	}
+	if c.opts.Mode == PageAware {
+		for _, pg := range pageRefs {
+			r := byRG[int(pg.RowGroup)]
+			leaf := md.Schema.ColumnIndexByName(pg.GetColumn().GetPath())
+			if r == nil || leaf < 0 {
+				continue
+			}
+			if pg.Dictionary {
+				r.dict[leaf] = byteRange{pg.Offset, pg.Length}
+				continue
+			}
+			r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{pg.Offset, pg.Length}, pg.FirstRowIndex, pg.RowCount})
+		}
+	}
+	var ranges []byteRange
+	for _, r := range reads {
+		ranges = append(ranges, fl.needRanges(tops, r, c.opts.Mode == PageAware)...)
+	}
+	sf, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, ranges)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	outSchema, outTops := c.outputSchema(p, fl)
+	var out []arrow.RecordBatch
+	for _, r := range reads {
+		rec, err := c.scanRowGroup(ctx, p, fl, sf, r, tops, outSchema, outTops, predIDs)
+		if err != nil {
+			for _, o := range out {
+				o.Release()
+			}
+			return nil, nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, outSchema, nil
+}
+
+// outputSchema is the result schema in SELECT order with the file's Arrow
+// types; outTops[i] is the file's top-level field of output column i (-1:
+// not in this file, read as NULL).
+func (c *Connector) outputSchema(p *prepared, fl *fileLayout) (*arrow.Schema, []int) {
+	var fields []arrow.Field
+	var tops []int
+	for _, id := range p.selectIDs {
+		name, _ := p.schema.FindColumnName(id)
+		if top, ok := fl.topFieldOf(id); ok {
+			f := fl.arrow.Field(top)
+			f.Name = name
+			fields = append(fields, f)
+			tops = append(tops, top)
+			continue
+		}
+		// A field the file does not store: NULL, typed from the table schema.
+		fld, _ := p.schema.FindFieldByID(id)
+		typ := arrow.Null
+		if as := emptySchemaOf(p, fld.ID); as != nil {
+			typ = as
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: typ, Nullable: true})
+		tops = append(tops, -1)
+	}
+	return arrow.NewSchema(fields, nil), tops
+}
+
+func emptySchemaOf(p *prepared, id int) arrow.DataType {
+	q := *p
+	q.selectIDs = []int{id}
+	s := emptySchema(&q)
+	if s.NumFields() == 1 {
+		return s.Field(0).Type
+	}
+	return nil
+}
+
+func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int,
+	outSchema *arrow.Schema, outTops []int, predIDs []int) (arrow.RecordBatch, error) {
+	cols := map[int]*column{}
+	var whole []int
+	for _, top := range tops {
+		if c.opts.Mode == PageAware && fl.pageAwareOK(top, r) {
+			col, err := decodePages(ctx, fl, sf, r, top)
+			if err != nil {
+				return nil, err
+			}
+			cols[top] = col
+			continue
+		}
+		whole = append(whole, top)
+	}
+	wcols, err := decodeWhole(ctx, fl, sf, r.rg, whole)
+	if err != nil {
+		return nil, err
+	}
+	for top, col := range wcols {
+		cols[top] = col
+	}
+	defer func() {
+		for _, col := range cols {
+			col.arr.Release()
+		}
+	}()
+
+	// Candidate rows, then the predicate on each.
+	candidates := r.rows
+	if candidates == nil {
+		candidates = plan.All(r.numRows)
+	}
+	rs := newRowSource(fl, cols, p.schema, predIDs)
+	_, always := p.expr.(predicate.Const)
+	var keep []int64
+	for _, rr := range candidates {
+		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
+			if always || predicate.Eval(p.expr, rs.row(row), predicate.IEEE) == predicate.True {
+				keep = append(keep, row)
+			}
+		}
+	}
+	arrs := make([]arrow.Array, len(outTops))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, top := range outTops {
+		if top < 0 {
+			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, len(keep))
+			continue
+		}
+		col := cols[top]
+		idx := array.NewInt64Builder(memory.DefaultAllocator)
+		for _, row := range keep {
+			j := col.index(row)
+			if j < 0 {
+				idx.Release()
+				return nil, fmt.Errorf("%s row group %d: row %d was planned but its column %s was not decoded", fl.path, r.rg, row, outSchema.Field(i).Name)
+			}
+			idx.Append(int64(j))
+		}
+		indices := idx.NewArray()
+		idx.Release()
+		taken, err := compute.TakeArray(ctx, col.arr, indices)
+		indices.Release()
+		if err != nil {
+			return nil, err
+		}
+		arrs[i] = taken
+	}
+	return array.NewRecordBatch(outSchema, arrs, int64(len(keep))), nil
+}
