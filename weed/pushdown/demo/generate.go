@@ -277,7 +277,7 @@ func (s Spec) WriterProperties(i int) *parquet.WriterProperties {
 			parquet.WithBloomFilterFPP(0.01),
 			// Size the filters for a row group's distinct values, as a
 			// well-configured writer does (the default assumes 1M values).
-			parquet.WithBloomFilterNDVFor("id", s.RowGroupRows),
+			parquet.WithBloomFilterNDVFor("id", min(s.RowGroupRows, s.Rows/int64(s.Files)+1)),
 			parquet.WithBloomFilterNDVFor("tenant_id", Tenants),
 		)
 	} else {

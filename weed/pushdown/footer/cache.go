@@ -57,7 +57,7 @@ type Cache struct {
 
 	mu    sync.Mutex
 	lru   *list.List // of *entry, front = most recent
-	items map[string]*list.Element
+	items map[cacheKey]*list.Element
 	bytes int64
 
 	flight singleflight.Group
@@ -67,7 +67,7 @@ type Cache struct {
 }
 
 type entry struct {
-	key    string
+	key    cacheKey
 	footer *Footer
 	bloom  *bloomEntry
 	size   int64
@@ -81,8 +81,8 @@ type bloomEntry struct {
 // NewCache returns a cache holding at most capacity bytes, opening files
 // with open.
 func NewCache(name string, capacity int64, open Opener) *Cache {
-	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[string]*list.Element{},
-		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[string]*list.Element{}}}
+	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[cacheKey]*list.Element{},
+		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[cacheKey]*list.Element{}}}
 }
 
 // lruBytes is a plain LRU bounded by bytes.
@@ -91,11 +91,11 @@ type lruBytes struct {
 	capacity  int64
 	bytes     int64
 	lru       *list.List
-	items     map[string]*list.Element
+	items     map[cacheKey]*list.Element
 	evictions int64
 }
 
-func (l *lruBytes) get(key string) (*entry, bool) {
+func (l *lruBytes) get(key cacheKey) (*entry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if el, ok := l.items[key]; ok {
@@ -146,7 +146,7 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 	}
 	c.misses.Add(1)
 	metricRequests.WithLabelValues(c.name, "miss").Inc()
-	v, err, _ := c.flight.Do(key, func() (any, error) {
+	v, err, _ := c.flight.Do(fmt.Sprintf("%s\x00%d", id.Path, id.Size), func() (any, error) {
 		if f := c.lookup(key); f != nil {
 			return f, nil
 		}
@@ -170,7 +170,18 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 	return v.(*Footer), false, nil
 }
 
-func (c *Cache) lookup(key string) *Footer {
+// Peek returns the cached footer of id (counting a hit), or nil without
+// counting anything.
+func (c *Cache) Peek(id Identity) *Footer {
+	if f := c.lookup(id.key()); f != nil {
+		c.hits.Add(1)
+		metricRequests.WithLabelValues(c.name, "hit").Inc()
+		return f
+	}
+	return nil
+}
+
+func (c *Cache) lookup(key cacheKey) *Footer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
@@ -226,7 +237,7 @@ func (c *Cache) recordRead(n int64) {
 // rg of footer f: nil when the chunk has none or it cannot be read (a
 // "maybe" for the caller; the error says why).
 func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
-	key := fmt.Sprintf("%s\x00bloom\x00%d\x00%d", f.ID.key(), rg, col)
+	key := cacheKey{Identity: f.ID, bloom: true, rg: rg, col: col}
 	if e, ok := c.blooms.get(key); ok {
 		be := e.bloom
 		c.bloomHits.Add(1)
@@ -235,7 +246,7 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 	}
 	c.bloomMisses.Add(1)
 	metricRequests.WithLabelValues(c.name+"_bloom", "miss").Inc()
-	v, err, _ := c.flight.Do(key, func() (any, error) {
+	v, err, _ := c.flight.Do(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col), func() (any, error) {
 		bf, err := f.ReadBloomFilter(ctx, rg, col)
 		if err != nil && perr.IsContext(err) {
 			return nil, err // not cached: the next query retries

@@ -47,7 +47,15 @@ type Identity struct {
 	Size int64
 }
 
-func (id Identity) key() string { return fmt.Sprintf("%s\x00%d", id.Path, id.Size) }
+// cacheKey identifies a cache entry: a footer (bloom == false) or the bloom
+// filter of one column chunk.
+type cacheKey struct {
+	Identity
+	bloom   bool
+	rg, col int
+}
+
+func (id Identity) key() cacheKey { return cacheKey{Identity: id} }
 
 // Source reads bytes of one file.
 type Source interface {

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -67,19 +68,26 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	}
 	tiers[TierManifest].dur = time.Since(t0)
 
-	// Footers of the surviving files, cold loads in parallel.
+	// Footers of the surviving files: cached ones at once, cold loads in
+	// parallel.
 	var hits, misses int64
 	var mu sync.Mutex
+	var cold []*FilePlan
+	for _, fp := range live {
+		if f := p.Cache.Peek(footer.Identity{Path: fp.File.Path, Size: fp.File.Size}); f != nil {
+			fp.Footer = f
+			hits++
+		} else {
+			cold = append(cold, fp)
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Concurrency)
-	for _, fp := range live {
+	for _, fp := range cold {
 		g.Go(func() error {
 			f, hit, err := p.Cache.Get(gctx, footer.Identity{Path: fp.File.Path, Size: fp.File.Size})
 			if err != nil {
 				return err
-			}
-			if rows := f.NumRows(); fp.File.RecordCount > 0 && rows != fp.File.RecordCount {
-				return perr.New(perr.FailedPrecondition, "%s holds %d rows, the table metadata says %d: the file changed or the metadata is wrong", fp.File.Path, rows, fp.File.RecordCount)
 			}
 			mu.Lock()
 			if hit {
@@ -95,22 +103,39 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-
-	// b-d. footer tiers, per file in parallel.
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(o.Concurrency)
 	for _, fp := range live {
+		if rows := fp.Footer.NumRows(); fp.File.RecordCount > 0 && rows != fp.File.RecordCount {
+			return nil, nil, perr.New(perr.FailedPrecondition, "%s holds %d rows, the table metadata says %d: the file changed or the metadata is wrong", fp.File.Path, rows, fp.File.RecordCount)
+		}
+	}
+
+	// b-d. footer tiers: CPU work, one worker per core over the files (I/O
+	// for page indexes and bloom filters happens on first use only).
+	workers := max(1, runtime.GOMAXPROCS(0))
+	if cold != nil {
+		workers = o.Concurrency
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	for w := 0; w < workers; w++ {
 		g.Go(func() error {
-			return p.planFile(gctx, &req, fp, e, hasPredicate, tiers, &mu)
+			for i := w; i < len(live); i += workers {
+				if err := p.planFile(gctx, &req, live[i], e, hasPredicate, tiers, &mu); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
 
-	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{}}
+	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
+		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
+		FileRanges: make([]*pushdown_pb.FileRange, 0, len(live))}
 	st := resp.Stats
 	used, missing := map[string]bool{}, map[string]int{}
+	idsKey := fmt.Sprint(fieldIDs)
 	var rowsPlanned, rowsTotal, survivingFileBytes int64
 	for _, fp := range plans {
 		st.FilesTotal++
@@ -124,7 +149,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		}
 		md := fp.Footer.Meta
 		st.RowGroupsTotal += int64(md.NumRowGroups())
-		projected := fp.Columns.Projection(md, fieldIDs)
+		projected := projectionOf(fp, fieldIDs, idsKey)
 		out := buildFile(fp, projected, func(col int) *pushdown_pb.ColumnRef {
 			return &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
 		}, o.CoalesceGap)
@@ -257,10 +282,10 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 		local[lastTier].files++
 	}
 	for m := range fc.missing {
-		fp.Missing = append(fp.Missing, m)
+		fp.Missing = append(fp.Missing, m.String())
 	}
 	for u := range fc.used {
-		fp.Used = append(fp.Used, u)
+		fp.Used = append(fp.Used, u.String())
 	}
 	mu.Lock()
 	for t, c := range local {
@@ -270,6 +295,16 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	}
 	mu.Unlock()
 	return nil
+}
+
+// projectionOf returns the (memoized) leaf columns of a projection.
+func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
+	type key struct {
+		cm  *ColumnMap
+		ids string
+	}
+	k := key{cm: fp.Columns, ids: idsKey}
+	return fp.Footer.Memo(k, func() any { return fp.Columns.Projection(fp.Footer.Meta, ids) }).([]int)
 }
 
 // columnMapOf returns the (memoized) column map of a footer under a name

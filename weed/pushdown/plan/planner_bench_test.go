@@ -13,16 +13,21 @@ import (
 
 // BenchmarkWarmPlan1000Files plans over 1,000 cached footers (page index
 // present), the figure behind the "warm plan ≤ 20 ms at 1,000 files" target.
-func BenchmarkWarmPlan1000Files(b *testing.B) {
+func BenchmarkWarmPlan1000Files(b *testing.B) { benchWarmPlan(b, 1000, 1000, 250) }
+
+// BenchmarkWarmPlan10000Files: 10,000 one-row-group files.
+func BenchmarkWarmPlan10000Files(b *testing.B) { benchWarmPlan(b, 10000, 100, 100) }
+
+func benchWarmPlan(b *testing.B, nfiles int, rows, rowGroup int64) {
 	cols := genColumns()
 	_, schema := genSchemas(cols)
 	v := variants[0]
-	v.rowGroup = 250
+	v.rowGroup = rowGroup
 	v.bloom = []string{"cat"}
 	mem := memFiles{}
 	var files []DataFile
-	data := writeVariant(b, cols, v, 1000, 1)
-	for i := 0; i < 1000; i++ {
+	data := writeVariant(b, cols, v, rows, 1)
+	for i := 0; i < nfiles; i++ {
 		p := fmt.Sprintf("s3://t/%d.parquet", i)
 		mem[p] = data
 		files = append(files, DataFile{Path: p, Size: int64(len(data))})

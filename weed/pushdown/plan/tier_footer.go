@@ -3,7 +3,7 @@ package plan
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"github.com/apache/iceberg-go"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
@@ -21,13 +21,29 @@ type fileContext struct {
 	columns *ColumnMap
 	// decoders by field id (nil entry: statistics of that field not usable)
 	decoders map[int]*value.StatDecoder
-	missing  map[string]bool
-	used     map[string]bool
+	missing  map[note]bool
+	used     map[note]bool
+}
+
+// note records that an index of a field was used or missing (and why).
+type note struct {
+	index, field, detail string
+}
+
+func (n note) String() string {
+	s := n.index
+	if n.field != "" {
+		s += "(" + n.field + ")"
+	}
+	if n.detail != "" {
+		s += ": " + n.detail
+	}
+	return s
 }
 
 func newFileContext(t *Table, f *footer.Footer, cm *ColumnMap) *fileContext {
 	return &fileContext{table: t, footer: f, md: f.Meta, columns: cm, decoders: map[int]*value.StatDecoder{},
-		missing: map[string]bool{}, used: map[string]bool{}}
+		missing: map[note]bool{}, used: map[note]bool{}}
 }
 
 // decoder returns the statistics decoder of a predicate field, or nil.
@@ -41,18 +57,18 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 	}
 	type key struct {
 		col int
-		typ string
+		typ iceberg.Type
 	}
 	type built struct {
 		d   *value.StatDecoder
 		err error
 	}
-	b := fc.footer.Memo(key{col, l.Type.String()}, func() any {
+	b := fc.footer.Memo(key{col, l.Type}, func() any {
 		d, err := value.NewStatDecoder(fc.md.Schema.Column(col), l.Type)
 		return built{d, err}
 	}).(built)
 	if b.err != nil {
-		fc.missing[fmt.Sprintf("statistics(%s): %v", l.Name, b.err)] = true
+		fc.missing[note{"statistics", l.Name, b.err.Error()}] = true
 	}
 	fc.decoders[l.FieldID] = b.d
 	return b.d, col, true
@@ -92,13 +108,13 @@ func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verd
 		d, col, _ := fc.decoder(l)
 		type key struct {
 			rg, col int
-			typ     string
+			typ     iceberg.Type
 		}
-		s := fc.footer.Memo(key{rg, col, l.Type.String()}, func() any {
+		s := fc.footer.Memo(key{rg, col, l.Type}, func() any {
 			return chunkStats(fc.footer.Chunks[rg][col], d)
 		}).(prune.ColumnStats)
 		if s.HasBounds {
-			fc.used[fmt.Sprintf("footer_stats(%s)", l.Name)] = true
+			fc.used[note{"footer_stats", l.Name, ""}] = true
 		}
 		return prune.EvaluateLeaf(l, s)
 	})
@@ -149,7 +165,7 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			return prune.MightMatch
 		}
 		if fc.footer.Chunks[rg][col].BloomOffset <= 0 {
-			fc.missing[fmt.Sprintf("bloom_filter(%s)", l.Name)] = true
+			fc.missing[note{"bloom_filter", l.Name, ""}] = true
 			return prune.MightMatch
 		}
 		bf, err := cache.BloomFilter(ctx, fc.footer, rg, col)
@@ -157,14 +173,14 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			if ctx.Err() != nil {
 				ctxErr = ctx.Err()
 			}
-			fc.missing[fmt.Sprintf("bloom_filter(%s): unreadable", l.Name)] = true
+			fc.missing[note{"bloom_filter", l.Name, "unreadable"}] = true
 			return prune.MightMatch
 		}
 		if bf == nil {
-			fc.missing[fmt.Sprintf("bloom_filter(%s)", l.Name)] = true
+			fc.missing[note{"bloom_filter", l.Name, ""}] = true
 			return prune.MightMatch
 		}
-		fc.used[fmt.Sprintf("bloom_filter(%s)", l.Name)] = true
+		fc.used[note{"bloom_filter", l.Name, ""}] = true
 		descr := fc.md.Schema.Column(col)
 		for _, lit := range l.Lits {
 			h, ok := value.BloomHash(descr, l.Type, lit, bf.Hasher())

@@ -2,7 +2,7 @@ package plan
 
 import (
 	"context"
-	"fmt"
+	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -15,7 +15,7 @@ import (
 // predicate's columns).
 func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e predicate.Expr) (RowSet, error) {
 	if !fc.footer.HasPageIndex() {
-		fc.missing["page_index"] = true
+		fc.missing[note{"page_index", "", ""}] = true
 		return nil, nil
 	}
 	idx, err := fc.footer.PageIndex(ctx, rg)
@@ -23,11 +23,11 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 		if perrCtx(err) {
 			return nil, err
 		}
-		fc.missing[fmt.Sprintf("page_index: %v", err)] = true
+		fc.missing[note{"page_index", "", err.Error()}] = true
 		return nil, nil
 	}
 	if idx == nil {
-		fc.missing["page_index"] = true
+		fc.missing[note{"page_index", "", ""}] = true
 		return nil, nil
 	}
 	numRows := fc.md.RowGroup(rg).NumRows()
@@ -84,26 +84,27 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 	}
 	cpi := idx.Columns[col]
 	if cpi.Column == nil || cpi.Offset == nil {
-		fc.missing[fmt.Sprintf("page_index(%s)", l.Name)] = true
+		fc.missing[note{"page_index", l.Name, ""}] = true
 		return nil, false
 	}
 	if cpi.SpansErr != nil {
-		fc.missing[fmt.Sprintf("page_index(%s): %v", l.Name, cpi.SpansErr)] = true
+		fc.missing[note{"page_index", l.Name, cpi.SpansErr.Error()}] = true
 		return nil, false
 	}
 	spans := cpi.Pages
 	type key struct {
 		rg, col int
-		typ     string
+		pages   bool
+		typ     iceberg.Type
 	}
-	pageStats := fc.footer.Memo(key{rg, col, "pages:" + l.Type.String()}, func() any {
+	pageStats := fc.footer.Memo(key{rg, col, true, l.Type}, func() any {
 		return pageColumnStats(cpi, d)
 	}).([]prune.ColumnStats)
 	if pageStats == nil {
-		fc.missing[fmt.Sprintf("page_index(%s): column index does not match the offset index", l.Name)] = true
+		fc.missing[note{"page_index", l.Name, "column index does not match the offset index"}] = true
 		return nil, false
 	}
-	fc.used[fmt.Sprintf("page_index(%s)", l.Name)] = true
+	fc.used[note{"page_index", l.Name, ""}] = true
 	var kept []RowRange
 	for i, pg := range spans {
 		if prune.EvaluateLeaf(l, pageStats[i]) == prune.MightMatch {
