@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
 )
@@ -135,4 +137,58 @@ func arrowTableRecords(tbl arrow.Table) []arrow.RecordBatch {
 	return out
 }
 
-var _ = fmt.Sprintf
+
+func TestQueryCLIOutputsStatsExplainAndFallsBack(t *testing.T) {
+	c := sharedCluster(t)
+	planTable(t, c)
+	e := c.Endpoints()
+	args := func(extra ...string) []string {
+		return append([]string{"pushdown", "query", "-catalog", e.Catalog, "-iceberg", e.Iceberg, "-s3", e.S3}, extra...)
+	}
+	sql := "SELECT id, status FROM plan_it.events WHERE tenant_id = 'tenant-007' AND id < 20000 LIMIT 3"
+	out, errOut, err := harness.Weed(t, args("-sql", sql, "-format", "csv", "-stats", "-force")...)
+	if err != nil {
+		t.Fatalf("query: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if lines[0] != "id,status" || len(lines) != 4 {
+		t.Fatalf("csv output:\n%s", out)
+	}
+	statsLine := strings.TrimSpace(errOut)[strings.LastIndex(strings.TrimSpace(errOut), "\n")+1:]
+	var st map[string]any
+	if err := json.Unmarshal([]byte(statsLine), &st); err != nil {
+		t.Fatalf("last stderr line is not JSON: %q", statsLine)
+	}
+	for _, k := range []string{"pushdown", "rows", "bytes_read", "ranges", "elapsed_ms", "plan_ms", "read_ms"} {
+		if _, ok := st[k]; !ok {
+			t.Fatalf("stats lack %q: %s", k, statsLine)
+		}
+	}
+	if st["pushdown"] != true || st["rows"].(float64) != 3 || st["bytes_read"].(float64) <= 0 {
+		t.Fatalf("stats: %s", statsLine)
+	}
+	js, _, err := harness.Weed(t, args("-sql", "SELECT id FROM plan_it.events WHERE id = 7", "-format", "json")...)
+	if err != nil || strings.TrimSpace(js) != `{"id":7}` {
+		t.Fatalf("json output: %v %q", err, js)
+	}
+	ex, _, err := harness.Weed(t, args("-sql", sql, "-explain")...)
+	if err != nil || !strings.Contains(ex, "tiers") || !strings.Contains(ex, "cost model") {
+		t.Fatalf("explain: %v\n%s", err, ex)
+	}
+	_, errOut, err = harness.Weed(t, args("-sql", "SELECT count(*) FROM plan_it.events")...)
+	if err == nil || !strings.Contains(errOut, "supported: SELECT") {
+		t.Fatalf("unsupported SQL: %v %s", err, errOut)
+	}
+	// The catalog pushdown service is unreachable: plain reads still work,
+	// and say why; with -no-fallback the query fails instead.
+	closed := fmt.Sprintf("127.0.0.1:%d", harness.FreePorts(t, 1)[0])
+	noCat := []string{"pushdown", "query", "-catalog", closed, "-iceberg", e.Iceberg, "-s3", e.S3}
+	out, errOut, err = harness.Weed(t, append(noCat, "-sql", "SELECT id FROM plan_it.events WHERE id = 7", "-stats", "-format", "csv")...)
+	if err != nil || !strings.Contains(out, "7") || !strings.Contains(errOut, `"pushdown":false`) || !strings.Contains(errOut, "unavailable") {
+		t.Fatalf("fallback: %v\n%s\n%s", err, out, errOut)
+	}
+	_, _, err = harness.Weed(t, append(noCat, "-sql", "SELECT id FROM plan_it.events WHERE id = 7", "-no-fallback")...)
+	if err == nil {
+		t.Fatalf("-no-fallback with an unreachable catalog succeeded")
+	}
+}

@@ -26,8 +26,8 @@ func register(s *subcommand) { subcommands[s.name] = s }
 
 // Command is the `weed pushdown` command.
 var Command = &command.Command{
-	UsageLine: "pushdown <status|plan|demo> [flags]",
-	Short:     "client of the Parquet pushdown services (status, plan, demo loader)",
+	UsageLine: "pushdown <status|plan|query|demo> [flags]",
+	Short:     "client of the Parquet pushdown services (status, plan, query, demo loader)",
 	Long: `pushdown talks to the catalog pushdown service of a lakeweed cluster.
 
   weed pushdown status [-catalog host:port] [-json]
@@ -35,6 +35,8 @@ var Command = &command.Command{
       versions and cache figures.
   weed pushdown plan -table ns.table [-snapshot ID] [-where "<SQL predicate>"] [-select a,b] [-json]
       what a query must read: files, row groups, pages, byte ranges, pruning per tier.
+  weed pushdown query -sql "SELECT … FROM ns.table [WHERE …] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown]
+      read a table through the plan: only planned byte ranges, through the S3 gateway.
   weed pushdown demo -table ns.name [-rows N] [-files F] [-indexed all|half|none] [-seed S] ...
       writes a generated Iceberg table through the REST catalog and S3 gateway.
 

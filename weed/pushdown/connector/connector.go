@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -121,11 +125,12 @@ func (r *Result) NumRows() int64 {
 
 // Connector reads tables of one cluster.
 type Connector struct {
-	opts  Options
-	s3    *s3.Client
-	fetch *fetcher
-	cat   *rest.Catalog
-	pool  *grpcutil.ConnPool
+	opts      Options
+	s3        *s3.Client
+	fetch     *fetcher
+	cat       *rest.Catalog
+	pool      *grpcutil.ConnPool
+	plainHTTP *countingTransport // iceberg-go's S3 traffic on the plain path
 }
 
 // New connects to a cluster's Iceberg catalog and S3 gateway.
@@ -140,7 +145,8 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	}
 	client := lakeclient.NewS3Client(o.Endpoints)
 	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
-		fetch: &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20}}
+		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
+		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	return c, nil
 }
 
@@ -236,6 +242,7 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 		return nil, err
 	}
 	bytes0, req0 := c.fetch.bytes.Load(), c.fetch.requests.Load()
+	pb0, pr0 := c.plainHTTP.bytes.Load(), c.plainHTTP.requests.Load()
 	var res *Result
 	if c.opts.NoPushdown {
 		res, err = c.plain(ctx, p, "pushdown disabled (-no-pushdown)")
@@ -246,10 +253,8 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 		return nil, err
 	}
 	res.Stats.ElapsedMs = time.Since(start).Milliseconds()
-	if res.Stats.Pushdown {
-		res.Stats.BytesRead = c.fetch.bytes.Load() - bytes0
-		res.Stats.Ranges = c.fetch.requests.Load() - req0
-	}
+	res.Stats.BytesRead = c.fetch.bytes.Load() - bytes0 + c.plainHTTP.bytes.Load() - pb0
+	res.Stats.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0
 	res.Stats.Rows = res.NumRows()
 	return res, nil
 }
@@ -262,9 +267,14 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	planMs := time.Since(t0).Milliseconds()
 	if err != nil {
 		reason := ""
+		msg := status.Convert(err).Message()
 		switch status.Code(err) {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Unimplemented, codes.FailedPrecondition:
-			reason = fmt.Sprintf("pushdown unavailable: %s", status.Convert(err).Message())
+		case codes.Unavailable, codes.DeadlineExceeded:
+			reason = fmt.Sprintf("catalog pushdown service %s unavailable: %s", c.opts.Endpoints.Catalog, msg)
+		case codes.Unimplemented:
+			reason = "the catalog cannot plan this query: " + msg
+		case codes.FailedPrecondition:
+			reason = "the catalog refused to plan: " + msg
 		default:
 			var ce *connectError
 			if errors.As(err, &ce) {
@@ -315,9 +325,21 @@ func (c *Connector) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRe
 	return pushdown_pb.NewPushdownCatalogClient(conn).Plan(pctx, req)
 }
 
+// plainContext makes iceberg-go's S3 client count what it reads.
+func (c *Connector) plainContext(ctx context.Context) context.Context {
+	e := c.opts.Endpoints
+	ak, sk := e.AccessKey, e.SecretKey
+	if ak == "" {
+		ak, sk = "lakeweed", "lakeweed"
+	}
+	return utils.WithAwsConfig(ctx, &aws.Config{Region: e.Region, Credentials: credentials.NewStaticCredentialsProvider(ak, sk, ""),
+		HTTPClient: &http.Client{Transport: c.plainHTTP}})
+}
+
 // plain reads with iceberg-go's own scan through the S3 gateway.
 func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Result, error) {
 	t0 := time.Now()
+	ctx = c.plainContext(ctx)
 	var names []string
 	for _, id := range p.selectIDs {
 		n, _ := p.schema.FindColumnName(id)
@@ -357,6 +379,7 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 // plainFiltered reads with iceberg-go's scan without a row filter and
 // keeps the rows the predicate matches.
 func (c *Connector) plainFiltered(ctx context.Context, p *prepared, reason string, t0 time.Time) (*Result, error) {
+	ctx = c.plainContext(ctx)
 	ids := append(append([]int{}, p.selectIDs...), predicate.FieldIDs(p.expr)...)
 	var names []string
 	seen := map[string]bool{}

@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/schollz/progressbar/v3"
+	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/parser"
+	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+	"golang.org/x/term"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+)
+
+const querySupported = `supported: SELECT <columns | *> FROM namespace.table [WHERE <predicate>] [LIMIT n]`
+
+func init() {
+	register(&subcommand{
+		name: "query",
+		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
+ranges through the S3 gateway, decode them with arrow-go, filter, project. Falls back to a plain read
+(iceberg-go's scan) when pushdown is unavailable or not worth it.`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-mode page|rowgroup]`,
+		run:   runQuery,
+	})
+}
+
+// ParsedQuery is a SELECT the query command understands.
+type ParsedQuery struct {
+	Table  string
+	Select []string // nil: every column
+	Where  string
+	Limit  int64
+}
+
+// ParseSelect parses the supported SELECT subset.
+func ParseSelect(sql string) (*ParsedQuery, error) {
+	stmts, err := parser.Parse(sql)
+	if err != nil {
+		return nil, fmt.Errorf("SQL: %v (%s)", err, querySupported)
+	}
+	if len(stmts) != 1 {
+		return nil, fmt.Errorf("SQL: one statement expected, got %d (%s)", len(stmts), querySupported)
+	}
+	sel, ok := stmts[0].AST.(*tree.Select)
+	if !ok {
+		return nil, fmt.Errorf("SQL: %T is not supported (%s)", stmts[0].AST, querySupported)
+	}
+	clause, ok := sel.Select.(*tree.SelectClause)
+	if !ok {
+		return nil, fmt.Errorf("SQL: %s is not supported (%s)", tree.AsString(sel.Select), querySupported)
+	}
+	if clause.Distinct || len(clause.GroupBy) > 0 || clause.Having != nil || len(sel.OrderBy) > 0 || clause.Window != nil {
+		return nil, fmt.Errorf("SQL: DISTINCT, GROUP BY, HAVING, ORDER BY and windows are not supported (%s)", querySupported)
+	}
+	if len(clause.From.Tables) != 1 {
+		return nil, fmt.Errorf("SQL: exactly one table in FROM (%s)", querySupported)
+	}
+	ate, ok := clause.From.Tables[0].(*tree.AliasedTableExpr)
+	if !ok {
+		return nil, fmt.Errorf("SQL: FROM %s is not supported (%s)", tree.AsString(clause.From.Tables[0]), querySupported)
+	}
+	tn, ok := ate.Expr.(*tree.TableName)
+	if !ok || !tn.ExplicitSchema {
+		return nil, fmt.Errorf("SQL: FROM needs namespace.table, got %s", tree.AsString(ate.Expr))
+	}
+	q := &ParsedQuery{Table: string(tn.SchemaName) + "." + string(tn.ObjectName)}
+	if tn.ExplicitCatalog {
+		q.Table = string(tn.CatalogName) + "." + q.Table
+	}
+	for _, se := range clause.Exprs {
+		switch x := se.Expr.(type) {
+		case tree.UnqualifiedStar:
+			q.Select = nil
+		case *tree.UnresolvedName:
+			if x.Star {
+				q.Select = nil
+				continue
+			}
+			var parts []string
+			for i := x.NumParts - 1; i >= 0; i-- {
+				parts = append(parts, x.Parts[i])
+			}
+			q.Select = append(q.Select, strings.Join(parts, "."))
+		default:
+			return nil, fmt.Errorf("SQL: select item %s is not a column (%s)", tree.AsString(se.Expr), querySupported)
+		}
+	}
+	if clause.Where != nil {
+		q.Where = tree.AsString(clause.Where.Expr)
+	}
+	if sel.Limit != nil && sel.Limit.Count != nil {
+		n, err := strconv.ParseInt(tree.AsString(sel.Limit.Count), 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("SQL: LIMIT %s is not a non-negative integer", tree.AsString(sel.Limit.Count))
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+func runQuery(args []string) error {
+	fs := newFlags(subcommands["query"])
+	sql := fs.String("sql", "", "SELECT statement")
+	format := fs.String("format", "table", "output format: table, csv or json (one object per line)")
+	explain := fs.Bool("explain", false, "print the plan and per-tier pruning; read no data")
+	stats := fs.Bool("stats", false, "end stderr with one JSON line of figures (rows, bytes read, ranges, time per stage)")
+	noPushdown := fs.Bool("no-pushdown", false, "read plainly through S3 (iceberg-go's scan), for comparison")
+	mode := fs.String("mode", "page", "decoding: page (only planned pages) or rowgroup (whole row groups)")
+	noFallback := fs.Bool("no-fallback", false, "fail instead of reading plainly when pushdown is unavailable")
+	force := fs.Bool("force", false, "push down even when the cost model advises against it")
+	snapshot := fs.Int64("snapshot", 0, "snapshot id (default: current)")
+	endpoints := endpointFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *sql == "" {
+		return fmt.Errorf("-sql is required (%s)", querySupported)
+	}
+	switch *format {
+	case "table", "csv", "json":
+	default:
+		return fmt.Errorf("-format %q: want table, csv or json", *format)
+	}
+	m := connector.PageAware
+	switch *mode {
+	case "page":
+	case "rowgroup":
+		m = connector.RowGroup
+	default:
+		return fmt.Errorf("-mode %q: want page or rowgroup", *mode)
+	}
+	q, err := ParseSelect(*sql)
+	if err != nil {
+		return err
+	}
+	util.LoadSecurityConfiguration()
+	ctx := context.Background()
+	opts := connector.Options{Endpoints: endpoints(), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force}
+	bar := newProgress()
+	opts.Progress = bar.update
+	conn, err := connector.New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cq := connector.Query{Table: q.Table, Snapshot: *snapshot, Where: q.Where, Select: q.Select, Limit: q.Limit}
+	if *explain {
+		resp, err := conn.Explain(ctx, cq)
+		if err != nil {
+			return err
+		}
+		PrintPlan(os.Stdout, q.Table, q.Where, resp)
+		return nil
+	}
+	res, err := conn.Query(ctx, cq)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	if err := writeResult(os.Stdout, *format, res); err != nil {
+		return err
+	}
+	if *stats {
+		b, _ := json.Marshal(res.Stats)
+		fmt.Fprintln(os.Stderr, string(b))
+	}
+	return nil
+}
+
+func writeResult(w io.Writer, format string, res *connector.Result) error {
+	names := make([]string, res.Schema.NumFields())
+	for i, f := range res.Schema.Fields() {
+		names[i] = f.Name
+	}
+	each := func(fn func(rec arrow.RecordBatch, r int) error) error {
+		for _, rec := range res.Records {
+			for r := 0; r < int(rec.NumRows()); r++ {
+				if err := fn(rec, r); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	switch format {
+	case "csv":
+		cw := csv.NewWriter(w)
+		if err := cw.Write(names); err != nil {
+			return err
+		}
+		err := each(func(rec arrow.RecordBatch, r int) error {
+			row := make([]string, rec.NumCols())
+			for c := range row {
+				if !rec.Column(c).IsNull(r) {
+					row[c] = rec.Column(c).ValueStr(r)
+				}
+			}
+			return cw.Write(row)
+		})
+		cw.Flush()
+		if err != nil {
+			return err
+		}
+		return cw.Error()
+	case "json":
+		enc := json.NewEncoder(w)
+		return each(func(rec arrow.RecordBatch, r int) error {
+			obj := make(map[string]any, rec.NumCols())
+			for c := 0; c < int(rec.NumCols()); c++ {
+				obj[names[c]] = rec.Column(c).GetOneForMarshal(r)
+			}
+			return enc.Encode(obj)
+		})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(names, "\t"))
+	err := each(func(rec arrow.RecordBatch, r int) error {
+		row := make([]string, rec.NumCols())
+		for c := range row {
+			if rec.Column(c).IsNull(r) {
+				row[c] = "NULL"
+			} else {
+				row[c] = rec.Column(c).ValueStr(r)
+			}
+		}
+		_, err := fmt.Fprintln(tw, strings.Join(row, "\t"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "(%d rows)\n", res.NumRows())
+	return nil
+}
+
+// progress draws a bar on stderr for reads longer than a second, when
+// stderr is a terminal.
+type progress struct {
+	mu      sync.Mutex
+	start   time.Time
+	bar     *progressbar.ProgressBar
+	enabled bool
+}
+
+func newProgress() *progress {
+	return &progress{start: time.Now(), enabled: term.IsTerminal(int(os.Stderr.Fd()))}
+}
+
+func (p *progress) update(done, total int) {
+	if !p.enabled {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar == nil {
+		if time.Since(p.start) < time.Second {
+			return
+		}
+		p.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("reading files"),
+			progressbar.OptionClearOnFinish())
+	}
+	_ = p.bar.Set(done)
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
