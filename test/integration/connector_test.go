@@ -137,7 +137,6 @@ func arrowTableRecords(tbl arrow.Table) []arrow.RecordBatch {
 	return out
 }
 
-
 func TestQueryCLIOutputsStatsExplainAndFallsBack(t *testing.T) {
 	c := sharedCluster(t)
 	planTable(t, c)
