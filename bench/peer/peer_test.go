@@ -60,17 +60,17 @@ func queries(rows int64) []query {
 }
 
 type measurement struct {
-	Rows      int64   `json:"rows"`
-	IDSum     int64   `json:"id_sum"`
-	Bytes     int64   `json:"bytes_read"` // SeaweedFS-side: S3 bytes sent (a, b), volume bytes read by weed mount (c)
-	ColdMs    float64 `json:"cold_ms"`
-	WarmMs    float64 `json:"warm_median_ms"`
-	Pushdown  bool    `json:"pushdown,omitempty"`
-	Fallback  string  `json:"fallback_reason,omitempty"`
-	Reader    string  `json:"reader"`
-	Indexed   string  `json:"indexed"`
-	Query     string  `json:"query"`
-	Error     string  `json:"error,omitempty"`
+	Rows     int64   `json:"rows"`
+	IDSum    int64   `json:"id_sum"`
+	Bytes    int64   `json:"bytes_read"` // SeaweedFS-side: S3 bytes sent (a, b), volume bytes read by weed mount (c)
+	ColdMs   float64 `json:"cold_ms"`
+	WarmMs   float64 `json:"warm_median_ms"`
+	Pushdown bool    `json:"pushdown,omitempty"`
+	Fallback string  `json:"fallback_reason,omitempty"`
+	Reader   string  `json:"reader"`
+	Indexed  string  `json:"indexed"`
+	Query    string  `json:"query"`
+	Error    string  `json:"error,omitempty"`
 }
 
 func TestPeerBenchmark(t *testing.T) {
@@ -122,7 +122,9 @@ func TestPeerBenchmark(t *testing.T) {
 	remount()
 	t.Cleanup(func() { _ = exec("umount", "-l", mnt) })
 
-	s3Sent := func() int64 { return scrape(t, metricsPort, `SeaweedFS_s3_bucket_traffic_sent_bytes_total{bucket="warehouse"}`) }
+	s3Sent := func() int64 {
+		return scrape(t, metricsPort, `SeaweedFS_s3_bucket_traffic_sent_bytes_total{bucket="warehouse"}`)
+	}
 	mountRead := func() int64 { return procIO(mount.Cmd.Process.Pid, "rchar") }
 
 	var results []measurement

@@ -240,6 +240,7 @@ type Cluster struct {
 	Warehouse          string
 	Proc               *Process
 	StartupTime        time.Duration
+	dial               grpc.DialOption
 }
 
 // MiniOptions tune StartMini.
@@ -247,6 +248,12 @@ type MiniOptions struct {
 	ExtraArgs []string // more flags for `weed mini`
 	Env       []string
 	Warehouse string // table bucket created at start (default "warehouse")
+	// Setup runs in the cluster directory before the process starts (write
+	// a security.toml there, say: weed reads it from its working directory).
+	Setup func(dir string)
+	// Dial is how readiness probes reach the pushdown services (default:
+	// plaintext).
+	Dial grpc.DialOption
 }
 
 // StartMini starts `weed mini -pushdown` on ephemeral loopback ports and
@@ -272,6 +279,10 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 		"-pushdown", "-pushdown.port=" + strconv.Itoa(p[9]), "-pushdown.volume.port=" + strconv.Itoa(p[10]),
 	}
 	args = append(args, o.ExtraArgs...)
+	if o.Setup != nil {
+		o.Setup(c.Dir)
+	}
+	c.dial = o.Dial
 	start := time.Now()
 	c.Proc = StartProcess(t, c.Dir, "mini", o.Env, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -286,7 +297,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 // WaitReady waits until the catalog pushdown service reports at least
 // volumes healthy volume endpoints and S3 and the Iceberg catalog answer.
 func (c *Cluster) WaitReady(ctx context.Context, volumes int) error {
-	if err := WaitHealthyEndpoints(ctx, c.CatalogAddr(), volumes); err != nil {
+	if err := WaitHealthyEndpointsWith(ctx, c.CatalogAddr(), volumes, c.dial); err != nil {
 		return err
 	}
 	for _, a := range []string{c.S3Addr(), c.IcebergAddr()} {
@@ -315,7 +326,15 @@ func waitTCP(ctx context.Context, addr string) error {
 // WaitHealthyEndpoints polls the catalog's Status until exactly n volume
 // endpoints are healthy.
 func WaitHealthyEndpoints(ctx context.Context, catalog string, n int) error {
-	conn, err := grpc.NewClient(catalog, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return WaitHealthyEndpointsWith(ctx, catalog, n, nil)
+}
+
+// WaitHealthyEndpointsWith is WaitHealthyEndpoints with a dial option.
+func WaitHealthyEndpointsWith(ctx context.Context, catalog string, n int, dial grpc.DialOption) error {
+	if dial == nil {
+		dial = grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	conn, err := grpc.NewClient(catalog, dial)
 	if err != nil {
 		return err
 	}
@@ -383,7 +402,15 @@ func (c *Cluster) MasterAddr() string { return c.addr(c.MasterPort) }
 // stderr and error.
 func Weed(t testing.TB, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return WeedIn(t, "", args...)
+}
+
+// WeedIn is Weed with the working directory dir (where weed looks for
+// security.toml).
+func WeedIn(t testing.TB, dir string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
+	cmd.Dir = dir
 	cmd.Env = cleanEnv(nil)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
