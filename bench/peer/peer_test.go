@@ -364,8 +364,8 @@ func exec(name string, args ...string) error {
 }
 
 func write(t *testing.T, ms []measurement) {
-	root, _ := harness.RepoRoot()
-	dir := filepath.Join(root, "bench", "results")
+	root, _ := harness.RepoRoot() // bench/peer (its own module)
+	dir := filepath.Join(root, "..", "results")
 	_ = os.MkdirAll(dir, 0o755)
 	b, _ := json.MarshalIndent(ms, "", "  ")
 	_ = os.WriteFile(filepath.Join(dir, "peer.json"), b, 0o644)
