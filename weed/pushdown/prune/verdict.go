@@ -71,32 +71,7 @@ type StatsFunc func(fieldID int) ColumnStats
 // Evaluate returns CannotMatch only when the statistics prove that no row
 // matches the bound, normalized predicate e.
 func Evaluate(e predicate.Expr, stats StatsFunc) Verdict {
-	switch x := e.(type) {
-	case predicate.Const:
-		if x.Value {
-			return MightMatch
-		}
-		return CannotMatch
-	case predicate.And:
-		for _, k := range x.Kids {
-			if Evaluate(k, stats) == CannotMatch {
-				return CannotMatch
-			}
-		}
-		return MightMatch
-	case predicate.Or:
-		for _, k := range x.Kids {
-			if Evaluate(k, stats) == MightMatch {
-				return MightMatch
-			}
-		}
-		return CannotMatch
-	case *predicate.Leaf:
-		return EvaluateLeaf(x, stats(x.FieldID))
-	}
-	// Residuals, NOT (never present after normalization) and anything
-	// unknown keep the rows.
-	return MightMatch
+	return EvaluateWith(e, func(l *predicate.Leaf) Verdict { return EvaluateLeaf(l, stats(l.FieldID)) })
 }
 
 // EvaluateLeaf decides one comparison against one column's statistics.
