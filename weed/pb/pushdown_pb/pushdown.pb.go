@@ -2225,6 +2225,208 @@ func (x *ReadRangesRequest) GetExpectedSize() int64 {
 	return 0
 }
 
+type ComputeDeletesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Data files, each with exactly the delete files that apply to it.
+	DataFiles []*DataFileDescriptor `protobuf:"bytes,1,rep,name=data_files,json=dataFiles,proto3" json:"data_files,omitempty"`
+	// Iceberg schema JSON the equality-delete columns are typed by.
+	SchemaJson []byte `protobuf:"bytes,2,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`
+	// The table's name mapping JSON (schema.name-mapping.default), if any.
+	NameMappingJson []byte `protobuf:"bytes,3,opt,name=name_mapping_json,json=nameMappingJson,proto3" json:"name_mapping_json,omitempty"`
+	// Accept deletion vectors stored as bare roaring bitmaps without the
+	// deletion-vector-v1 framing (an older writer's format).
+	AllowBareDeletionVectors bool `protobuf:"varint,4,opt,name=allow_bare_deletion_vectors,json=allowBareDeletionVectors,proto3" json:"allow_bare_deletion_vectors,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *ComputeDeletesRequest) Reset() {
+	*x = ComputeDeletesRequest{}
+	mi := &file_pushdown_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeDeletesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeDeletesRequest) ProtoMessage() {}
+
+func (x *ComputeDeletesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeDeletesRequest.ProtoReflect.Descriptor instead.
+func (*ComputeDeletesRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ComputeDeletesRequest) GetDataFiles() []*DataFileDescriptor {
+	if x != nil {
+		return x.DataFiles
+	}
+	return nil
+}
+
+func (x *ComputeDeletesRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+func (x *ComputeDeletesRequest) GetNameMappingJson() []byte {
+	if x != nil {
+		return x.NameMappingJson
+	}
+	return nil
+}
+
+func (x *ComputeDeletesRequest) GetAllowBareDeletionVectors() bool {
+	if x != nil {
+		return x.AllowBareDeletionVectors
+	}
+	return false
+}
+
+type DeletedPositions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Portable roaring64 bitmap of deleted file-absolute row positions.
+	Positions          []byte `protobuf:"bytes,2,opt,name=positions,proto3" json:"positions,omitempty"`
+	Cardinality        int64  `protobuf:"varint,3,opt,name=cardinality,proto3" json:"cardinality,omitempty"`
+	DeleteFilesApplied int64  `protobuf:"varint,4,opt,name=delete_files_applied,json=deleteFilesApplied,proto3" json:"delete_files_applied,omitempty"`
+	CacheHits          int64  `protobuf:"varint,5,opt,name=cache_hits,json=cacheHits,proto3" json:"cache_hits,omitempty"`
+	CacheMisses        int64  `protobuf:"varint,6,opt,name=cache_misses,json=cacheMisses,proto3" json:"cache_misses,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *DeletedPositions) Reset() {
+	*x = DeletedPositions{}
+	mi := &file_pushdown_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletedPositions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletedPositions) ProtoMessage() {}
+
+func (x *DeletedPositions) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletedPositions.ProtoReflect.Descriptor instead.
+func (*DeletedPositions) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *DeletedPositions) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DeletedPositions) GetPositions() []byte {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+func (x *DeletedPositions) GetCardinality() int64 {
+	if x != nil {
+		return x.Cardinality
+	}
+	return 0
+}
+
+func (x *DeletedPositions) GetDeleteFilesApplied() int64 {
+	if x != nil {
+		return x.DeleteFilesApplied
+	}
+	return 0
+}
+
+func (x *DeletedPositions) GetCacheHits() int64 {
+	if x != nil {
+		return x.CacheHits
+	}
+	return 0
+}
+
+func (x *DeletedPositions) GetCacheMisses() int64 {
+	if x != nil {
+		return x.CacheMisses
+	}
+	return 0
+}
+
+type ComputeDeletesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*DeletedPositions    `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"` // in request order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComputeDeletesResponse) Reset() {
+	*x = ComputeDeletesResponse{}
+	mi := &file_pushdown_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComputeDeletesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComputeDeletesResponse) ProtoMessage() {}
+
+func (x *ComputeDeletesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComputeDeletesResponse.ProtoReflect.Descriptor instead.
+func (*ComputeDeletesResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ComputeDeletesResponse) GetFiles() []*DeletedPositions {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
 type ReadRangesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Data          [][]byte               `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"` // one entry per requested range, in order
@@ -2237,7 +2439,7 @@ type ReadRangesResponse struct {
 
 func (x *ReadRangesResponse) Reset() {
 	*x = ReadRangesResponse{}
-	mi := &file_pushdown_proto_msgTypes[21]
+	mi := &file_pushdown_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2249,7 +2451,7 @@ func (x *ReadRangesResponse) String() string {
 func (*ReadRangesResponse) ProtoMessage() {}
 
 func (x *ReadRangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[21]
+	mi := &file_pushdown_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2262,7 +2464,7 @@ func (x *ReadRangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRangesResponse.ProtoReflect.Descriptor instead.
 func (*ReadRangesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{21}
+	return file_pushdown_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReadRangesResponse) GetData() [][]byte {
@@ -2495,7 +2697,24 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x11ReadRangesRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12.\n" +
 	"\x06ranges\x18\x02 \x03(\v2\x16.pushdown_pb.FileRangeR\x06ranges\x12#\n" +
-	"\rexpected_size\x18\x03 \x01(\x03R\fexpectedSize\"\x89\x01\n" +
+	"\rexpected_size\x18\x03 \x01(\x03R\fexpectedSize\"\xe3\x01\n" +
+	"\x15ComputeDeletesRequest\x12>\n" +
+	"\n" +
+	"data_files\x18\x01 \x03(\v2\x1f.pushdown_pb.DataFileDescriptorR\tdataFiles\x12\x1f\n" +
+	"\vschema_json\x18\x02 \x01(\fR\n" +
+	"schemaJson\x12*\n" +
+	"\x11name_mapping_json\x18\x03 \x01(\fR\x0fnameMappingJson\x12=\n" +
+	"\x1ballow_bare_deletion_vectors\x18\x04 \x01(\bR\x18allowBareDeletionVectors\"\xda\x01\n" +
+	"\x10DeletedPositions\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
+	"\tpositions\x18\x02 \x01(\fR\tpositions\x12 \n" +
+	"\vcardinality\x18\x03 \x01(\x03R\vcardinality\x120\n" +
+	"\x14delete_files_applied\x18\x04 \x01(\x03R\x12deleteFilesApplied\x12\x1d\n" +
+	"\n" +
+	"cache_hits\x18\x05 \x01(\x03R\tcacheHits\x12!\n" +
+	"\fcache_misses\x18\x06 \x01(\x03R\vcacheMisses\"M\n" +
+	"\x16ComputeDeletesResponse\x123\n" +
+	"\x05files\x18\x01 \x03(\v2\x1d.pushdown_pb.DeletedPositionsR\x05files\"\x89\x01\n" +
 	"\x12ReadRangesResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x03(\fR\x04data\x12\x1b\n" +
 	"\tfile_size\x18\x02 \x01(\x03R\bfileSize\x12\x1f\n" +
@@ -2529,11 +2748,12 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x11CATALOG_VALIDATED\x10\x032\xaa\x01\n" +
 	"\x0fPushdownCatalog\x12S\n" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
-	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x002\xa4\x01\n" +
+	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x002\x81\x02\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
-	"ReadRanges\x12\x1e.pushdown_pb.ReadRangesRequest\x1a\x1f.pushdown_pb.ReadRangesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"ReadRanges\x12\x1e.pushdown_pb.ReadRangesRequest\x1a\x1f.pushdown_pb.ReadRangesResponse\"\x00\x12[\n" +
+	"\x0eComputeDeletes\x12\".pushdown_pb.ComputeDeletesRequest\x1a#.pushdown_pb.ComputeDeletesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -2548,7 +2768,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),              // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),              // 1: pushdown_pb.DeleteContent
@@ -2576,7 +2796,10 @@ var file_pushdown_proto_goTypes = []any{
 	(*CatalogStatus)(nil),           // 23: pushdown_pb.CatalogStatus
 	(*VolumeStatus)(nil),            // 24: pushdown_pb.VolumeStatus
 	(*ReadRangesRequest)(nil),       // 25: pushdown_pb.ReadRangesRequest
-	(*ReadRangesResponse)(nil),      // 26: pushdown_pb.ReadRangesResponse
+	(*ComputeDeletesRequest)(nil),   // 26: pushdown_pb.ComputeDeletesRequest
+	(*DeletedPositions)(nil),        // 27: pushdown_pb.DeletedPositions
+	(*ComputeDeletesResponse)(nil),  // 28: pushdown_pb.ComputeDeletesResponse
+	(*ReadRangesResponse)(nil),      // 29: pushdown_pb.ReadRangesResponse
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -2606,19 +2829,23 @@ var file_pushdown_proto_depIdxs = []int32{
 	21, // 24: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
 	21, // 25: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
 	12, // 26: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
-	5,  // 27: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 28: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	20, // 29: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 30: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	10, // 31: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 32: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	24, // 33: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	26, // 34: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	31, // [31:35] is the sub-list for method output_type
-	27, // [27:31] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	6,  // 27: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	27, // 28: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
+	5,  // 29: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 30: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	20, // 31: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 32: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 33: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	10, // 34: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 35: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	24, // 36: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 37: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 38: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	34, // [34:39] is the sub-list for method output_type
+	29, // [29:34] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -2634,7 +2861,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -176,8 +176,9 @@ var PushdownCatalog_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	PushdownVolume_Status_FullMethodName     = "/pushdown_pb.PushdownVolume/Status"
-	PushdownVolume_ReadRanges_FullMethodName = "/pushdown_pb.PushdownVolume/ReadRanges"
+	PushdownVolume_Status_FullMethodName         = "/pushdown_pb.PushdownVolume/Status"
+	PushdownVolume_ReadRanges_FullMethodName     = "/pushdown_pb.PushdownVolume/ReadRanges"
+	PushdownVolume_ComputeDeletes_FullMethodName = "/pushdown_pb.PushdownVolume/ComputeDeletes"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -189,6 +190,11 @@ type PushdownVolumeClient interface {
 	// ReadRanges reads byte ranges of a file stored in the filer, preferring
 	// the chunks held by this volume server.
 	ReadRanges(ctx context.Context, in *ReadRangesRequest, opts ...grpc.CallOption) (*ReadRangesResponse, error)
+	// ComputeDeletes returns the deleted row positions of data files held by
+	// this volume server, from the delete files that apply to each (already
+	// resolved by the catalog). Bitmaps are cached here and persisted beside
+	// the data under .index/.
+	ComputeDeletes(ctx context.Context, in *ComputeDeletesRequest, opts ...grpc.CallOption) (*ComputeDeletesResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -219,6 +225,16 @@ func (c *pushdownVolumeClient) ReadRanges(ctx context.Context, in *ReadRangesReq
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) ComputeDeletes(ctx context.Context, in *ComputeDeletesRequest, opts ...grpc.CallOption) (*ComputeDeletesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ComputeDeletesResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_ComputeDeletes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -228,6 +244,11 @@ type PushdownVolumeServer interface {
 	// ReadRanges reads byte ranges of a file stored in the filer, preferring
 	// the chunks held by this volume server.
 	ReadRanges(context.Context, *ReadRangesRequest) (*ReadRangesResponse, error)
+	// ComputeDeletes returns the deleted row positions of data files held by
+	// this volume server, from the delete files that apply to each (already
+	// resolved by the catalog). Bitmaps are cached here and persisted beside
+	// the data under .index/.
+	ComputeDeletes(context.Context, *ComputeDeletesRequest) (*ComputeDeletesResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -243,6 +264,9 @@ func (UnimplementedPushdownVolumeServer) Status(context.Context, *StatusRequest)
 }
 func (UnimplementedPushdownVolumeServer) ReadRanges(context.Context, *ReadRangesRequest) (*ReadRangesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadRanges not implemented")
+}
+func (UnimplementedPushdownVolumeServer) ComputeDeletes(context.Context, *ComputeDeletesRequest) (*ComputeDeletesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ComputeDeletes not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -301,6 +325,24 @@ func _PushdownVolume_ReadRanges_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_ComputeDeletes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ComputeDeletesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).ComputeDeletes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_ComputeDeletes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).ComputeDeletes(ctx, req.(*ComputeDeletesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -315,6 +357,10 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadRanges",
 			Handler:    _PushdownVolume_ReadRanges_Handler,
+		},
+		{
+			MethodName: "ComputeDeletes",
+			Handler:    _PushdownVolume_ComputeDeletes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -518,11 +518,17 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 		if r.IntN(2) == 0 {
 			proj = []int{1 + r.IntN(19)}
 		}
-		resp, plans, err := p.Plan(context.Background(), Request{Table: Table{Schema: schema}, Files: []DataFile{f.file}, Predicate: e, Projection: proj, Options: DefaultOptions()})
+		req := Request{Table: Table{Schema: schema}, Files: []DataFile{f.file}, Predicate: e, Projection: proj, Options: DefaultOptions()}
+		if i%3 == 0 {
+			req.Files[0].HasDeletes = true
+			req.Deletes = fixedDeletes{randomDeletes(r, f.df)}
+		}
+		resp, plans, err := p.Plan(context.Background(), req)
 		if err != nil {
 			t.Fatalf("plan %s: %v", e, err)
 		}
 		m, pl := checkPlan(t, f.name, e, f.df, plans[0], resp)
+		checkDeletedPositions(t, f.name, plans[0], resp)
 		checkPagesCoverRows(t, f.name, e, plans[0], resp)
 		matching += m
 		planned += pl

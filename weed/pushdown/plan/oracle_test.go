@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -52,6 +55,9 @@ func checkPlan(t testing.TB, name string, e predicate.Expr, df *decodedFile, fp 
 	t.Helper()
 	var matching int64
 	for _, i := range df.Matching(e) {
+		if fp.Deleted != nil && fp.Deleted.Contains(uint64(i)) {
+			continue // deleted rows need not be planned
+		}
 		matching++
 		if fp.Skip {
 			t.Fatalf("%s: %s: row %d matches but the file was pruned by %s", name, e, i, fp.SkipTier)
@@ -80,4 +86,64 @@ func checkPlan(t testing.TB, name string, e predicate.Expr, df *decodedFile, fp 
 		}
 	}
 	return matching, planned
+}
+
+// fixedDeletes is a DeleteSource answering one bitmap for every file.
+type fixedDeletes struct{ b *roaring64.Bitmap }
+
+func (d fixedDeletes) Deleted(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, DeleteStats, error) {
+	out := make([]*roaring64.Bitmap, len(files))
+	for i := range out {
+		out[i] = d.b
+	}
+	return out, DeleteStats{FilesApplied: 1}, nil
+}
+
+// randomDeletes deletes ~10% of the rows at random, one long run, and
+// sometimes a whole row group.
+func randomDeletes(r *rand.Rand, df *decodedFile) *roaring64.Bitmap {
+	b := roaring64.New()
+	for i := int64(0); i < df.Rows; i++ {
+		if r.IntN(10) == 0 {
+			b.Add(uint64(i))
+		}
+	}
+	start := r.Int64N(df.Rows)
+	b.AddRange(uint64(start), uint64(min(df.Rows, start+MinDeletedRun+r.Int64N(2*MinDeletedRun))))
+	if r.IntN(2) == 0 && len(df.RowGroupStart) > 1 {
+		rg := r.IntN(len(df.RowGroupStart))
+		end := df.Rows
+		if rg+1 < len(df.RowGroupStart) {
+			end = df.RowGroupStart[rg+1]
+		}
+		b.AddRange(uint64(df.RowGroupStart[rg]), uint64(end))
+	}
+	return b
+}
+
+// checkDeletedPositions asserts that each planned row group carries exactly
+// the deleted positions inside it and that no planned row group is wholly
+// deleted.
+func checkDeletedPositions(t testing.TB, name string, fp *FilePlan, resp *pushdown_pb.ParquetPushdownResponse) {
+	t.Helper()
+	for _, ref := range resp.GetRowGroups() {
+		lo, hi := uint64(ref.FirstRow), uint64(ref.FirstRow+ref.RowCount)
+		want := roaring64.New()
+		if fp.Deleted != nil {
+			want.AddRange(lo, hi)
+			want.And(fp.Deleted)
+		}
+		got := roaring64.New()
+		if len(ref.DeletedPositions) > 0 {
+			if _, err := got.ReadFrom(bytes.NewReader(ref.DeletedPositions)); err != nil {
+				t.Fatalf("%s: row group %d: deleted positions do not decode: %v", name, ref.RowGroup, err)
+			}
+		}
+		if !got.Equals(want) {
+			t.Fatalf("%s: row group %d: deleted positions %v, want %v", name, ref.RowGroup, got.ToArray(), want.ToArray())
+		}
+		if want.GetCardinality() == hi-lo {
+			t.Fatalf("%s: row group %d is wholly deleted but planned", name, ref.RowGroup)
+		}
+	}
 }

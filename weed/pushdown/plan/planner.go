@@ -68,6 +68,18 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	}
 	tiers[TierManifest].dur = time.Since(t0)
 
+	// Deletes of the surviving files are computed (beside the data) while
+	// their footers load.
+	var delStats DeleteStats
+	deletesDone := make(chan error, 1)
+	go func() {
+		t0 := time.Now()
+		var err error
+		delStats, err = computeDeletes(ctx, req.Deletes, live)
+		tiers[TierDeletes].dur += time.Since(t0)
+		deletesDone <- err
+	}()
+
 	// Footers of the surviving files: cached ones at once, cold loads in
 	// parallel.
 	var hits, misses int64
@@ -101,6 +113,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		})
 	}
 	if err := g.Wait(); err != nil {
+		<-deletesDone
+		return nil, nil, err
+	}
+	if err := <-deletesDone; err != nil {
 		return nil, nil, err
 	}
 	for _, fp := range live {
@@ -189,7 +205,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	// Pages pruned are attributed to the page index tier (row groups
 	// skipped earlier drop their pages too; those count with their tier's
 	// row groups).
-	st.Tiers[3].PagesPruned = st.PagesPruned
+	st.Tiers[3].PagesPruned = st.PagesPruned // page_index
 	if rowsTotal > 0 {
 		st.EstimatedSelectivity = float64(rowsPlanned) / float64(rowsTotal)
 	} else {
@@ -205,6 +221,15 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	sort.Strings(st.IndexesMissing)
 	st.ResidualPredicates = predicate.Residuals(e)
 	st.FooterCacheHits, st.FooterCacheMisses = hits, misses
+	st.DeleteFilesApplied, st.DeleteBitmapCacheHits, st.DeleteBitmapCacheMisses = delStats.FilesApplied, delStats.CacheHits, delStats.CacheMisses
+	for _, fp := range live {
+		if fp.Deleted != nil {
+			st.RowsDeleted += int64(fp.Deleted.GetCardinality())
+		}
+	}
+	for _, d := range delStats.Degraded {
+		st.IndexesMissing = append(st.IndexesMissing, d)
+	}
 	projectionPrunes := survivingFileBytes > 0 && float64(st.BytesPlanned) < 0.8*float64(survivingFileBytes)
 	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
 	st.PlanMicros = time.Since(start).Microseconds()
@@ -224,7 +249,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	}
 	fp.RowGroups = make([]RowGroupPlan, md.NumRowGroups())
 	if !hasPredicate {
-		return nil
+		return p.applyDeletes(fp, tiers, mu)
 	}
 	fc := newFileContext(&req.Table, fp.Footer, fp.Columns)
 	o := req.Options
@@ -294,7 +319,71 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 		tiers[t].dur += c.dur
 	}
 	mu.Unlock()
+	return p.applyDeletes(fp, tiers, mu)
+}
+
+// applyDeletes runs the deletes tier over a file's row groups.
+func (p *Planner) applyDeletes(fp *FilePlan, tiers map[string]*tierCounter, mu *sync.Mutex) error {
+	if fp.Deleted == nil || fp.Deleted.IsEmpty() {
+		return nil
+	}
+	t0 := time.Now()
+	md := fp.Footer.Meta
+	var first int64
+	var pruned int64
+	alive := 0
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		n := md.RowGroup(rg).NumRows()
+		rgp := &fp.RowGroups[rg]
+		wasSkipped := rgp.Skip
+		PruneByDeletes(rgp, fp.Deleted, first, n)
+		if rgp.Skip && !wasSkipped {
+			pruned++
+		}
+		if !rgp.Skip {
+			alive++
+		}
+		first += n
+	}
+	mu.Lock()
+	c := tiers[TierDeletes]
+	c.rowGroups += pruned
+	if alive == 0 && pruned > 0 {
+		c.files++
+	}
+	c.dur += time.Since(t0)
+	mu.Unlock()
 	return nil
+}
+
+// computeDeletes asks src for the deleted positions of the files that have
+// deletes.
+func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (DeleteStats, error) {
+	var files []*DataFile
+	var plans []*FilePlan
+	for _, fp := range live {
+		if fp.File.HasDeletes {
+			files = append(files, fp.File)
+			plans = append(plans, fp)
+		}
+	}
+	if len(files) == 0 {
+		return DeleteStats{}, nil
+	}
+	if src == nil {
+		return DeleteStats{}, perr.New(perr.Internal, "%d files have delete files but the plan has no delete source", len(files))
+	}
+	bms, st, err := src.Deleted(ctx, files)
+	if err != nil {
+		return st, err
+	}
+	if len(bms) != len(files) {
+		return st, perr.New(perr.Internal, "delete source returned %d bitmaps for %d files", len(bms), len(files))
+	}
+	for i, fp := range plans {
+		fp.Deleted = bms[i]
+	}
+	return st, nil
 }
 
 // projectionOf returns the (memoized) leaf columns of a projection.

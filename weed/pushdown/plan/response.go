@@ -99,6 +99,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 		if !rgp.Skip {
 			out.rowGroupsLeft++
 			ref := &pushdown_pb.RowGroupRef{File: fp.File.Path, RowGroup: int32(rg), FirstRow: firstRow, RowCount: numRows}
+			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
 				for _, r := range rgp.Rows {
 					ref.RowRanges = append(ref.RowRanges, &pushdown_pb.RowRange{Start: r.Start, End: r.End})

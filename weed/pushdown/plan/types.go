@@ -21,6 +21,7 @@ package plan
 import (
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -36,7 +37,7 @@ const (
 )
 
 // Tiers in planning order.
-var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex}
+var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex, TierDeletes}
 
 // ManifestStats are a data file's column metrics from its manifest entry
 // (maps keyed by field id; nil maps mean "not recorded").
@@ -60,6 +61,9 @@ type DataFile struct {
 	// SplitOffsets are the row group starts recorded in the manifest (their
 	// count is the row group count of a file pruned before its footer).
 	SplitOffsets []int64
+	// HasDeletes says delete files apply to this file (Request.Deletes
+	// computes which positions).
+	HasDeletes bool
 }
 
 // Table is what the planner needs to know about the table.
@@ -95,6 +99,9 @@ type Request struct {
 	Predicate  predicate.Expr // bound and normalized; nil = no predicate
 	Projection []int          // field ids; empty = every column
 	Options    Options
+	// Deletes computes deleted positions of files with HasDeletes set; nil
+	// when no file has deletes.
+	Deletes DeleteSource
 }
 
 // RowGroupPlan is the access plan of one row group.
@@ -114,6 +121,8 @@ type FilePlan struct {
 	Skip      bool
 	SkipTier  string
 	RowGroups []RowGroupPlan
+	// Deleted are the file's deleted positions (file-absolute); nil = none.
+	Deleted *roaring64.Bitmap
 	// Why a tier could not be used on this file (for indexes_missing).
 	Missing []string
 	Used    []string
