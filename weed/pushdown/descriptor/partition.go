@@ -238,6 +238,9 @@ func decodeValue(t iceberg.Type, raw json.RawMessage) (any, error) {
 	}
 	integer := func(bits int) (int64, error) {
 		var n json.Number
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' {
+			return 0, fmt.Errorf("want a JSON integer, got %s", raw)
+		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if err := dec.Decode(&n); err != nil {
