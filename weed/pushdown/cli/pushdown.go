@@ -39,6 +39,8 @@ var Command = &command.Command{
       read a table through the plan: only planned byte ranges, through the S3 gateway.
   weed pushdown demo -table ns.name [-rows N] [-files F] [-indexed all|half|none] [-seed S] ...
       writes a generated Iceberg table through the REST catalog and S3 gateway.
+  weed pushdown import -dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run]
+      copies a local Iceberg table into the warehouse, rewriting its paths, and registers it.
 
 Run "weed pushdown <subcommand> -h" for a subcommand's flags.
 `,

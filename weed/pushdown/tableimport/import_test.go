@@ -1,0 +1,483 @@
+package tableimport
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/linkedin/goavro/v2"
+
+	"github.com/lakeweed/seaweedfs/test/harness"
+)
+
+const testLocation = "s3://wh/ns/events-0000"
+
+// prepareGenerated writes a generated table and prepares its import.
+func prepareGenerated(t *testing.T, formatVersion int) (GeneratedTable, *Plan) {
+	t.Helper()
+	gen := WriteGeneratedTable(t, t.TempDir(), formatVersion)
+	plan, err := Prepare(PrepareOptions{Dir: gen.Dir, Location: testLocation})
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	t.Cleanup(func() { plan.Close() })
+	return gen, plan
+}
+
+func objectByKey(t *testing.T, plan *Plan, s3path string) Object {
+	t.Helper()
+	key, ok := strings.CutPrefix(s3path, "s3://"+plan.Bucket+"/")
+	if !ok {
+		t.Fatalf("%s is not in bucket %s", s3path, plan.Bucket)
+	}
+	for _, o := range plan.Objects {
+		if o.Key == key {
+			return o
+		}
+	}
+	t.Fatalf("no object for %s", s3path)
+	return Object{}
+}
+
+// stringsIn collects every string in a goavro native value or a JSON value.
+func stringsIn(v any, out *[]string) {
+	switch t := v.(type) {
+	case string:
+		*out = append(*out, t)
+	case map[string]any:
+		for _, e := range t {
+			stringsIn(e, out)
+		}
+	case []any:
+		for _, e := range t {
+			stringsIn(e, out)
+		}
+	case *jsonObject:
+		for _, m := range t.members {
+			stringsIn(m.value, out)
+		}
+	}
+}
+
+// checkImportedTable verifies a prepared generated table: every snapshot
+// scans to the source's rows, no rewritten file names the source folder,
+// every size in a manifest or manifest list is the size of the object it
+// names, and Avro headers are kept.
+func checkImportedTable(t *testing.T, gen GeneratedTable, plan *Plan) (entries []map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
+	materialize(t, plan, root)
+	dst := openPlanned(t, plan, root)
+	if got, want := len(dst.Metadata().Snapshots()), len(gen.Table.Metadata().Snapshots()); got != want || got != 3 {
+		t.Fatalf("rewritten table has %d snapshots, source %d, want 3", got, want)
+	}
+	if dst.Location() != plan.Location {
+		t.Errorf("location %q, want %q", dst.Location(), plan.Location)
+	}
+	for _, snap := range gen.Table.Metadata().Snapshots() {
+		want, err := harness.SnapshotRows(ctx, gen.Table, snap.SnapshotID)
+		if err != nil {
+			t.Fatalf("scan source snapshot %d: %v", snap.SnapshotID, err)
+		}
+		got, err := harness.SnapshotRows(ctx, dst, snap.SnapshotID)
+		if err != nil {
+			t.Fatalf("scan rewritten snapshot %d: %v", snap.SnapshotID, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("snapshot %d: rewritten table scans to\n%v\nthe source to\n%v", snap.SnapshotID, got, want)
+		}
+	}
+	if n := len(harness.CurrentRows(t, ctx, dst)); n != 8 {
+		t.Errorf("current snapshot has %d rows after deleting 2 of 10", n)
+	}
+
+	srcMarker := filepath.ToSlash(gen.Dir)
+	noSourcePath := func(what string, strs []string) {
+		for _, s := range strs {
+			if strings.Contains(s, srcMarker) {
+				t.Errorf("%s still names the source folder: %q", what, s)
+			}
+		}
+	}
+	for _, o := range plan.Objects {
+		b, err := os.ReadFile(o.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(b)) != o.Size {
+			t.Errorf("%s: planned size %d, file has %d", o.Key, o.Size, len(b))
+		}
+		switch o.Kind {
+		case KindMetadata:
+			doc, err := parseJSON(b)
+			if err != nil {
+				t.Fatalf("%s: %v", o.Key, err)
+			}
+			var strs []string
+			stringsIn(doc, &strs)
+			noSourcePath(o.Key, strs)
+		case KindManifestList, KindManifest:
+			af, err := readAvroFile(b)
+			if err != nil {
+				t.Fatalf("%s: %v", o.Key, err)
+			}
+			var strs []string
+			for _, r := range af.records {
+				stringsIn(r, &strs)
+			}
+			noSourcePath(o.Key, strs)
+			// Header kept: same entries, same schema text, as the source file.
+			srcRel := strings.TrimPrefix(o.Key, "ns/events-0000/")
+			srcBytes, err := os.ReadFile(filepath.Join(gen.Dir, filepath.FromSlash(srcRel)))
+			if err != nil {
+				t.Fatalf("source of %s: %v", o.Key, err)
+			}
+			srcAF, err := readAvroFile(srcBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(srcAF.meta, af.meta) {
+				t.Errorf("%s: Avro header changed", o.Key)
+			}
+			for _, r := range af.records {
+				rec := r.(map[string]any)
+				if o.Kind == KindManifestList {
+					p, _ := asString(rec["manifest_path"])
+					n, _ := asInt64(rec["manifest_length"])
+					if m := objectByKey(t, plan, p); m.Size != n {
+						t.Errorf("%s: manifest_length %d for %s, the object has %d bytes", o.Key, n, p, m.Size)
+					}
+					continue
+				}
+				df := unionValue(rec["data_file"]).(map[string]any)
+				p, _ := asString(df["file_path"])
+				n, _ := asInt64(df["file_size_in_bytes"])
+				if d := objectByKey(t, plan, p); d.Size != n {
+					t.Errorf("%s: file_size_in_bytes %d for %s, the object has %d bytes", o.Key, n, p, d.Size)
+				}
+				entries = append(entries, df)
+			}
+		}
+	}
+	return entries
+}
+
+func TestImportOfAGeneratedV2TableRewritesMultiTargetPositionDeletesAndScansEqual(t *testing.T) {
+	gen, plan := prepareGenerated(t, 2)
+	entries := checkImportedTable(t, gen, plan)
+	var posDeletes []map[string]any
+	for _, df := range entries {
+		if c, _ := asInt64(df["content"]); c == contentPositionDelete {
+			posDeletes = append(posDeletes, df)
+		}
+	}
+	if len(posDeletes) != 1 {
+		t.Fatalf("%d position-delete entries, want 1 (a multi-target file)", len(posDeletes))
+	}
+	df := posDeletes[0]
+	p, _ := asString(df["file_path"])
+	obj := objectByKey(t, plan, p)
+	if !obj.Rewritten || obj.Kind != KindPositionDeletes {
+		t.Fatalf("position-delete object %+v: want rewritten", obj)
+	}
+	paths := readDeletePaths(t, obj.Source)
+	distinct := map[string]bool{}
+	for _, fp := range paths {
+		distinct[fp] = true
+		if !strings.HasPrefix(fp, testLocation+"/data/") {
+			t.Errorf("position delete names %q, want a path under %s/data/", fp, testLocation)
+		}
+	}
+	if len(distinct) != 2 {
+		t.Fatalf("position-delete file names %d data files, want 2 (multi-target): %v", len(distinct), paths)
+	}
+	lo, hasLo := boundFor(df, "lower_bounds", posDeleteFilePathFieldID)
+	hi, hasHi := boundFor(df, "upper_bounds", posDeleteFilePathFieldID)
+	if hasLo != hasHi {
+		t.Fatalf("file_path bounds: lower %v upper %v", hasLo, hasHi)
+	}
+	if hasLo && (string(lo) != slices.Min(paths) || string(hi) != slices.Max(paths)) {
+		t.Errorf("file_path bounds [%s, %s], want [%s, %s]", lo, hi, slices.Min(paths), slices.Max(paths))
+	}
+	// The Parquet schema keeps the Iceberg field ids.
+	f, err := os.Open(obj.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	sc := rdr.MetaData().Schema
+	for i := 0; i < sc.NumColumns(); i++ {
+		name := sc.Column(i).Name()
+		id := sc.Column(i).SchemaNode().FieldID()
+		if (name == "file_path" && id != posDeleteFilePathFieldID) || (name == "pos" && id != posDeletePosFieldID) {
+			t.Errorf("column %s has field id %d", name, id)
+		}
+	}
+}
+
+func readDeletePaths(t *testing.T, p string) []string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tbl, err := pqarrow.ReadTable(context.Background(), f, nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	var out []string
+	col := filePathColumn(tbl.Schema())
+	for _, chunk := range tbl.Column(col).Data().Chunks() {
+		s := chunk.(*array.String)
+		for i := 0; i < s.Len(); i++ {
+			out = append(out, s.Value(i))
+		}
+	}
+	return out
+}
+
+func TestImportOfAGeneratedV3TableRewritesDeletionVectorFootersOnly(t *testing.T) {
+	gen, plan := prepareGenerated(t, 3)
+	entries := checkImportedTable(t, gen, plan)
+	var dvs []map[string]any
+	for _, df := range entries {
+		if c, _ := asInt64(df["content"]); c == contentPositionDelete {
+			dvs = append(dvs, df)
+		}
+	}
+	if len(dvs) != 2 {
+		t.Fatalf("%d deletion-vector entries, want 2 (one per data file)", len(dvs))
+	}
+	puffinPath, _ := asString(dvs[0]["file_path"])
+	if p2, _ := asString(dvs[1]["file_path"]); p2 != puffinPath {
+		t.Fatalf("the two deletion vectors are in different Puffin files (%s, %s); the test wants one file with two blobs", puffinPath, p2)
+	}
+	obj := objectByKey(t, plan, puffinPath)
+	if obj.Kind != KindDeletionVectors || !obj.Rewritten {
+		t.Fatalf("Puffin object %+v: want rewritten deletion vectors", obj)
+	}
+	src := filepath.Join(gen.Dir, filepath.FromSlash(strings.TrimPrefix(obj.Key, "ns/events-0000/")))
+	srcBytes, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dstBytes, err := os.ReadFile(obj.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, df := range dvs {
+		off, _ := asInt64(df["content_offset"])
+		n, _ := asInt64(df["content_size_in_bytes"])
+		if !bytes.Equal(srcBytes[off:off+n], dstBytes[off:off+n]) {
+			t.Errorf("blob at %d (+%d) moved or changed", off, n)
+		}
+		ref, _ := asString(df["referenced_data_file"])
+		if !strings.HasPrefix(ref, testLocation+"/data/") {
+			t.Errorf("referenced_data_file %q not moved", ref)
+		}
+	}
+	df, err := os.Open(obj.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer df.Close()
+	footer, err := readPuffinFooter(df, int64(len(dstBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(footer.payload, []byte(filepath.ToSlash(gen.Dir))) || bytes.Count(footer.payload, []byte(testLocation+"/data/")) != 2 {
+		t.Errorf("footer not rewritten: %s", footer.payload)
+	}
+}
+
+func TestImportRefusesAMissingDataFileNamingItAndStagesNothing(t *testing.T) {
+	gen := WriteGeneratedTable(t, t.TempDir(), 2)
+	copyDir := filepath.Join(t.TempDir(), "copy")
+	copyTree(t, gen.Dir, copyDir)
+	var victim string
+	_ = filepath.Walk(filepath.Join(copyDir, "data"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && victim == "" && !strings.Contains(filepath.Base(p), "delete") {
+			victim = p
+		}
+		return nil
+	})
+	if err := os.Remove(victim); err != nil {
+		t.Fatal(err)
+	}
+	before := stagingDirs(t)
+	_, err := Prepare(PrepareOptions{Dir: copyDir, StripPrefix: gen.Location, Location: testLocation})
+	var pe *ProblemsError
+	if !errors.As(err, &pe) {
+		t.Fatalf("got %v, want a ProblemsError", err)
+	}
+	if !strings.Contains(err.Error(), filepath.Base(victim)) || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("error does not name the missing file %s: %v", filepath.Base(victim), err)
+	}
+	if after := stagingDirs(t); after != before {
+		t.Errorf("a refused import left a staging folder (%d before, %d after)", before, after)
+	}
+}
+
+func TestImportRefusesAPathOutsideTheStripPrefixNamingIt(t *testing.T) {
+	gen := WriteGeneratedTable(t, t.TempDir(), 2)
+	_, err := Prepare(PrepareOptions{Dir: gen.Dir, StripPrefix: gen.Location + "/data", Location: testLocation})
+	if err == nil || !strings.Contains(err.Error(), "is not under the table prefix") || !strings.Contains(err.Error(), "/metadata/snap-") {
+		t.Fatalf("got %v, want a refusal naming a manifest list outside the prefix", err)
+	}
+}
+
+func TestImportReadsGzippedMetadataAndStoresItPlain(t *testing.T) {
+	gen := WriteGeneratedTable(t, t.TempDir(), 2)
+	mdDir := filepath.Join(gen.Dir, "metadata")
+	entries, _ := os.ReadDir(mdDir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".metadata.json") {
+			p := filepath.Join(mdDir, e.Name())
+			b, _ := os.ReadFile(p)
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			zw.Write(b)
+			zw.Close()
+			os.Remove(p)
+			if err := os.WriteFile(filepath.Join(mdDir, strings.TrimSuffix(e.Name(), ".metadata.json")+".gz.metadata.json"), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	os.Remove(filepath.Join(mdDir, "version-hint.text"))
+	plan, err := Prepare(PrepareOptions{Dir: gen.Dir, Location: testLocation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plan.Close()
+	if !strings.HasSuffix(plan.MetadataFile, ".gz.metadata.json") || strings.Contains(plan.MetadataLocation, ".gz") {
+		t.Fatalf("imported %s as %s; want the gzip file stored as plain .metadata.json", plan.MetadataFile, plan.MetadataLocation)
+	}
+	root := t.TempDir()
+	materialize(t, plan, root)
+	dst := openPlanned(t, plan, root)
+	for e := range dst.Metadata().PreviousFiles() {
+		if strings.Contains(e.MetadataFile, ".gz") {
+			t.Errorf("metadata-log still names %s", e.MetadataFile)
+		}
+	}
+	if rows := harness.CurrentRows(t, context.Background(), dst); len(rows) != 8 {
+		t.Errorf("%d rows, want 8", len(rows))
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stagingDirs(t *testing.T) int {
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), "lakeweed-import-*"))
+	return len(m)
+}
+
+// Every Avro file of the shared fixtures decodes and encodes again to the
+// same records (checked with goavro's own reader) and the same header.
+func TestAvroFilesOfOtherWritersRoundTripWithoutLosingFields(t *testing.T) {
+	root := harness.RequireShared(t, "testdata/iceberg-tables")
+	var files []string
+	_ = filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".avro") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) < 50 {
+		t.Fatalf("found only %d Avro files under %s", len(files), root)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		af, err := readAvroFile(b)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		out, err := af.encode()
+		if err != nil {
+			t.Errorf("%s: encode: %v", p, err)
+			continue
+		}
+		again, err := readAvroFile(out)
+		if err != nil {
+			t.Errorf("%s: read back: %v", p, err)
+			continue
+		}
+		if !reflect.DeepEqual(af.meta, again.meta) || af.sync != again.sync {
+			t.Errorf("%s: header changed", p)
+		}
+		if !reflect.DeepEqual(goavroRecords(t, b), goavroRecords(t, out)) {
+			t.Errorf("%s: records changed", p)
+		}
+	}
+}
+
+func goavroRecords(t *testing.T, b []byte) []any {
+	t.Helper()
+	r, err := goavro.NewOCFReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []any
+	for r.Scan() {
+		d, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
