@@ -1,0 +1,377 @@
+package deletes
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/apache/iceberg-go/puffin"
+	"github.com/apache/iceberg-go/table/dv"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// p is the README's P(b, c, v) = b * 2^32 + c * 65536 + v.
+func p(b, c, v uint64) uint64 { return b<<32 + c*65536 + v }
+
+func span(lo, hi uint64) []uint64 {
+	var out []uint64
+	for x := lo; x < hi; x++ {
+		out = append(out, x)
+	}
+	return out
+}
+
+func goldenDVs() map[string][]uint64 {
+	all := []uint64{p(0, 0, 5), p(0, 0, 7)}
+	all = append(all, span(p(0, 1, 1), p(0, 1, 1000))...)
+	all = append(all, span(p(0, 2, 1), p(0, 2, 65535))...)
+	all = append(all, p(1, 0, 10), p(1, 0, 20))
+	all = append(all, span(p(1, 1, 10), p(1, 1, 500))...)
+	all = append(all, span(p(1, 2, 1), p(1, 2, 65535))...)
+	return map[string][]uint64{
+		"empty-position-index.bin":                   nil,
+		"small-alternating-values-position-index.bin": {1, 3, 5, 7, 9},
+		"small-and-large-values-position-index.bin":   {100, 101, 2147483747, 2147483748},
+		"all-container-types-position-index.bin":      all,
+	}
+}
+
+func dvFile(path string, size int64, card int64) File {
+	return File{Path: path, Size: size, RecordCount: card, Content: PositionDeletes, Format: FormatPuffin,
+		BlobOffset: 0, BlobLength: size, ReferencedDataFile: "data.parquet"}
+}
+
+func TestGoldenDeletionVectorsDecodeToExactlyTheDocumentedPositions(t *testing.T) {
+	dir := sharedTestdata(t, "iceberg-dv")
+	for name, want := range goldenDVs() {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name)
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bm, err := ReadDV(context.Background(), osOpen, dvFile(path, st.Size(), int64(len(want))), DVOptions{ExpectedCardinality: int64(len(want))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameBitmap(t, name, bm, want)
+		})
+	}
+}
+
+func TestGoldenDeletionVectorWithAWrongCardinalityIsRefused(t *testing.T) {
+	dir := sharedTestdata(t, "iceberg-dv")
+	b, err := os.ReadFile(filepath.Join(dir, "small-alternating-values-position-index.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = DecodeDV(b, DVOptions{ExpectedCardinality: 4})
+	errContains(t, err, "cardinality", "5", "4")
+}
+
+// copyGolden copies a golden file to a temp dir, letting mutate change it.
+func copyGolden(t *testing.T, name string, mutate func([]byte) []byte) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sharedTestdata(t, "iceberg-dv"), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "mutated-"+name)
+	if err := os.WriteFile(out, mutate(slices.Clone(b)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readMutated(t *testing.T, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadDV(context.Background(), osOpen, dvFile(path, st.Size(), -1), DVOptions{ExpectedCardinality: -1})
+	return err
+}
+
+func TestDeletionVectorWithOneFlippedCRCByteIsRefusedNamingCRCAndTheFile(t *testing.T) {
+	path := copyGolden(t, "small-and-large-values-position-index.bin", func(b []byte) []byte { b[len(b)-1] ^= 0x01; return b })
+	err := readMutated(t, path)
+	errContains(t, err, "CRC", path)
+	if perr.KindOf(err) != perr.Corrupt {
+		t.Fatalf("kind %v, want corrupt", perr.KindOf(err))
+	}
+}
+
+func TestDeletionVectorWithAFlippedBitmapByteFailsTheCRC(t *testing.T) {
+	path := copyGolden(t, "all-container-types-position-index.bin", func(b []byte) []byte { b[20] ^= 0x40; return b })
+	errContains(t, readMutated(t, path), "CRC", path)
+}
+
+func TestDeletionVectorWithAWrongLengthFieldIsRefused(t *testing.T) {
+	path := copyGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte {
+		binary.BigEndian.PutUint32(b, binary.BigEndian.Uint32(b)+1)
+		return b
+	})
+	errContains(t, readMutated(t, path), "length mismatch", path)
+}
+
+func TestDeletionVectorWithAWrongMagicIsRefused(t *testing.T) {
+	path := copyGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte { b[5] = 0x00; return b })
+	errContains(t, readMutated(t, path), "magic mismatch", path)
+}
+
+func TestTruncatedDeletionVectorIsRefused(t *testing.T) {
+	path := copyGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte { return b[:len(b)-3] })
+	errContains(t, readMutated(t, path), path)
+}
+
+func TestHighValuesBitmapIsRefusedByTheExplicitPositionBound(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(sharedTestdata(t, "iceberg-dv"), "64maphighvals.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a bare blob (allowed or not) and inside a valid DV framing.
+	_, err = DecodeDV(b, DVOptions{AllowBare: true, ExpectedCardinality: -1})
+	errContains(t, err, "exceeds the maximum position")
+	_, err = DecodeDV(b, DVOptions{ExpectedCardinality: -1})
+	errContains(t, err, "exceeds the maximum position")
+	_, err = DecodeDV(frameDV(b), DVOptions{ExpectedCardinality: -1})
+	errContains(t, err, "exceeds the maximum position")
+	if perr.KindOf(err) != perr.Corrupt {
+		t.Fatalf("kind %v, want corrupt", perr.KindOf(err))
+	}
+}
+
+func TestKeyJustAboveTheMaximumIsRefusedAndTheMaximumKeyIsAccepted(t *testing.T) {
+	ok := bitmapOf(MaxDVPosition, uint64(MaxDVKey)<<32)
+	var buf bytes.Buffer
+	if _, err := ok.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeDV(frameDV(buf.Bytes()), DVOptions{ExpectedCardinality: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "max key", got, []uint64{MaxDVPosition, uint64(MaxDVKey) << 32})
+
+	bad := bitmapOf(uint64(MaxDVKey+1) << 32)
+	buf.Reset()
+	if _, err := bad.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	_, err = DecodeDV(frameDV(buf.Bytes()), DVOptions{ExpectedCardinality: -1})
+	errContains(t, err, "exceeds the maximum position", "2147483647")
+}
+
+// frameDV wraps a portable roaring64 bitmap in deletion-vector-v1 framing.
+func frameDV(bitmap []byte) []byte {
+	body := append(slices.Clone(dvMagic[:]), bitmap...)
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	out = append(out, body...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(body))
+}
+
+func TestBareRoaringBitmapsDecodeOnlyWhenAllowed(t *testing.T) {
+	dir := sharedTestdata(t, "iceberg-dv")
+	for _, name := range []string{"64mapempty.bin", "64map32bitvals.bin", "64mapspreadvals.bin"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// iceberg-go's independent decoder is the reference.
+			ref, err := dv.DeserializeRoaringPositionBitmap(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []uint64
+			for p := range ref.Positions() {
+				want = append(want, p)
+			}
+			got, err := DecodePortableRoaring64(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameBitmap(t, "portable", got, want)
+			bare, err := DecodeDV(b, DVOptions{AllowBare: true, ExpectedCardinality: int64(len(want))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameBitmap(t, "bare DV", bare, want)
+			_, err = DecodeDV(b, DVOptions{ExpectedCardinality: -1})
+			errContains(t, err, "looks like a bare portable roaring64 bitmap without the deletion-vector-v1 framing", "AllowBare")
+			if perr.KindOf(err) != perr.FailedPrecondition {
+				t.Fatalf("kind %v, want failed precondition", perr.KindOf(err))
+			}
+		})
+	}
+}
+
+func TestRoaringSpecExamplesHoldTheirDocumentedValues(t *testing.T) {
+	dir := sharedTestdata(t, "iceberg-dv")
+	b, err := os.ReadFile(filepath.Join(dir, "64map32bitvals.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodePortableRoaring64(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "64map32bitvals", got, span(0, 10))
+}
+
+func TestPuffinSpecExamplesReadThroughIcebergGosReader(t *testing.T) {
+	dir := sharedTestdata(t, "iceberg-dv")
+	const second = "some blob \u0000 binary data 🤯 that is not very very very very very very long, is it?"
+	open := func(name string) *puffin.Reader {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		r, err := puffin.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if n := len(open("puffin-empty-puffin-uncompressed.bin").Blobs()); n != 0 {
+		t.Fatalf("empty puffin has %d blobs", n)
+	}
+	r := open("puffin-sample-metric-data-uncompressed.bin")
+	blobs, err := r.ReadAllBlobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blobs) != 2 || string(blobs[0].Data) != "abcdefghi" || string(blobs[1].Data) != second || blobs[1].Metadata.Type != "some-other-blob" {
+		t.Fatalf("uncompressed blobs: %+v", blobs)
+	}
+	// iceberg-go's reader refuses compressed blobs; its footer still
+	// locates them, and zstd decodes their bytes.
+	z := open("puffin-sample-metric-data-compressed-zstd.bin")
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	var texts []string
+	for _, m := range z.Blobs() {
+		if m.CompressionCodec == nil || *m.CompressionCodec != "zstd" {
+			t.Fatalf("blob %+v is not zstd", m)
+		}
+		raw := make([]byte, m.Length)
+		if _, err := z.ReadAt(raw, m.Offset); err != nil {
+			t.Fatal(err)
+		}
+		plain, err := dec.DecodeAll(raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(plain))
+	}
+	if !slices.Equal(texts, []string{"abcdefghi", second}) {
+		t.Fatalf("zstd blobs: %q", texts)
+	}
+}
+
+func TestDeletionVectorsWrittenByIcebergGoDecodeToTheirPositions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 30; round++ {
+		ref := dv.NewRoaringPositionBitmap()
+		var want []uint64
+		n := rng.IntN(1500)
+		for i := 0; i < n; i++ {
+			var p uint64
+			switch rng.IntN(3) {
+			case 0:
+				p = uint64(rng.IntN(1000))
+			case 1:
+				p = uint64(rng.Int64N(1 << 34))
+			default:
+				start := uint64(rng.Int64N(1 << 33))
+				ref.SetRange(start, start+uint64(rng.IntN(3000)))
+				continue
+			}
+			ref.Set(p)
+		}
+		for p := range ref.Positions() {
+			want = append(want, p)
+		}
+		blob, err := dv.SerializeDV(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeDV(blob, DVOptions{ExpectedCardinality: int64(len(want))})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		sameBitmap(t, "iceberg-go DV", got, want)
+	}
+}
+
+func TestReadDVMakesExactlyOneRangedReadOfTheBlob(t *testing.T) {
+	blob, err := dv.SerializeDV(func() *dv.RoaringPositionBitmap {
+		b := dv.NewRoaringPositionBitmap()
+		b.Set(3)
+		b.Set(1 << 33)
+		return b
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := bytes.Repeat([]byte{'P'}, 100)
+	file := append(append(slices.Clone(prefix), blob...), bytes.Repeat([]byte{'F'}, 50)...)
+	fs := newMemFS()
+	fs.put("s3://b/t/data/x.puffin", file)
+	f := File{Path: "s3://b/t/data/x.puffin", Size: int64(len(file)), RecordCount: 2, Content: PositionDeletes, Format: FormatPuffin,
+		BlobOffset: int64(len(prefix)), BlobLength: int64(len(blob)), ReferencedDataFile: "d"}
+	got, err := ReadDV(context.Background(), fs.open, f, DVOptions{ExpectedCardinality: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "dv", got, []uint64{3, 1 << 33})
+	reads := *fs.reads[f.Path]
+	if len(reads) != 1 || reads[0] != (readCall{off: f.BlobOffset, n: f.BlobLength}) {
+		t.Fatalf("reads %+v, want one read of [%d, +%d)", reads, f.BlobOffset, f.BlobLength)
+	}
+}
+
+func TestReadDVReportsBadRangesIOFailuresAndChangedFiles(t *testing.T) {
+	fs := newMemFS()
+	fs.put("x.puffin", make([]byte, 64))
+	base := File{Path: "x.puffin", Size: 64, Content: PositionDeletes, Format: FormatPuffin, BlobOffset: 60, BlobLength: 10}
+	_, err := ReadDV(context.Background(), fs.open, base, DVOptions{})
+	errContains(t, err, "x.puffin", "beyond")
+	if perr.KindOf(err) != perr.Corrupt {
+		t.Fatalf("kind %v", perr.KindOf(err))
+	}
+	changed := base
+	changed.Size, changed.BlobOffset, changed.BlobLength = 65, 0, 12
+	_, err = ReadDV(context.Background(), fs.open, changed, DVOptions{})
+	if perr.KindOf(err) != perr.FailedPrecondition {
+		t.Fatalf("changed file: %v (kind %v)", err, perr.KindOf(err))
+	}
+	failing := func(ctx context.Context, path string) (Source, error) { return memSource{data: make([]byte, 64), fail: errInjected}, nil }
+	ok := base
+	ok.BlobOffset, ok.BlobLength = 0, 12
+	_, err = ReadDV(context.Background(), failing, ok, DVOptions{})
+	if perr.KindOf(err) != perr.Unavailable {
+		t.Fatalf("I/O failure: %v (kind %v)", err, perr.KindOf(err))
+	}
+	errContains(t, err, "x.puffin", "injected")
+	_, err = ReadDV(context.Background(), fs.open, File{Path: "y.puffin", Content: PositionDeletes, Format: FormatPuffin, BlobLength: 12}, DVOptions{})
+	if perr.KindOf(err) != perr.Unavailable {
+		t.Fatalf("missing file: %v (kind %v)", err, perr.KindOf(err))
+	}
+	_, err = ReadDV(context.Background(), fs.open, File{Path: "z.avro", Content: PositionDeletes, Format: FormatAvro, BlobLength: 12}, DVOptions{})
+	if perr.KindOf(err) != perr.InvalidArgument {
+		t.Fatalf("not a puffin: %v (kind %v)", err, perr.KindOf(err))
+	}
+}
