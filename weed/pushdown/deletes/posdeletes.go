@@ -95,7 +95,12 @@ func statsExclude(cc *metadata.ColumnChunkMetaData, want []byte) bool {
 	if !ok {
 		return false
 	}
-	lo, hi := []byte(bs.Min()), []byte(bs.Max())
+	return boundsExclude(bs.Min(), bs.Max(), want)
+}
+
+// boundsExclude reports whether [lo, hi] excludes want, trusting hi only
+// where it cannot be a truncated prefix of want.
+func boundsExclude(lo, hi, want []byte) bool {
 	if bytes.Compare(want, lo) < 0 {
 		return true
 	}
