@@ -20,6 +20,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/stats"
+	"github.com/seaweedfs/seaweedfs/weed/util"
 	"google.golang.org/grpc"
 )
 
@@ -67,6 +68,14 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	if opts.Config.FooterCacheBytes == 0 {
 		opts.Config = catalog.DefaultConfig()
 	}
+	if key := util.GetViper().GetString("jwt.filer_signing.key"); key != "" && len(opts.Config.TokenKey) == 0 {
+		opts.Config.TokenKey = []byte(key)
+	}
+	tlsOn := grpcutil.TLSEnabled(CatalogTLSComponent)
+	if !(catalog.Trust{Mode: opts.Config.TrustMode, TokenKey: opts.Config.TokenKey}).Usable(tlsOn) {
+		glog.Warningf("pushdown: trust mode %s without gRPC mTLS ([grpc.s3] in security.toml) or a [jwt.filer_signing] key: requests carrying client-resolved data_files will be refused; catalog-resolved plans work (or use -pushdown.trustMode=%s)",
+			catalog.TrustModeName(opts.Config.TrustMode), catalog.TrustValidated)
+	}
 	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config)
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
@@ -84,10 +93,10 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 		}
 	}()
 	tls := "plaintext"
-	if grpcutil.TLSEnabled(CatalogTLSComponent) {
+	if tlsOn {
 		tls = "TLS"
 	}
-	glog.V(0).Infof("pushdown: catalog service listening on %s (%s), tables from filer %s", advertise, tls, opts.Filer)
+	glog.V(0).Infof("pushdown: catalog service listening on %s (%s, trust mode %s), tables from filer %s", advertise, tls, catalog.TrustModeName(opts.Config.TrustMode), opts.Filer)
 	return c, nil
 }
 

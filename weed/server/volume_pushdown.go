@@ -34,6 +34,8 @@ type VolumePushdownOptions struct {
 	Masters      []pb.ServerAddress
 	Filer        pb.ServerAddress // "" = discover through the masters
 	Refresh      time.Duration    // registry refresh (default 30s)
+	// DeleteCacheBytes bounds cached delete bitmaps (0 = the default).
+	DeleteCacheBytes int64
 }
 
 // VolumePushdown is a running volume pushdown service.
@@ -92,6 +94,9 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	advertise := net.JoinHostPort(opts.AdvertiseIP, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	reader := fileread.New([]pb.ServerAddress{opts.Filer}, dial, opts.VolumeServer)
 	svc := volume.New(advertise, opts.VolumeServer, string(opts.Filer), reader)
+	if opts.DeleteCacheBytes > 0 {
+		svc.DeleteCacheBytes = opts.DeleteCacheBytes
+	}
 	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent)...)
 	pushdown_pb.RegisterPushdownVolumeServer(s, svc)
 	actx, cancel := context.WithCancel(context.Background())

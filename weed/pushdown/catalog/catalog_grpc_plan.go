@@ -3,37 +3,29 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
 
 // Plan answers what a connector must read for a query over a table.
+//
+// Without data_files the catalog resolves the snapshot itself (trust mode
+// CATALOG_RESOLVED). With data_files the connector did Iceberg planning and
+// the endpoint's trust mode decides: connector-trusted accepts them from
+// callers proven by mTLS or a signed token; catalog-validated checks each
+// file and its delete list against the snapshot's manifests.
 func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
-	lim := s.Config.Limits
-	switch {
-	case req.GetTable() == "":
-		return nil, perr.New(perr.InvalidArgument, "Plan: table is empty (want namespace.table)")
-	case len(req.GetPredicate()) > lim.MaxPredicateBytes:
-		return nil, perr.New(perr.ResourceExhausted, "Plan: predicate of %d bytes exceeds the limit of %d", len(req.GetPredicate()), lim.MaxPredicateBytes)
-	case len(req.GetColumns()) > lim.MaxColumns:
-		return nil, perr.New(perr.ResourceExhausted, "Plan: %d columns exceed the limit of %d", len(req.GetColumns()), lim.MaxColumns)
-	case len(req.GetDataFiles()) > lim.MaxDataFiles:
-		return nil, perr.New(perr.ResourceExhausted, "Plan: %d data files exceed the limit of %d", len(req.GetDataFiles()), lim.MaxDataFiles)
-	case len(req.GetDataFiles()) > 0:
-		return nil, perr.New(perr.Unimplemented, "Plan: client-supplied data files need a trust mode (connector-trusted or catalog-validated), not built yet; send no data_files and the catalog resolves the snapshot")
-	case req.GetVectorQuery() != nil:
-		return nil, perr.New(perr.Unimplemented, "Plan: vector queries are not built yet")
-	case req.GetRequestRowIds():
-		return nil, perr.New(perr.Unimplemented, "Plan: row ids are not built yet (they come with side indexes and vector search)")
-	case req.GetLimit() < 0 || req.GetMaxRowIds() < 0:
-		return nil, perr.New(perr.InvalidArgument, "Plan: limit and max_row_ids must not be negative")
+	if err := checkShape(req, s.Config.Limits); err != nil {
+		return nil, err
 	}
-
 	tbl, err := s.Tables.Load(ctx, req.GetWarehouse(), req.GetTable())
 	if err != nil {
 		return nil, err
@@ -46,7 +38,7 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if err != nil {
 		return nil, err
 	}
-	e, err := decodePredicate(req, schema, lim)
+	e, err := decodePredicate(req, schema, s.Config.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -54,35 +46,114 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if err != nil {
 		return nil, err
 	}
-	files, err := s.Tables.DataFiles(ctx, tbl, snap)
-	if err != nil {
-		return nil, err
-	}
-	if len(files.Deletes) > 0 {
-		return nil, perr.New(perr.FailedPrecondition,
-			"table %s has %d delete files at snapshot %d; applying deletes is not built yet, so a plan would return deleted rows (read the table without pushdown)",
-			req.GetTable(), len(files.Deletes), snap.SnapshotID)
-	}
 	specs := map[int]iceberg.PartitionSpec{}
 	for _, sp := range tbl.Meta.PartitionSpecs() {
 		specs[sp.ID()] = sp
 	}
+	dt := &descriptor.Table{Specs: specs, Schemas: tbl.Meta.Schemas()}
+
+	var files []plan.DataFile
+	var applied map[string][]deletes.File
+	trust := pushdown_pb.TrustMode_CATALOG_RESOLVED
+	var snapID int64
+	if snap != nil {
+		snapID = snap.SnapshotID
+	}
+	if len(req.GetDataFiles()) == 0 {
+		resolved, err := s.Tables.DataFiles(ctx, tbl, snap)
+		if err != nil {
+			return nil, err
+		}
+		files, applied = resolved.Data, resolved.Applied
+	} else {
+		trust = s.Trust.Mode
+		switch trust {
+		case pushdown_pb.TrustMode_CONNECTOR_TRUSTED:
+			if err := s.Trust.authorizeConnector(ctx, req); err != nil {
+				return nil, err
+			}
+			applied = map[string][]deletes.File{}
+			seen := map[string]int{}
+			for i, d := range req.GetDataFiles() {
+				what := fmt.Sprintf("data_files[%d]", i)
+				f, dels, err := descriptor.ToDataFile(what, d, dt)
+				if err != nil {
+					return nil, err
+				}
+				if j, dup := seen[f.Path]; dup {
+					return nil, perr.New(perr.InvalidArgument, "%s %s repeats data_files[%d]", what, f.Path, j)
+				}
+				seen[f.Path] = i
+				files = append(files, f)
+				if len(dels) > 0 {
+					applied[f.Path] = dels
+				}
+			}
+		case pushdown_pb.TrustMode_CATALOG_VALIDATED:
+			resolved, err := s.Tables.DataFiles(ctx, tbl, snap)
+			if err != nil {
+				return nil, err
+			}
+			if files, applied, err = validateFiles(req.GetTable(), snapID, req.GetDataFiles(), resolved, dt); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, perr.New(perr.Internal, "trust mode %s is not a mode for client-resolved plans", trust)
+		}
+	}
+	var src plan.DeleteSource
+	if len(applied) > 0 {
+		src = &deleteSource{s: s, applied: applied, schema: schema, nm: tbl.Meta.NameMapping()}
+	}
 	resp, _, err := s.Planner.Plan(ctx, plan.Request{
 		Table:      plan.Table{Schema: schema, Specs: specs, NameMapping: tbl.Meta.NameMapping()},
-		Files:      files.Data,
+		Files:      files,
 		Predicate:  e,
 		Projection: projection,
 		Options:    s.Config.Plan,
+		Deletes:    src,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if snap != nil {
-		resp.SnapshotId = snap.SnapshotID
-	}
+	resp.SnapshotId = snapID
 	resp.SchemaId = int32(schema.ID)
-	resp.Stats.TrustMode = s.TrustMode
+	resp.Stats.TrustMode = trust
 	return resp, nil
+}
+
+// checkShape enforces the request-shape limits before any work.
+func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
+	switch {
+	case req.GetTable() == "":
+		return perr.New(perr.InvalidArgument, "Plan: table is empty (want namespace.table)")
+	case len(req.GetPredicate()) > lim.MaxPredicateBytes:
+		return perr.New(perr.ResourceExhausted, "Plan: predicate of %d bytes exceeds the limit of %d", len(req.GetPredicate()), lim.MaxPredicateBytes)
+	case len(req.GetColumns()) > lim.MaxColumns:
+		return perr.New(perr.ResourceExhausted, "Plan: %d columns exceed the limit of %d", len(req.GetColumns()), lim.MaxColumns)
+	case len(req.GetDataFiles()) > lim.MaxDataFiles:
+		return perr.New(perr.ResourceExhausted, "Plan: %d data files exceed the limit of %d", len(req.GetDataFiles()), lim.MaxDataFiles)
+	case req.GetLimit() < 0 || req.GetMaxRowIds() < 0:
+		return perr.New(perr.InvalidArgument, "Plan: limit and max_row_ids must not be negative")
+	case req.GetMaxRowIds() > lim.MaxRowIds:
+		return perr.New(perr.ResourceExhausted, "Plan: max_row_ids %d exceeds the limit of %d", req.GetMaxRowIds(), lim.MaxRowIds)
+	case req.GetVectorQuery() != nil && len(req.GetVectorQuery().GetVector()) > lim.MaxVectorLength:
+		return perr.New(perr.ResourceExhausted, "Plan: query vector of %d dimensions exceeds the limit of %d", len(req.GetVectorQuery().GetVector()), lim.MaxVectorLength)
+	}
+	refs := 0
+	for _, d := range req.GetDataFiles() {
+		refs += len(d.GetDeletes())
+	}
+	if refs > lim.MaxDeleteRefs {
+		return perr.New(perr.ResourceExhausted, "Plan: %d delete file references exceed the limit of %d", refs, lim.MaxDeleteRefs)
+	}
+	switch {
+	case req.GetVectorQuery() != nil:
+		return perr.New(perr.Unimplemented, "Plan: vector queries are not built yet")
+	case req.GetRequestRowIds():
+		return perr.New(perr.Unimplemented, "Plan: row ids are not built yet (they come with side indexes and vector search)")
+	}
+	return nil
 }
 
 func optional[T any](p *T) *T { return p }

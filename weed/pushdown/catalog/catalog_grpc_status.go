@@ -28,6 +28,11 @@ func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pu
 				Hits: fs.BloomHits, Misses: fs.BloomMisses, Evictions: fs.BloomEvictions},
 			&pushdown_pb.CacheStats{Name: "footer_read_bytes", Bytes: fs.ReadBytes})
 	}
+	if s.Deletes != nil {
+		entries, bytes, capacity, hits, misses, evictions := s.Deletes.CacheStats()
+		out.Caches = append(out.Caches, &pushdown_pb.CacheStats{Name: "deletes.on_catalog", Entries: entries, Bytes: bytes,
+			CapacityBytes: capacity, Hits: hits, Misses: misses, Evictions: evictions})
+	}
 	if s.Watcher != nil {
 		for _, ep := range s.Watcher.Endpoints() {
 			ve := &pushdown_pb.VolumeEndpoint{

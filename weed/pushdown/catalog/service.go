@@ -17,10 +17,15 @@ import (
 	"context"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
@@ -31,11 +36,15 @@ type Limits struct {
 	MaxPredicateBytes int
 	MaxColumns        int
 	MaxDataFiles      int
+	MaxDeleteRefs     int // delete file references over all data files
+	MaxRowIds         int64
+	MaxVectorLength   int
 	Predicate         predicate.Limits
 }
 
 // DefaultLimits are the limits used unless configured.
-var DefaultLimits = Limits{MaxPredicateBytes: 1 << 20, MaxColumns: 10_000, MaxDataFiles: 1_000_000, Predicate: predicate.DefaultLimits}
+var DefaultLimits = Limits{MaxPredicateBytes: 1 << 20, MaxColumns: 10_000, MaxDataFiles: 1_000_000, MaxDeleteRefs: 1_000_000,
+	MaxRowIds: 1_000_000, MaxVectorLength: 65_536, Predicate: predicate.DefaultLimits}
 
 // Config configures a catalog Service.
 type Config struct {
@@ -44,11 +53,22 @@ type Config struct {
 	MaxManifests     int
 	Plan             plan.Options
 	Limits           Limits
+	// TrustMode governs client-resolved plans (requests with data_files).
+	TrustMode pushdown_pb.TrustMode
+	// TokenKey verifies connector tokens ([jwt.filer_signing] key).
+	TokenKey []byte
+	// AllowBareDV accepts deletion vectors without deletion-vector-v1
+	// framing (bare roaring blobs of an older writer).
+	AllowBareDV bool
+	// DeleteCacheBytes bounds deletes computed on the catalog itself (when
+	// no volume pushdown service is reachable).
+	DeleteCacheBytes int64
 }
 
 // DefaultConfig is the configuration of the -pushdown.* flag defaults.
 func DefaultConfig() Config {
-	return Config{Warehouse: "warehouse", FooterCacheBytes: 256 << 20, MaxManifests: 4096, Plan: plan.DefaultOptions(), Limits: DefaultLimits}
+	return Config{Warehouse: "warehouse", FooterCacheBytes: 256 << 20, MaxManifests: 4096, Plan: plan.DefaultOptions(), Limits: DefaultLimits,
+		TrustMode: pushdown_pb.TrustMode_CONNECTOR_TRUSTED, DeleteCacheBytes: 64 << 20}
 }
 
 // Service implements pushdown_pb.PushdownCatalogServer.
@@ -64,8 +84,24 @@ type Service struct {
 	Tables    *tables.Resolver
 	Footers   *footer.Cache
 	Planner   *plan.Planner
-	started   time.Time
+	Trust     Trust
+	Pool      *grpcutil.ConnPool // connections to volume pushdown services
+	Reader    *fileread.Reader
+	// Deletes computes deletes on the catalog when no volume pushdown
+	// service beside the data is reachable.
+	Deletes *deletes.Computer
+	holders *lru.Cache[string, holder]
+	started time.Time
 }
+
+// holder is the cached volume server holding most of a file's bytes.
+type holder struct {
+	server string
+	at     time.Time
+}
+
+// HolderTTL bounds how long a file's volume server location is trusted.
+const HolderTTL = time.Minute
 
 // New returns a catalog Service reading through reader.
 func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Reader, cfg Config) *Service {
@@ -77,11 +113,54 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		return fileSource{f}, nil
 	}
 	cache := footer.NewCache("catalog", cfg.FooterCacheBytes, open)
-	return &Service{
-		Address: address, Filer: filer, Watcher: watcher, TrustMode: pushdown_pb.TrustMode_CATALOG_RESOLVED,
-		Config: cfg, Tables: tables.New(reader, cfg.Warehouse, cfg.MaxManifests), Footers: cache,
-		Planner: &plan.Planner{Cache: cache}, started: time.Now(),
+	if cfg.TrustMode == pushdown_pb.TrustMode_TRUST_MODE_UNSPECIFIED {
+		cfg.TrustMode = pushdown_pb.TrustMode_CONNECTOR_TRUSTED
 	}
+	holders, _ := lru.New[string, holder](100_000)
+	var pool *grpcutil.ConnPool
+	if watcher != nil {
+		pool = watcher.Pool
+	}
+	return &Service{
+		Address: address, Filer: filer, Watcher: watcher, TrustMode: cfg.TrustMode,
+		Config: cfg, Tables: tables.New(reader, cfg.Warehouse, cfg.MaxManifests), Footers: cache,
+		Planner: &plan.Planner{Cache: cache}, Trust: Trust{Mode: cfg.TrustMode, TokenKey: cfg.TokenKey},
+		Pool: pool, Reader: reader, holders: holders, started: time.Now(),
+		Deletes: deletes.NewComputer(indexstore.Opener(reader), indexstore.Filer{Reader: reader},
+			deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes}),
+	}
+}
+
+// endpointFor returns the address of the healthy volume pushdown service
+// beside the volume server holding most of the file's bytes, or "" when
+// there is none (the catalog then does the work itself).
+func (s *Service) endpointFor(ctx context.Context, path string) string {
+	if s.Watcher == nil || s.Reader == nil {
+		return ""
+	}
+	h, ok := s.holders.Get(path)
+	if !ok || time.Since(h.at) > HolderTTL {
+		h = holder{at: time.Now()}
+		if f, err := s.Reader.Open(ctx, path); err == nil {
+			if hs, err := f.Holders(ctx); err == nil {
+				for _, vs := range hs {
+					if _, ok := s.Watcher.ForVolumeServer(vs); ok {
+						h.server = vs
+						break
+					}
+				}
+			}
+		}
+		s.holders.Add(path, h)
+	}
+	if h.server == "" {
+		return ""
+	}
+	ep, ok := s.Watcher.ForVolumeServer(h.server)
+	if !ok {
+		return ""
+	}
+	return ep.Address
 }
 
 type fileSource struct{ f *fileread.File }

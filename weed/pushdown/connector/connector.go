@@ -4,7 +4,7 @@
 //	Query(table, WHERE, SELECT, LIMIT)
 //	   │ schema from the Iceberg REST catalog; WHERE bound to field ids
 //	   ▼
-//	PushdownCatalog.Plan ──unreachable / deletes / not worth it──▶ plain read
+//	PushdownCatalog.Plan ──unreachable / refused / not worth it──▶ plain read
 //	   │                                                          (iceberg-go scan
 //	   ▼                                                           through S3)
 //	per planned file:
@@ -13,7 +13,8 @@
 //	   decode:  page-aware: only the planned pages (+ dictionary) of
 //	                        single-leaf columns in narrowed row groups
 //	            row-group:  whole column chunks of the planned row groups
-//	   row ranges ∩ predicate (evaluated on rows) ──▶ projection ──▶ Arrow
+//	   row ranges − deleted positions (the plan's delete masks)
+//	              ∩ predicate (evaluated on rows) ──▶ projection ──▶ Arrow
 //
 // Rows are those matching the predicate under IEEE semantics for NaN (the
 // semantics of iceberg-go's scan and Arrow compute), so the pushdown and
@@ -40,10 +41,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
@@ -71,6 +74,15 @@ type Options struct {
 	NoPushdown  bool // always read plainly (for comparison)
 	Force       bool // push down even when the cost model advises against it
 	Concurrency int  // ranged GETs in flight (default 16)
+	// ClientResolved does the Iceberg planning here (iceberg-go's scan
+	// planning) and sends the data files with their delete files in the
+	// Plan request, for catalogs in connector-trusted or catalog-validated
+	// mode.
+	ClientResolved bool
+	// Token is sent as "authorization: Bearer <token>" with Plan requests
+	// (connector-trusted catalogs accept a token signed with the cluster's
+	// [jwt.filer_signing] key).
+	Token string
 	// Progress, when set, is told how many planned files were read.
 	Progress func(done, total int)
 }
@@ -199,6 +211,20 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 	if p.snapshot != 0 {
 		p.req.SnapshotId = ptr(p.snapshot)
 	}
+	if c.opts.ClientResolved && !c.opts.NoPushdown {
+		snap := p.snapshot
+		if snap == 0 {
+			if cur := tbl.CurrentSnapshot(); cur != nil {
+				snap = cur.SnapshotID
+			}
+		}
+		if snap != 0 {
+			if p.req.DataFiles, err = descriptor.ForSnapshot(ctx, tbl, snap); err != nil {
+				return nil, fmt.Errorf("plan %s at snapshot %d: %w", q.Table, snap, err)
+			}
+			p.req.SnapshotId = ptr(snap)
+		}
+	}
 	p.expr = predicate.Const{Value: true}
 	if _, always := p.bound.(iceberg.AlwaysTrue); !always {
 		b, err := predicate.EncodeSubstrait(p.schema, p.bound)
@@ -322,6 +348,9 @@ func (c *Connector) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRe
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if c.opts.Token != "" {
+		pctx = metadata.AppendToOutgoingContext(pctx, "authorization", "Bearer "+c.opts.Token)
+	}
 	return pushdown_pb.NewPushdownCatalogClient(conn).Plan(pctx, req)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -74,6 +75,10 @@ type rowGroupRead struct {
 	rows    plan.RowSet         // nil: every row
 	pages   map[int][]pageRange // per leaf column: the planned pages (page-aware mode)
 	dict    map[int]byteRange   // per leaf column: the dictionary region
+	// firstRow is the file position of the row group's first row; deleted
+	// holds the deleted file positions inside it (nil: none).
+	firstRow int64
+	deleted  *roaring64.Bitmap
 }
 
 type pageRange struct {

@@ -1,9 +1,11 @@
 package connector
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
@@ -61,7 +63,13 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 	reads := make([]*rowGroupRead, 0, len(rgRefs))
 	byRG := map[int]*rowGroupRead{}
 	for _, ref := range rgRefs {
-		r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}}
+		r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}, firstRow: ref.FirstRow}
+		if len(ref.DeletedPositions) > 0 {
+			r.deleted = roaring64.New()
+			if _, err := r.deleted.ReadFrom(bytes.NewReader(ref.DeletedPositions)); err != nil {
+				return nil, nil, fmt.Errorf("%s row group %d: the plan's deleted positions do not decode: %w", pf.File, ref.RowGroup, err)
+			}
+		}
 		if len(ref.RowRanges) > 0 {
 			var rs []plan.RowRange
 			for _, rr := range ref.RowRanges {
@@ -185,6 +193,9 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayou
 	var keep []int64
 	for _, rr := range candidates {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
+			if r.deleted != nil && r.deleted.Contains(uint64(r.firstRow+row)) {
+				continue
+			}
 			if always || predicate.Eval(p.expr, rs.row(row), predicate.IEEE) == predicate.True {
 				keep = append(keep, row)
 			}

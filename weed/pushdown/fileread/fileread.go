@@ -129,7 +129,13 @@ func FilerPath(location string) (string, error) {
 	if u.Host == "" || strings.Trim(u.Path, "/") == "" {
 		return "", fmt.Errorf("file location %q: want s3://bucket/key: %w", location, ErrBadLocation)
 	}
-	return BucketsDir + "/" + u.Host + "/" + strings.TrimPrefix(u.Path, "/"), nil
+	key := strings.TrimPrefix(u.Path, "/")
+	for _, seg := range strings.Split(key, "/") {
+		if seg == ".." || seg == "." {
+			return "", fmt.Errorf("file location %q: %q path segments are not allowed: %w", location, seg, ErrBadLocation)
+		}
+	}
+	return BucketsDir + "/" + u.Host + "/" + key, nil
 }
 
 // File is an opened filer file. Its chunk layout is fixed at Open time, so a

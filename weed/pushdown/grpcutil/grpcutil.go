@@ -112,6 +112,39 @@ func Code(k perr.Kind) codes.Code {
 	}
 }
 
+// FromStatus classifies the error of a call to another pushdown service so
+// it can be passed on with its meaning: a corrupt delete file stays
+// "corrupt", an unreachable service becomes "unavailable". The message
+// names the service.
+func FromStatus(service string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return perr.Wrap(perr.Unavailable, fmt.Errorf("%s: %w", service, err))
+	}
+	k := perr.Internal
+	switch st.Code() {
+	case codes.InvalidArgument:
+		k = perr.InvalidArgument
+	case codes.NotFound:
+		k = perr.NotFound
+	case codes.PermissionDenied, codes.Unauthenticated:
+		k = perr.PermissionDenied
+	case codes.FailedPrecondition:
+		k = perr.FailedPrecondition
+	case codes.ResourceExhausted:
+		k = perr.ResourceExhausted
+	case codes.Unimplemented:
+		// An older volume service without the RPC: the work can run
+		// elsewhere, so it counts as unavailable here.
+		k = perr.Unavailable
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted:
+		k = perr.Unavailable
+	case codes.DataLoss:
+		k = perr.Corrupt
+	}
+	return perr.New(k, "%s: %s", service, st.Message())
+}
+
 // ConnPool caches client connections by address.
 type ConnPool struct {
 	mu    sync.Mutex

@@ -54,11 +54,19 @@ type flags struct {
 	minScanMB      *int
 	minFiles       *int
 	maxSelectivity *float64
+	trustMode      *string
+	allowBareDV    *bool
+	deleteCacheMB  *int // volume side
 }
 
 // catalogConfig turns the flags into the catalog's configuration.
-func (f *flags) catalogConfig() catalog.Config {
+func (f *flags) catalogConfig() (catalog.Config, error) {
 	c := catalog.DefaultConfig()
+	mode, err := catalog.ParseTrustMode(*f.trustMode)
+	if err != nil {
+		return c, fmt.Errorf("-pushdown.trustMode: %w", err)
+	}
+	c.TrustMode = mode
 	c.Warehouse = *f.warehouse
 	c.FooterCacheBytes = int64(*f.footerCacheMB) << 20
 	c.Plan.CoalesceGap = int64(*f.coalesceGapKB) << 10
@@ -66,7 +74,8 @@ func (f *flags) catalogConfig() catalog.Config {
 	c.Plan.MinScanBytes = int64(*f.minScanMB) << 20
 	c.Plan.MinFiles = *f.minFiles
 	c.Plan.MaxSelectivity = *f.maxSelectivity
-	return c
+	c.AllowBareDV = *f.allowBareDV
+	return c, nil
 }
 
 // kind says which services a command can run and where its settings live.
@@ -115,12 +124,23 @@ func install(cmd *command.Command, k kind) {
 		f.minScanMB = cmd.Flag.Int("pushdown.cost.minScanMB", int(d.Plan.MinScanBytes>>20), "cost model: below this planned scan (in at most -pushdown.cost.minFiles files) pushdown is not recommended")
 		f.minFiles = cmd.Flag.Int("pushdown.cost.minFiles", d.Plan.MinFiles, "cost model: see -pushdown.cost.minScanMB")
 		f.maxSelectivity = cmd.Flag.Float64("pushdown.cost.maxSelectivity", d.Plan.MaxSelectivity, "cost model: above this estimated selectivity, with little column pruning, pushdown is not recommended")
+		f.trustMode = cmd.Flag.String("pushdown.trustMode", catalog.TrustConnector, "who may send client-resolved plans (data_files): "+catalog.TrustConnector+
+			" (accepted as given, only over the cluster's gRPC mTLS or with a token signed with security.toml's [jwt.filer_signing] key) or "+
+			catalog.TrustValidated+" (every file and delete list checked against the snapshot's manifests)")
+		f.allowBareDV = cmd.Flag.Bool("pushdown.allowBareDeletionVectors", false, "accept deletion vectors written as bare roaring bitmaps without the deletion-vector-v1 framing (length, magic, CRC) by older writers")
 	}
 	if k.volume {
 		f.volumePort = cmd.Flag.Int("pushdown.volume.port", 0, fmt.Sprintf("volume pushdown gRPC port (0 = volume gRPC port + %d)", VolumePortOffset))
+		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run
 	cmd.Run = func(c *command.Command, args []string) bool {
+		if *f.enabled && f.trustMode != nil {
+			if _, err := f.catalogConfig(); err != nil {
+				fmt.Fprintf(os.Stderr, "weed %s: %v\n", c.Name(), err)
+				return false
+			}
+		}
 		if *f.enabled {
 			l := &launcher{cmd: c, kind: k, flags: f}
 			l.start()
@@ -241,9 +261,13 @@ func (l *launcher) startCatalog() {
 			bind = b
 		}
 	}
+	cfg, err := l.flags.catalogConfig()
+	if err != nil {
+		fatal(err)
+	}
 	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
-		Config: l.flags.catalogConfig(),
+		Config: cfg,
 	})
 	if err != nil {
 		fatal(err)
@@ -287,6 +311,7 @@ func (l *launcher) startVolume() {
 	advertise, bind := l.ip()
 	opts := pdserver.VolumePushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: port, VolumeServer: httpAddr, Masters: masters,
+		DeleteCacheBytes: int64(*l.flags.deleteCacheMB) << 20,
 	}
 	if l.kind.name != "volume" && (l.kind.name == "mini" || l.boolean("filer")) {
 		opts.Filer = l.filerAddress()

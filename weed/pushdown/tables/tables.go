@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/s3api/s3tables"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -44,6 +46,7 @@ type Resolver struct {
 	metadata  *lru.Cache[string, table.Metadata]
 	manifests *lru.Cache[string, []iceberg.ManifestEntry]
 	lists     *lru.Cache[string, []iceberg.ManifestFile]
+	snapshots *lru.Cache[string, *Files]
 	mu        sync.Mutex
 }
 
@@ -52,7 +55,8 @@ func New(r *fileread.Reader, defaultWarehouse string, maxManifests int) *Resolve
 	md, _ := lru.New[string, table.Metadata](1024)
 	mf, _ := lru.New[string, []iceberg.ManifestEntry](max(16, maxManifests))
 	ml, _ := lru.New[string, []iceberg.ManifestFile](4096)
-	return &Resolver{Reader: r, DefaultWarehouse: defaultWarehouse, metadata: md, manifests: mf, lists: ml}
+	sn, _ := lru.New[string, *Files](64)
+	return &Resolver{Reader: r, DefaultWarehouse: defaultWarehouse, metadata: md, manifests: mf, lists: ml, snapshots: sn}
 }
 
 // Table is a resolved table at its current metadata version.
@@ -205,23 +209,29 @@ func (t *Table) Schema(id *int32, snap *table.Snapshot) (*iceberg.Schema, error)
 	return t.Meta.CurrentSchema(), nil
 }
 
-// Files are the live data and delete files of a snapshot.
+// Files are the live data and delete files of a snapshot, with the delete
+// files that apply to each data file resolved by Iceberg's rules.
 type Files struct {
-	Data    []plan.DataFile
-	Deletes []DeleteFile
+	Data    []plan.DataFile // HasDeletes set where deletes apply
+	ByPath  map[string]int  // data file path → index in Data
+	Deletes []deletes.File  // every live delete file
+	// Applied maps a data file path to the delete files that apply to it
+	// (sorted deterministically); absent = none.
+	Applied map[string][]deletes.File
 }
 
-// DeleteFile is a delete file entry of a snapshot.
-type DeleteFile struct {
-	Entry iceberg.ManifestEntry
-}
-
-// DataFiles lists the live files of snapshot s.
+// DataFiles lists the live files of snapshot s and resolves which delete
+// files apply to which data file. The result is cached per snapshot (the
+// files of a snapshot never change); callers must not modify it.
 func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (*Files, error) {
-	out := &Files{}
 	if s == nil {
-		return out, nil
+		return &Files{ByPath: map[string]int{}, Applied: map[string][]deletes.File{}}, nil
 	}
+	key := t.Meta.TableUUID().String() + "@" + strconv.FormatInt(s.SnapshotID, 10) + "@" + s.ManifestList
+	if f, ok := r.snapshots.Get(key); ok {
+		return f, nil
+	}
+	out := &Files{ByPath: map[string]int{}, Applied: map[string][]deletes.File{}}
 	fio := &filerIO{ctx: ctx, r: r}
 	list, err := r.manifestList(fio, s)
 	if err != nil {
@@ -239,6 +249,10 @@ func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (
 				if df.FileFormat() != iceberg.ParquetFile {
 					return nil, perr.New(perr.FailedPrecondition, "data file %s is %s; pushdown plans Parquet files only", df.FilePath(), df.FileFormat())
 				}
+				if _, dup := out.ByPath[df.FilePath()]; dup {
+					return nil, perr.New(perr.Corrupt, "snapshot %d lists data file %s twice", s.SnapshotID, df.FilePath())
+				}
+				out.ByPath[df.FilePath()] = len(out.Data)
 				out.Data = append(out.Data, plan.DataFile{
 					Path: df.FilePath(), Size: df.FileSizeBytes(), RecordCount: df.Count(), SpecID: df.SpecID(),
 					Partition: df.Partition(), DataSeq: e.SequenceNum(), SplitOffsets: df.SplitOffsets(),
@@ -246,11 +260,35 @@ func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (
 						NaNs: df.NaNValueCounts(), Values: df.ValueCounts(), ColumnSizes: df.ColumnSizes()},
 				})
 			default:
-				out.Deletes = append(out.Deletes, DeleteFile{Entry: e})
+				d, err := deletes.FromIceberg(df, e.SequenceNum())
+				if err != nil {
+					return nil, perr.New(perr.Corrupt, "snapshot %d: %v", s.SnapshotID, err)
+				}
+				out.Deletes = append(out.Deletes, d)
 			}
 		}
 	}
+	if len(out.Deletes) > 0 {
+		specs := map[int]iceberg.PartitionSpec{}
+		for _, sp := range t.Meta.PartitionSpecs() {
+			specs[sp.ID()] = sp
+		}
+		ix := deletes.NewIndex(out.Deletes, specs)
+		for i := range out.Data {
+			d := &out.Data[i]
+			if ds := ix.For(DeleteTarget(d)); len(ds) > 0 {
+				out.Applied[d.Path] = ds
+				d.HasDeletes = true
+			}
+		}
+	}
+	r.snapshots.Add(key, out)
 	return out, nil
+}
+
+// DeleteTarget describes a planned data file to the delete engine.
+func DeleteTarget(d *plan.DataFile) deletes.DataFile {
+	return deletes.DataFile{Path: d.Path, Size: d.Size, RecordCount: d.RecordCount, SpecID: d.SpecID, Partition: d.Partition, DataSeq: d.DataSeq}
 }
 
 func (r *Resolver) manifestList(fio *filerIO, s *table.Snapshot) ([]iceberg.ManifestFile, error) {

@@ -8,20 +8,28 @@
 package volume
 
 import (
+	"sync"
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 )
 
 // Limits bound what one request may ask of the service.
 type Limits struct {
-	MaxReadRanges int   // ranges per ReadRanges call
-	MaxReadBytes  int64 // total bytes per ReadRanges call
+	MaxReadRanges  int   // ranges per ReadRanges call
+	MaxReadBytes   int64 // total bytes per ReadRanges call
+	MaxDeleteFiles int   // data files per ComputeDeletes call
+	MaxDeleteRefs  int   // delete file references per ComputeDeletes call
 }
 
 // DefaultLimits are the limits used when none are configured.
-var DefaultLimits = Limits{MaxReadRanges: 100000, MaxReadBytes: 128 << 20}
+var DefaultLimits = Limits{MaxReadRanges: 100000, MaxReadBytes: 128 << 20, MaxDeleteFiles: 1024, MaxDeleteRefs: 100_000}
+
+// DefaultDeleteCacheBytes is the default memory for cached delete bitmaps.
+const DefaultDeleteCacheBytes = 256 << 20
 
 // Service implements pushdown_pb.PushdownVolumeServer.
 type Service struct {
@@ -32,11 +40,19 @@ type Service struct {
 	Filer        string // filer this service reads through
 	Reader       *fileread.Reader
 	Limits       Limits
-	started      time.Time
+	// DeleteCacheBytes bounds the in-memory delete bitmap cache.
+	DeleteCacheBytes int64
+	started          time.Time
+
+	open                       deletes.Opener
+	store                      deletes.Store
+	mu                         sync.Mutex
+	strictDeletes, bareDeletes *deletes.Computer
 }
 
 // New returns a Service reading through reader.
 func New(address, volumeServer, filer string, reader *fileread.Reader) *Service {
 	return &Service{Address: address, VolumeServer: volumeServer, Filer: filer, Reader: reader,
-		Limits: DefaultLimits, started: time.Now()}
+		Limits: DefaultLimits, DeleteCacheBytes: DefaultDeleteCacheBytes, started: time.Now(),
+		open: indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
 }

@@ -1,0 +1,104 @@
+package volume
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// ComputeDeletes computes the deleted positions of data files from the
+// delete files the catalog resolved for each: deletion vectors, merged
+// position-delete bitmaps and per-pair equality-delete bitmaps are cached
+// here and persisted beside the data (.index/).
+func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDeletesRequest) (*pushdown_pb.ComputeDeletesResponse, error) {
+	if n := len(req.GetDataFiles()); n > s.Limits.MaxDeleteFiles {
+		return nil, perr.New(perr.ResourceExhausted, "ComputeDeletes: %d data files exceed the limit of %d per call", n, s.Limits.MaxDeleteFiles)
+	}
+	refs := 0
+	for _, d := range req.GetDataFiles() {
+		refs += len(d.GetDeletes())
+	}
+	if refs > s.Limits.MaxDeleteRefs {
+		return nil, perr.New(perr.ResourceExhausted, "ComputeDeletes: %d delete file references exceed the limit of %d per call", refs, s.Limits.MaxDeleteRefs)
+	}
+	var schema *iceberg.Schema
+	if len(req.GetSchemaJson()) > 0 {
+		schema = new(iceberg.Schema)
+		if err := json.Unmarshal(req.GetSchemaJson(), schema); err != nil {
+			return nil, perr.New(perr.InvalidArgument, "ComputeDeletes: schema_json: %v", err)
+		}
+	}
+	var nm iceberg.NameMapping
+	if len(req.GetNameMappingJson()) > 0 {
+		if err := json.Unmarshal(req.GetNameMappingJson(), &nm); err != nil {
+			return nil, perr.New(perr.InvalidArgument, "ComputeDeletes: name_mapping_json: %v", err)
+		}
+	}
+	type task struct {
+		data deletes.DataFile
+		dels []deletes.File
+	}
+	tasks := make([]task, len(req.GetDataFiles()))
+	for i, d := range req.GetDataFiles() {
+		f, dels, err := descriptor.ToDataFile(fmt.Sprintf("data_files[%d]", i), d, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range dels {
+			if x.Content == deletes.EqualityDeletes && schema == nil {
+				return nil, perr.New(perr.InvalidArgument, "ComputeDeletes: data_files[%d] has equality deletes but the request has no schema_json", i)
+			}
+		}
+		tasks[i] = task{deletes.DataFile{Path: f.Path, Size: f.Size, RecordCount: f.RecordCount, SpecID: f.SpecID, DataSeq: f.DataSeq}, dels}
+	}
+	computer := s.deletes(req.GetAllowBareDeletionVectors())
+	out := make([]*pushdown_pb.DeletedPositions, len(tasks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, t := range tasks {
+		g.Go(func() error {
+			r, err := computer.Deleted(gctx, t.data, t.dels, schema, nm)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			r.Deleted.RunOptimize()
+			if _, err := r.Deleted.WriteTo(&buf); err != nil {
+				return perr.New(perr.Internal, "encode deleted positions of %s: %v", t.data.Path, err)
+			}
+			out[i] = &pushdown_pb.DeletedPositions{Path: t.data.Path, Positions: buf.Bytes(), Cardinality: int64(r.Deleted.GetCardinality()),
+				DeleteFilesApplied: int64(r.Applied), CacheHits: int64(r.CacheHits), CacheMisses: int64(r.CacheMisses)}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return &pushdown_pb.ComputeDeletesResponse{Files: out}, nil
+}
+
+// deletes returns the delete engine: strict, or accepting bare deletion
+// vectors (a separate engine, so its cache never answers strict calls).
+func (s *Service) deletes(allowBare bool) *deletes.Computer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if allowBare {
+		if s.bareDeletes == nil {
+			s.bareDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{AllowBareDV: true, CacheBytes: s.DeleteCacheBytes})
+		}
+		return s.bareDeletes
+	}
+	if s.strictDeletes == nil {
+		s.strictDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{CacheBytes: s.DeleteCacheBytes})
+	}
+	return s.strictDeletes
+}
