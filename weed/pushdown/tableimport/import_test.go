@@ -25,9 +25,9 @@ import (
 const testLocation = "s3://wh/ns/events-0000"
 
 // prepareGenerated writes a generated table and prepares its import.
-func prepareGenerated(t *testing.T, formatVersion int) (GeneratedTable, *Plan) {
+func prepareGenerated(t *testing.T, formatVersion int) (harness.GeneratedTable, *Plan) {
 	t.Helper()
-	gen := WriteGeneratedTable(t, t.TempDir(), formatVersion)
+	gen := harness.WriteGeneratedTable(t, t.TempDir(), formatVersion)
 	plan, err := Prepare(PrepareOptions{Dir: gen.Dir, Location: testLocation})
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
@@ -75,7 +75,7 @@ func stringsIn(v any, out *[]string) {
 // scans to the source's rows, no rewritten file names the source folder,
 // every size in a manifest or manifest list is the size of the object it
 // names, and Avro headers are kept.
-func checkImportedTable(t *testing.T, gen GeneratedTable, plan *Plan) (entries []map[string]any) {
+func checkImportedTable(t *testing.T, gen harness.GeneratedTable, plan *Plan) (entries []map[string]any) {
 	t.Helper()
 	ctx := context.Background()
 	root := t.TempDir()
@@ -311,7 +311,7 @@ func TestImportOfAGeneratedV3TableRewritesDeletionVectorFootersOnly(t *testing.T
 }
 
 func TestImportRefusesAMissingDataFileNamingItAndStagesNothing(t *testing.T) {
-	gen := WriteGeneratedTable(t, t.TempDir(), 2)
+	gen := harness.WriteGeneratedTable(t, t.TempDir(), 2)
 	copyDir := filepath.Join(t.TempDir(), "copy")
 	copyTree(t, gen.Dir, copyDir)
 	var victim string
@@ -339,7 +339,7 @@ func TestImportRefusesAMissingDataFileNamingItAndStagesNothing(t *testing.T) {
 }
 
 func TestImportRefusesAPathOutsideTheStripPrefixNamingIt(t *testing.T) {
-	gen := WriteGeneratedTable(t, t.TempDir(), 2)
+	gen := harness.WriteGeneratedTable(t, t.TempDir(), 2)
 	_, err := Prepare(PrepareOptions{Dir: gen.Dir, StripPrefix: gen.Location + "/data", Location: testLocation})
 	if err == nil || !strings.Contains(err.Error(), "is not under the table prefix") || !strings.Contains(err.Error(), "/metadata/snap-") {
 		t.Fatalf("got %v, want a refusal naming a manifest list outside the prefix", err)
@@ -347,7 +347,7 @@ func TestImportRefusesAPathOutsideTheStripPrefixNamingIt(t *testing.T) {
 }
 
 func TestImportReadsGzippedMetadataAndStoresItPlain(t *testing.T) {
-	gen := WriteGeneratedTable(t, t.TempDir(), 2)
+	gen := harness.WriteGeneratedTable(t, t.TempDir(), 2)
 	mdDir := filepath.Join(gen.Dir, "metadata")
 	entries, _ := os.ReadDir(mdDir)
 	for _, e := range entries {
