@@ -1,0 +1,79 @@
+package deletes
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+)
+
+// FuzzDecodeDV: DecodeDV and DecodePortableRoaring64 never panic, accept
+// only in-bounds positions, and what they accept re-encodes to the same
+// set.
+func FuzzDecodeDV(f *testing.F) {
+	seedGolden(f)
+	for _, b := range []*roaring64.Bitmap{roaring64.New(), bitmapOf(1, 3, 5), sampleBitmap()} {
+		var buf bytes.Buffer
+		b.RunOptimize()
+		b.WriteTo(&buf)
+		f.Add(buf.Bytes())
+		f.Add(frameDV(buf.Bytes()))
+	}
+	f.Fuzz(func(t *testing.T, blob []byte) {
+		for _, bare := range []bool{false, true} {
+			bm, err := DecodeDV(blob, DVOptions{AllowBare: bare, ExpectedCardinality: -1})
+			if err != nil {
+				continue
+			}
+			if !bm.IsEmpty() && bm.Maximum() > MaxDVPosition {
+				t.Fatalf("accepted position %d above the maximum", bm.Maximum())
+			}
+			var buf bytes.Buffer
+			if _, err := bm.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			again, err := DecodeDV(frameDV(buf.Bytes()), DVOptions{ExpectedCardinality: int64(bm.GetCardinality())})
+			if err != nil || !again.Equals(bm) {
+				t.Fatalf("re-encoded DV does not decode to the same set: %v", err)
+			}
+		}
+		if bm, err := DecodePortableRoaring64(blob); err == nil {
+			var buf bytes.Buffer
+			bm.WriteTo(&buf)
+			again, err := DecodePortableRoaring64(buf.Bytes())
+			if err != nil || !again.Equals(bm) {
+				t.Fatalf("re-encoded bitmap does not decode to the same set: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzDecodeStored: DecodeStored never panics, and what it accepts is what
+// EncodeStored writes for that key.
+func FuzzDecodeStored(f *testing.F) {
+	for _, k := range []string{"", "k", "position|v1|\"s3://b/d.parquet\"|10-2|\"s3://b/p.parquet\"#99"} {
+		for _, b := range []*roaring64.Bitmap{roaring64.New(), bitmapOf(1, 1 << 40), sampleBitmap()} {
+			p, _ := EncodeStored(k, b)
+			f.Add(k, p)
+		}
+	}
+	f.Fuzz(func(t *testing.T, key string, payload []byte) {
+		bm, ok := DecodeStored(key, payload)
+		if !ok {
+			return
+		}
+		if bm == nil {
+			t.Fatal("ok without a bitmap")
+		}
+		if _, ok := DecodeStored(key+"x", payload); ok {
+			t.Fatal("a payload decoded under two keys")
+		}
+		p, err := EncodeStored(key, bm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, ok := DecodeStored(key, p); !ok || !again.Equals(bm) {
+			t.Fatal("re-encoded payload does not round trip")
+		}
+	})
+}
