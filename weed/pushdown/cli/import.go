@@ -24,7 +24,7 @@ through the S3 gateway, rewriting every path onto the table's new location (as I
 rewrite-table-path does), and register it with the Iceberg REST catalog. The source folder is only read.
 Everything is checked before anything is uploaded: a path outside -strip-prefix or a missing file
 refuses the import.`,
-		usage: "-dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "-dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run] [-allow-size-mismatch] [-iceberg URL] [-s3 URL] [-warehouse B]",
 		run:   runImport,
 	})
 }
@@ -37,6 +37,7 @@ func runImport(args []string) error {
 	metadata := fs.String("metadata", "", "metadata file to import as current (default: version-hint.text, else the newest)")
 	replace := fs.Bool("replace", false, "drop an existing table of that name (after the upload succeeded)")
 	dryRun := fs.Bool("dry-run", false, "check and rewrite locally; upload and register nothing")
+	allowSize := fs.Bool("allow-size-mismatch", false, "import files whose size differs from their manifest entry (noted) instead of refusing the table")
 	concurrency := fs.Int("concurrency", 8, "parallel uploads")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +52,7 @@ func runImport(args []string) error {
 	bar := newUploadProgress(os.Stderr)
 	res, err := tableimport.Import(ctx, tableimport.Options{
 		Dir: *dir, Table: *tableName, StripPrefix: *strip, MetadataFile: *metadata,
-		Endpoints: endpoints(), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency,
+		Endpoints: endpoints(), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
 		Progress: bar.update, Log: os.Stderr,
 	})
 	bar.finish()

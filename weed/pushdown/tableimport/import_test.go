@@ -481,3 +481,29 @@ func goavroRecords(t *testing.T, b []byte) []any {
 	}
 	return out
 }
+
+func TestADataFileOfAnotherSizeThanItsManifestSaysIsRefusedUnlessAllowed(t *testing.T) {
+	gen := harness.WriteGeneratedTable(t, t.TempDir(), 2)
+	dir := filepath.Join(t.TempDir(), "copy")
+	copyTree(t, gen.Dir, dir)
+	entries, _ := os.ReadDir(filepath.Join(dir, "data"))
+	victim := filepath.Join(dir, "data", entries[0].Name())
+	f, err := os.OpenFile(victim, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	f.Close()
+	_, err = Prepare(PrepareOptions{Dir: dir, StripPrefix: gen.Location, Location: testLocation})
+	if err == nil || !strings.Contains(err.Error(), entries[0].Name()) || !strings.Contains(err.Error(), "but its manifest entry says") {
+		t.Fatalf("got %v, want a refusal naming %s and its sizes", err, entries[0].Name())
+	}
+	plan, err := Prepare(PrepareOptions{Dir: dir, StripPrefix: gen.Location, Location: testLocation, AllowSizeMismatch: true})
+	if err != nil {
+		t.Fatalf("with AllowSizeMismatch: %v", err)
+	}
+	defer plan.Close()
+	if !strings.Contains(strings.Join(plan.Notes, "\n"), entries[0].Name()) {
+		t.Errorf("the mismatch is not noted: %v", plan.Notes)
+	}
+}

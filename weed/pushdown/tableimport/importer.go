@@ -31,7 +31,10 @@ type Options struct {
 	Endpoints    lakeclient.Endpoints
 	Replace      bool // drop an existing table of that name (after the upload)
 	DryRun       bool // check and rewrite, upload and register nothing
-	Concurrency  int  // parallel uploads (default 8)
+	// AllowSizeMismatch imports files whose size differs from their
+	// manifest entry's file_size_in_bytes instead of refusing the table.
+	AllowSizeMismatch bool
+	Concurrency       int // parallel uploads (default 8)
 	// Progress is called as bytes are uploaded (may be nil).
 	Progress func(done, total int64)
 	// Log receives one line per step (may be nil).
@@ -88,7 +91,8 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 	}
 	e := o.Endpoints.Defaults()
 	location := TableLocation(e.Warehouse, ident, uuid.New())
-	plan, err := Prepare(PrepareOptions{Dir: o.Dir, StripPrefix: o.StripPrefix, MetadataFile: o.MetadataFile, Location: location})
+	plan, err := Prepare(PrepareOptions{Dir: o.Dir, StripPrefix: o.StripPrefix, MetadataFile: o.MetadataFile, Location: location,
+		AllowSizeMismatch: o.AllowSizeMismatch})
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,10 @@ type PrepareOptions struct {
 	StripPrefix  string // prefix of the written paths that is Dir; "" = the metadata's location
 	MetadataFile string // "" = version-hint.text, else the newest
 	Location     string // new table location: s3://bucket/path
+	// AllowSizeMismatch imports files whose size differs from what their
+	// manifest entry says (noted, not refused). Readers that trust the
+	// manifest's size (to find a Parquet footer) may fail on them.
+	AllowSizeMismatch bool
 }
 
 // sourceFile is one distinct file the table names.
@@ -235,7 +239,9 @@ func (p *preparer) note(orig, kind, context string, needed bool, declaredSize in
 	switch {
 	case err == nil:
 		f.local, f.size = local, st.Size()
-		if needed && declaredSize > 0 && declaredSize != f.size {
+		if needed && declaredSize > 0 && declaredSize != f.size && p.o.AllowSizeMismatch {
+			p.plan.Notes = append(p.plan.Notes, fmt.Sprintf("%s: %s file %q is %d bytes but its manifest entry says %d (imported as is)", context, kind, orig, f.size, declaredSize))
+		} else if needed && declaredSize > 0 && declaredSize != f.size {
 			p.problem("%s: %s file %q is %d bytes in the folder but its manifest entry says %d", context, kind, orig, f.size, declaredSize)
 		}
 	case needed:
