@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -104,6 +106,19 @@ func TestPushdownServicesUseTheClusterTLS(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s answered a plaintext client", addr)
 		}
+	}
+	// A client proven by the cluster's mTLS may send client-resolved data
+	// files in connector-trusted mode: authorization passes, and the
+	// unknown table is what stops the request.
+	withCert, err := grpc.NewClient(c.CatalogAddr(), grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withCert.Close()
+	_, err = pushdown_pb.NewPushdownCatalogClient(withCert).Plan(ctx, &pushdown_pb.ParquetPushdownRequest{Table: "nope.nope",
+		DataFiles: []*pushdown_pb.DataFileDescriptor{{Path: "s3://warehouse/nope/f.parquet", SizeBytes: 10, RecordCount: 1}}})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("client-resolved plan over mTLS: %v, want NOT_FOUND for the unknown table (authorization passed)", err)
 	}
 	noCert := tlsCfg.Clone()
 	noCert.Certificates = nil

@@ -26,6 +26,12 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if err := checkShape(req, s.Config.Limits); err != nil {
 		return nil, err
 	}
+	if len(req.GetDataFiles()) > 0 && s.Trust.Mode == pushdown_pb.TrustMode_CONNECTOR_TRUSTED {
+		// Before anything else: an unproven caller learns nothing.
+		if err := s.Trust.authorizeConnector(ctx, req); err != nil {
+			return nil, err
+		}
+	}
 	tbl, err := s.Tables.Load(ctx, req.GetWarehouse(), req.GetTable())
 	if err != nil {
 		return nil, err
@@ -69,9 +75,6 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		trust = s.Trust.Mode
 		switch trust {
 		case pushdown_pb.TrustMode_CONNECTOR_TRUSTED:
-			if err := s.Trust.authorizeConnector(ctx, req); err != nil {
-				return nil, err
-			}
 			applied = map[string][]deletes.File{}
 			seen := map[string]int{}
 			for i, d := range req.GetDataFiles() {
