@@ -134,6 +134,9 @@ func decodePortable(b []byte, maxKey uint32) (bm *roaring64.Bitmap, err error) {
 	}
 	off := 8
 	var last uint32
+	var empties int
+	type part struct{ start, end int } // a key and its bitmap, in b
+	parts := make([]part, 0, count)
 	for i := uint64(0); i < count; i++ {
 		if len(b)-off < 4 {
 			return nil, perr.New(perr.Corrupt, "roaring bitmap truncated reading key %d at byte %d", i, off)
@@ -155,10 +158,23 @@ func decodePortable(b []byte, maxKey uint32) (bm *roaring64.Bitmap, err error) {
 		if err := inner.Validate(); err != nil {
 			return nil, perr.New(perr.Corrupt, "roaring bitmap for key %d at byte %d is malformed: %v", key, off, err)
 		}
+		if inner.IsEmpty() {
+			empties++
+		} else {
+			parts = append(parts, part{off - 4, off + int(n)})
+		}
 		off += int(n)
 	}
 	if off != len(b) {
 		return nil, perr.New(perr.Corrupt, "roaring bitmap has %d trailing bytes after %d bitmaps", len(b)-off, count)
+	}
+	if empties > 0 {
+		// roaring64 misbehaves on empty containers (Maximum panics): drop them.
+		clean := binary.LittleEndian.AppendUint64(make([]byte, 0, len(b)), uint64(len(parts)))
+		for _, p := range parts {
+			clean = append(clean, b[p.start:p.end]...)
+		}
+		b = clean
 	}
 	bm = roaring64.New()
 	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {

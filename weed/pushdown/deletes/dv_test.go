@@ -375,3 +375,23 @@ func TestReadDVReportsBadRangesIOFailuresAndChangedFiles(t *testing.T) {
 		t.Fatalf("not a puffin: %v (kind %v)", err, perr.KindOf(err))
 	}
 }
+
+func TestEmptyContainersAreDroppedSoTheBitmapIsSafeToUse(t *testing.T) {
+	// Two keys; key 0's 32-bit bitmap is empty (cookie, no containers).
+	empty32 := []byte{0x3a, 0x30, 0, 0, 0, 0, 0, 0}
+	one := bitmapOf(uint64(1)<<32 | 9)
+	var buf bytes.Buffer
+	one.WriteTo(&buf)
+	b := binary.LittleEndian.AppendUint64(nil, 2)
+	b = binary.LittleEndian.AppendUint32(b, 0)
+	b = append(b, empty32...)
+	b = append(b, buf.Bytes()[8:]...) // key 1 and its bitmap
+	got, err := DecodeDV(frameDV(b), DVOptions{ExpectedCardinality: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "without the empty container", got, []uint64{1<<32 | 9})
+	if got.Minimum() != 1<<32|9 || got.Maximum() != 1<<32|9 {
+		t.Fatal("min/max wrong")
+	}
+}
