@@ -418,7 +418,6 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-
 // Every Avro file of the shared fixtures decodes and encodes again to the
 // same records (checked with goavro's own reader) and the same header.
 func TestAvroFilesOfOtherWritersRoundTripWithoutLosingFields(t *testing.T) {
