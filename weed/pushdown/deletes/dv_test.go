@@ -37,7 +37,7 @@ func goldenDVs() map[string][]uint64 {
 	all = append(all, span(p(1, 1, 10), p(1, 1, 500))...)
 	all = append(all, span(p(1, 2, 1), p(1, 2, 65535))...)
 	return map[string][]uint64{
-		"empty-position-index.bin":                   nil,
+		"empty-position-index.bin":                    nil,
 		"small-alternating-values-position-index.bin": {1, 3, 5, 7, 9},
 		"small-and-large-values-position-index.bin":   {100, 101, 2147483747, 2147483748},
 		"all-container-types-position-index.bin":      all,
@@ -358,7 +358,9 @@ func TestReadDVReportsBadRangesIOFailuresAndChangedFiles(t *testing.T) {
 	if perr.KindOf(err) != perr.FailedPrecondition {
 		t.Fatalf("changed file: %v (kind %v)", err, perr.KindOf(err))
 	}
-	failing := func(ctx context.Context, path string) (Source, error) { return memSource{data: make([]byte, 64), fail: errInjected}, nil }
+	failing := func(ctx context.Context, path string) (Source, error) {
+		return memSource{data: make([]byte, 64), fail: errInjected}, nil
+	}
 	ok := base
 	ok.BlobOffset, ok.BlobLength = 0, 12
 	_, err = ReadDV(context.Background(), failing, ok, DVOptions{})

@@ -52,7 +52,7 @@ func FuzzDecodeDV(f *testing.F) {
 // EncodeStored writes for that key.
 func FuzzDecodeStored(f *testing.F) {
 	for _, k := range []string{"", "k", "position|v1|\"s3://b/d.parquet\"|10-2|\"s3://b/p.parquet\"#99"} {
-		for _, b := range []*roaring64.Bitmap{roaring64.New(), bitmapOf(1, 1 << 40), sampleBitmap()} {
+		for _, b := range []*roaring64.Bitmap{roaring64.New(), bitmapOf(1, 1<<40), sampleBitmap()} {
 			p, _ := EncodeStored(k, b)
 			f.Add(k, p)
 		}

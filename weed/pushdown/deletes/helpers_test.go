@@ -99,7 +99,11 @@ func (fs *memFS) open(ctx context.Context, path string) (Source, error) {
 	return memSource{data: b, reads: fs.reads[path], mu: &fs.mu}, nil
 }
 
-func (fs *memFS) openCount(path string) int { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.opens[path] }
+func (fs *memFS) openCount(path string) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.opens[path]
+}
 
 func (fs *memFS) totalOpens() int {
 	fs.mu.Lock()
