@@ -3,16 +3,20 @@
 # Results: bench/results/*.json and *.md.
 #   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
-#   BENCH=plan|peer         runs one of the two
+#   BENCH=plan|deletes|peer runs one of them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LAKEWEED_BENCH=1
 export WEED_BINARY=${WEED_BINARY:-$PWD/bin/weed}
 mkdir -p bench/results
-if [ "${BENCH:-plan}" != peer ]; then
+BENCH=${BENCH:-all}
+if [ "$BENCH" = all ] || [ "$BENCH" = plan ]; then
   go test -count=1 -timeout 180m -run TestPlanBenchmark -v ./bench/planbench/ 2>&1 | tee bench/results/plan.log | grep -E "plan_bench|^ok|FAIL|^---"
 fi
-if [ "${BENCH:-peer}" != plan ]; then
+if [ "$BENCH" = all ] || [ "$BENCH" = deletes ]; then
+  go test -count=1 -timeout 60m -run TestDeleteBenchmark -v ./bench/deletebench/ 2>&1 | tee bench/results/deletes.log | grep -E "delete_bench|^ok|FAIL|^---"
+fi
+if [ "$BENCH" = all ] || [ "$BENCH" = peer ]; then
   # Its own module: DuckDB (cgo) stays out of the main build.
   (cd bench/peer && go test -count=1 -timeout 180m -run TestPeerBenchmark -v . 2>&1) | tee bench/results/peer.log | grep -E "peer_test|^ok|FAIL|^---"
 fi
