@@ -44,6 +44,9 @@ const MaxDVPosition = uint64(MaxDVKey)<<32 | math.MaxUint32
 // puffin.DefaultMaxBlobSize).
 const MaxDVBlobBytes = 256 << 20
 
+// puffinMagic begins (and ends) every Puffin file.
+const puffinMagic = "PFA1"
+
 // dvMagic is the deletion-vector-v1 magic, as stored.
 var dvMagic = [4]byte{0xD1, 0xD3, 0x39, 0x64}
 
@@ -201,7 +204,12 @@ func errOr(err error, s string) any {
 // ReadDV reads and decodes the deletion vector f with one ranged read of
 // [BlobOffset, BlobOffset+BlobLength). It does not read the Puffin footer:
 // the manifest's offset, length and record_count identify and check the
-// blob (with o.ExpectedCardinality, usually f.RecordCount).
+// blob (with o.ExpectedCardinality, usually f.RecordCount). A blob offset
+// below 4 cannot be inside a Puffin file (its magic comes first) and is
+// refused unless o.AllowBare. (iceberg-go additionally reads the footer
+// and checks the blob's type, referenced-data-file and cardinality
+// properties; we trade that for a single read, keeping length, magic, CRC,
+// bounds and the manifest cardinality.)
 func ReadDV(ctx context.Context, open Opener, f File, o DVOptions) (*roaring64.Bitmap, error) {
 	if f.Format != FormatPuffin {
 		return nil, perr.New(perr.InvalidArgument, "deletion vector %s: format is %s, not PUFFIN", f.Path, f.Format)
@@ -212,6 +220,12 @@ func ReadDV(ctx context.Context, open Opener, f File, o DVOptions) (*roaring64.B
 	if f.BlobOffset < 0 || f.BlobLength <= 0 || f.BlobLength > MaxDVBlobBytes {
 		return nil, perr.New(perr.InvalidArgument, "deletion vector %s: blob range offset %d length %d is invalid (length must be in 1..%d)",
 			f.Path, f.BlobOffset, f.BlobLength, MaxDVBlobBytes)
+	}
+	if f.BlobOffset < int64(len(puffinMagic)) && !o.AllowBare {
+		// A Puffin file begins with its 4-byte magic, so no blob starts
+		// before offset 4: this "Puffin" file is a bare blob.
+		return nil, perr.New(perr.FailedPrecondition, "deletion vector %s: blob offset %d precedes the 4-byte Puffin magic, so the file is not a Puffin container "+
+			"(a deletion vector written without the Puffin framing); set DVOptions.AllowBare (Options.AllowBareDV) to accept it", f.Path, f.BlobOffset)
 	}
 	src, err := openChecked(ctx, open, f.Path, f.Size)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go/puffin"
 	"github.com/apache/iceberg-go/table/dv"
 	"github.com/klauspost/compress/zstd"
@@ -44,21 +45,37 @@ func goldenDVs() map[string][]uint64 {
 	}
 }
 
-func dvFile(path string, size int64, card int64) File {
-	return File{Path: path, Size: size, RecordCount: card, Content: PositionDeletes, Format: FormatPuffin,
-		BlobOffset: 0, BlobLength: size, ReferencedDataFile: "data.parquet"}
+// inPuffin places a blob in a file after the Puffin magic, as a Puffin
+// writer does, and describes it as a deletion vector of card positions.
+func inPuffin(fs *memFS, path string, blob []byte, card int64) File {
+	file := append([]byte(puffinMagic), blob...)
+	file = append(file, puffinMagic...)
+	fs.put(path, file)
+	return File{Path: path, Size: int64(len(file)), RecordCount: card, Content: PositionDeletes, Format: FormatPuffin,
+		BlobOffset: int64(len(puffinMagic)), BlobLength: int64(len(blob)), ReferencedDataFile: "data.parquet"}
 }
 
+// readGolden reads a golden blob, changed by mutate, as the deletion
+// vector of a Puffin file named after it.
+func readGolden(t *testing.T, name string, mutate func([]byte) []byte, card int64) (*roaring64.Bitmap, string, error) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sharedTestdata(t, "iceberg-dv"), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := newMemFS()
+	path := "s3://warehouse/golden/" + name + ".puffin"
+	f := inPuffin(fs, path, mutate(slices.Clone(b)), card)
+	bm, err := ReadDV(context.Background(), fs.open, f, DVOptions{ExpectedCardinality: card})
+	return bm, path, err
+}
+
+func same(b []byte) []byte { return b }
+
 func TestGoldenDeletionVectorsDecodeToExactlyTheDocumentedPositions(t *testing.T) {
-	dir := sharedTestdata(t, "iceberg-dv")
 	for name, want := range goldenDVs() {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, name)
-			st, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bm, err := ReadDV(context.Background(), osOpen, dvFile(path, st.Size(), int64(len(want))), DVOptions{ExpectedCardinality: int64(len(want))})
+			bm, _, err := readGolden(t, name, same, int64(len(want)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,41 +85,12 @@ func TestGoldenDeletionVectorsDecodeToExactlyTheDocumentedPositions(t *testing.T
 }
 
 func TestGoldenDeletionVectorWithAWrongCardinalityIsRefused(t *testing.T) {
-	dir := sharedTestdata(t, "iceberg-dv")
-	b, err := os.ReadFile(filepath.Join(dir, "small-alternating-values-position-index.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = DecodeDV(b, DVOptions{ExpectedCardinality: 4})
-	errContains(t, err, "cardinality", "5", "4")
-}
-
-// copyGolden copies a golden file to a temp dir, letting mutate change it.
-func copyGolden(t *testing.T, name string, mutate func([]byte) []byte) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(sharedTestdata(t, "iceberg-dv"), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "mutated-"+name)
-	if err := os.WriteFile(out, mutate(slices.Clone(b)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func readMutated(t *testing.T, path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ReadDV(context.Background(), osOpen, dvFile(path, st.Size(), -1), DVOptions{ExpectedCardinality: -1})
-	return err
+	_, path, err := readGolden(t, "small-alternating-values-position-index.bin", same, 4)
+	errContains(t, err, "cardinality", "5", "4", path)
 }
 
 func TestDeletionVectorWithOneFlippedCRCByteIsRefusedNamingCRCAndTheFile(t *testing.T) {
-	path := copyGolden(t, "small-and-large-values-position-index.bin", func(b []byte) []byte { b[len(b)-1] ^= 0x01; return b })
-	err := readMutated(t, path)
+	_, path, err := readGolden(t, "small-and-large-values-position-index.bin", func(b []byte) []byte { b[len(b)-1] ^= 0x01; return b }, -1)
 	errContains(t, err, "CRC", path)
 	if perr.KindOf(err) != perr.Corrupt {
 		t.Fatalf("kind %v, want corrupt", perr.KindOf(err))
@@ -110,26 +98,45 @@ func TestDeletionVectorWithOneFlippedCRCByteIsRefusedNamingCRCAndTheFile(t *test
 }
 
 func TestDeletionVectorWithAFlippedBitmapByteFailsTheCRC(t *testing.T) {
-	path := copyGolden(t, "all-container-types-position-index.bin", func(b []byte) []byte { b[20] ^= 0x40; return b })
-	errContains(t, readMutated(t, path), "CRC", path)
+	_, path, err := readGolden(t, "all-container-types-position-index.bin", func(b []byte) []byte { b[20] ^= 0x40; return b }, -1)
+	errContains(t, err, "CRC", path)
 }
 
 func TestDeletionVectorWithAWrongLengthFieldIsRefused(t *testing.T) {
-	path := copyGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte {
+	_, path, err := readGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte {
 		binary.BigEndian.PutUint32(b, binary.BigEndian.Uint32(b)+1)
 		return b
-	})
-	errContains(t, readMutated(t, path), "length mismatch", path)
+	}, -1)
+	errContains(t, err, "length mismatch", path)
 }
 
 func TestDeletionVectorWithAWrongMagicIsRefused(t *testing.T) {
-	path := copyGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte { b[5] = 0x00; return b })
-	errContains(t, readMutated(t, path), "magic mismatch", path)
+	_, path, err := readGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte { b[5] = 0x00; return b }, -1)
+	errContains(t, err, "magic mismatch", path)
 }
 
 func TestTruncatedDeletionVectorIsRefused(t *testing.T) {
-	path := copyGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte { return b[:len(b)-3] })
-	errContains(t, readMutated(t, path), path)
+	_, path, err := readGolden(t, "small-alternating-values-position-index.bin", func(b []byte) []byte { return b[:len(b)-3] }, -1)
+	errContains(t, err, path)
+}
+
+func TestADeletionVectorFileThatIsNotAPuffinContainerIsRefusedUnlessAllowed(t *testing.T) {
+	// The legacy table's "Puffin" file is a bare deletion-vector blob at
+	// offset 0 (its manifest says offset 0, length 42, record_count 1).
+	dir := sharedTestdata(t, "iceberg-tables/legacy_bare_deletion_vector/warehouse/default/legacy_bare_deletion_vector/data")
+	path := filepath.Join(dir, "legacy-bare-deletion-vector.puffin")
+	f := File{Path: path, Size: 42, RecordCount: 1, Content: PositionDeletes, Format: FormatPuffin, BlobOffset: 0, BlobLength: 42,
+		ReferencedDataFile: "data/00000-0-cac6cfea-266f-44f8-9a3a-70dd8fb68014.parquet"}
+	_, err := ReadDV(context.Background(), osOpen, f, DVOptions{ExpectedCardinality: 1})
+	errContains(t, err, path, "not a Puffin container", "AllowBare")
+	if perr.KindOf(err) != perr.FailedPrecondition {
+		t.Fatalf("kind %v", perr.KindOf(err))
+	}
+	bm, err := ReadDV(context.Background(), osOpen, f, DVOptions{AllowBare: true, ExpectedCardinality: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "legacy DV", bm, []uint64{1})
 }
 
 func TestHighValuesBitmapIsRefusedByTheExplicitPositionBound(t *testing.T) {
@@ -353,7 +360,7 @@ func TestReadDVReportsBadRangesIOFailuresAndChangedFiles(t *testing.T) {
 		t.Fatalf("kind %v", perr.KindOf(err))
 	}
 	changed := base
-	changed.Size, changed.BlobOffset, changed.BlobLength = 65, 0, 12
+	changed.Size, changed.BlobOffset, changed.BlobLength = 65, 4, 12
 	_, err = ReadDV(context.Background(), fs.open, changed, DVOptions{})
 	if perr.KindOf(err) != perr.FailedPrecondition {
 		t.Fatalf("changed file: %v (kind %v)", err, perr.KindOf(err))
@@ -362,13 +369,13 @@ func TestReadDVReportsBadRangesIOFailuresAndChangedFiles(t *testing.T) {
 		return memSource{data: make([]byte, 64), fail: errInjected}, nil
 	}
 	ok := base
-	ok.BlobOffset, ok.BlobLength = 0, 12
+	ok.BlobOffset, ok.BlobLength = 4, 12
 	_, err = ReadDV(context.Background(), failing, ok, DVOptions{})
 	if perr.KindOf(err) != perr.Unavailable {
 		t.Fatalf("I/O failure: %v (kind %v)", err, perr.KindOf(err))
 	}
 	errContains(t, err, "x.puffin", "injected")
-	_, err = ReadDV(context.Background(), fs.open, File{Path: "y.puffin", Content: PositionDeletes, Format: FormatPuffin, BlobLength: 12}, DVOptions{})
+	_, err = ReadDV(context.Background(), fs.open, File{Path: "y.puffin", Content: PositionDeletes, Format: FormatPuffin, BlobOffset: 4, BlobLength: 12}, DVOptions{})
 	if perr.KindOf(err) != perr.Unavailable {
 		t.Fatalf("missing file: %v (kind %v)", err, perr.KindOf(err))
 	}
