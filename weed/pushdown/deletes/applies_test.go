@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // Specs: 0 unpartitioned, 1 identity(region), 2 identity(region) +
@@ -242,5 +244,41 @@ func TestIndexReportsEqualityDeletesOfUnknownSpecs(t *testing.T) {
 	ix := NewIndex([]File{{Path: "e", Content: EqualityDeletes, SpecID: 42}, {Path: "p", Content: PositionDeletes, SpecID: 43}}, testSpecs())
 	if got := ix.UnknownSpecs(); !slices.Equal(got, []int32{42}) {
 		t.Fatalf("UnknownSpecs = %v", got)
+	}
+}
+
+func TestReferencedDataFileComesFromTheManifestOrEqualFilePathBounds(t *testing.T) {
+	explicit := "s3://b/d1.parquet"
+	lo := map[int][]byte{filePathFieldID: []byte("s3://b/d2.parquet")}
+	hi := map[int][]byte{filePathFieldID: []byte("s3://b/d2.parquet")}
+	other := map[int][]byte{filePathFieldID: []byte("s3://b/d3.parquet")}
+	for _, c := range []struct {
+		explicit *string
+		lo, hi   map[int][]byte
+		want     string
+	}{
+		{&explicit, lo, hi, explicit},
+		{nil, lo, hi, "s3://b/d2.parquet"},
+		{nil, lo, other, ""},
+		{nil, nil, nil, ""},
+		{new(string), lo, hi, "s3://b/d2.parquet"},
+	} {
+		if got := ReferencedDataFileOf(c.explicit, c.lo, c.hi); got != c.want {
+			t.Errorf("ReferencedDataFileOf = %q, want %q", got, c.want)
+		}
+	}
+}
+
+func TestADeleteFileWithoutAKnownFormatOrContentIsRefused(t *testing.T) {
+	c := NewComputer(newMemFS().open, nil, Options{})
+	for _, f := range []File{
+		{Path: "noformat.parquet", Content: PositionDeletes},
+		{Path: "nocontent.parquet", Format: FormatParquet},
+	} {
+		_, err := c.Deleted(t.Context(), DataFile{Path: "d"}, []File{f}, nil, nil)
+		errContains(t, err, f.Path)
+		if perr.KindOf(err) != perr.InvalidArgument {
+			t.Fatalf("%s: kind %v", f.Path, perr.KindOf(err))
+		}
 	}
 }

@@ -109,6 +109,9 @@ func (c *Computer) Deleted(ctx context.Context, d DataFile, dels []File, schema 
 			continue
 		}
 		seen[f.Identity()] = true
+		if f.Content != PositionDeletes && f.Content != EqualityDeletes {
+			return Result{}, perr.New(perr.InvalidArgument, "%s: unknown delete file content %s", f.Path, f.Content)
+		}
 		if err := checkReadable(f, f.Content); err != nil {
 			return Result{}, err
 		}

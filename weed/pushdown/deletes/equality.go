@@ -212,7 +212,7 @@ func matchDataFile(ctx context.Context, open Opener, data DataFile, ids []int, f
 		}
 		if leaves[i] == nil {
 			if consts[i], err = defaultEncoding(fields[id].field, fields[id].t); err != nil {
-				return err
+				return fmt.Errorf("data file %s lacks equality column %d: %w", data.Path, id, err)
 			}
 		}
 	}
@@ -340,6 +340,11 @@ func equalityFingerprint(sch *iceberg.Schema, nm iceberg.NameMapping, ids []int)
 	for _, id := range ids {
 		fi := fields[id]
 		b.WriteString(strconv.Itoa(id))
+		b.WriteByte(':')
+		if sch != nil {
+			name, _ := sch.FindColumnName(id) // delete files without field ids resolve by it
+			b.WriteString(strconv.Quote(name))
+		}
 		b.WriteByte(':')
 		if fi.field.Type != nil {
 			b.WriteString(fi.field.Type.String())
