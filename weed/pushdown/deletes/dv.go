@@ -76,7 +76,10 @@ func DecodeDV(blob []byte, o DVOptions) (bm *roaring64.Bitmap, err error) {
 		case bareErr == nil && !o.AllowBare:
 			return nil, perr.New(perr.FailedPrecondition, "deletion vector blob of %d bytes %s", len(blob), errBare)
 		case bareErr == nil:
-			return bare, checkCardinality(bare, o.ExpectedCardinality)
+			if err := checkCardinality(bare, o.ExpectedCardinality); err != nil {
+				return nil, err
+			}
+			return bare, nil
 		case errors.As(bareErr, &be):
 			return nil, perr.New(perr.Corrupt, "%w (in a blob without the deletion-vector-v1 framing)", bareErr)
 		case len(blob) < 12:
@@ -96,7 +99,10 @@ func DecodeDV(blob []byte, o DVOptions) (bm *roaring64.Bitmap, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return bm, checkCardinality(bm, o.ExpectedCardinality)
+	if err := checkCardinality(bm, o.ExpectedCardinality); err != nil {
+		return nil, err
+	}
+	return bm, nil
 }
 
 func checkCardinality(bm *roaring64.Bitmap, want int64) error {

@@ -556,3 +556,34 @@ func TestAnEqualityDeleteFileLackingAKeyColumnIsCorrupt(t *testing.T) {
 		t.Fatalf("kind %v", perr.KindOf(err))
 	}
 }
+
+func TestMalformedEqualityInputsAreErrorsNamingTheFileNotPanics(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	data := genDataRows(r, 50)
+	goodData := writeDataFile(t, data, true, "", 16)
+	cols := []string{"s", "dec", "ts"}
+	goodDel := writeDeleteFile(t, genDeleteRows(r, data, cols, 10), cols, 4)
+	for i := 0; i < 400; i++ {
+		db, eb := slices.Clone(goodData), slices.Clone(goodDel)
+		victim := &db
+		if i%2 == 1 {
+			victim = &eb
+		}
+		b := *victim
+		for j := 0; j <= i%5; j++ {
+			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
+		}
+		if i%7 == 0 {
+			b = b[:r.IntN(len(b))]
+		}
+		*victim = b
+		fs := newMemFS()
+		fs.put("data.parquet", db)
+		fs.put("del.parquet", eb)
+		_, err := EqualityDeleted(context.Background(), fs.open, DataFile{Path: "data.parquet", RecordCount: int64(len(data))},
+			File{Path: "del.parquet", Content: EqualityDeletes, Format: FormatParquet, EqualityFieldIDs: ids(cols)}, eqTableSchema(), nil)
+		if err != nil && !strings.Contains(err.Error(), "data.parquet") && !strings.Contains(err.Error(), "del.parquet") {
+			t.Fatalf("error names no file: %v", err)
+		}
+	}
+}
