@@ -283,6 +283,31 @@ func readPuffinFooter(f *os.File, size int64) (*puffinFooter, error) {
 	return pf, nil
 }
 
+// startsWithPuffinMagic reports whether the file begins with the Puffin
+// magic. A deletion-vector file that does not is an older writer's blob
+// stored on its own, outside any Puffin container.
+func startsWithPuffinMagic(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len(puffinMagic))
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return bytes.Equal(head[:n], puffinMagic), nil
+}
+
+// bareDeletionVectorNote tells the user a deletion-vector file outside a
+// Puffin container was copied as it is.
+func bareDeletionVectorNote(orig string) string {
+	return fmt.Sprintf("deletion-vector file %q is not a Puffin file (it does not begin with the PFA1 magic): copied byte for byte, "+
+		"as it has no footer and no referenced-data-file property to rewrite; readers will refuse it unless they accept bare deletion vectors "+
+		"(lakeweed's pushdown: -pushdown.allowBareDeletionVectors)", orig)
+}
+
 // rewritePuffin copies a Puffin file (deletion vectors) with the
 // referenced-data-file property of each blob moved onto the new root. Blobs
 // keep their bytes and offsets: only the footer changes (a compressed footer

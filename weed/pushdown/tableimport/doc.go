@@ -15,6 +15,11 @@
 //	deletion vectors (Puffin) ──footer─▶ referenced-data-file       │      Iceberg REST catalog: RegisterTable
 //	data, equality deletes, stats ─────────── copied as they are ───┘      (current metadata file, uploaded last)
 //
+// A deletion-vector file that is not a Puffin file (an older writer's blob
+// stored on its own) has no footer to rewrite: it is copied byte for byte
+// with a note, since readers refuse it unless they accept bare deletion
+// vectors.
+//
 // Prepare checks everything first (each referenced file exists with the
 // size its manifest says, each path lies under the stripped prefix) and
 // refuses the whole table with a list of problems otherwise; Import then

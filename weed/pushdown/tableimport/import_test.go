@@ -507,3 +507,159 @@ func TestADataFileOfAnotherSizeThanItsManifestSaysIsRefusedUnlessAllowed(t *test
 		t.Errorf("the mismatch is not noted: %v", plan.Notes)
 	}
 }
+
+// puffinFileOf returns the one Puffin file of a generated v3 table.
+func puffinFileOf(t *testing.T, dir string) string {
+	t.Helper()
+	var found []string
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".puffin") {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) != 1 {
+		t.Fatalf("want one Puffin file in %s, found %v", dir, found)
+	}
+	return found[0]
+}
+
+// overwriteAt replaces bytes of a file in place (its size stays).
+func overwriteAt(t *testing.T, p string, off int64, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCopiedAsIs checks that the plan uploads the deletion-vector file
+// byte for byte from the folder, unrewritten, with its manifest entries
+// keeping their size and blob ranges and naming their moved data file, and
+// that a note names the file and says readers refuse it unless they accept
+// bare deletion vectors.
+func checkCopiedAsIs(t *testing.T, plan *Plan, srcFile, wantRef string) {
+	t.Helper()
+	var obj *Object
+	for i, o := range plan.Objects {
+		if strings.HasSuffix(o.Key, "/"+filepath.Base(srcFile)) {
+			obj = &plan.Objects[i]
+		}
+	}
+	if obj == nil {
+		t.Fatalf("no object for %s among %d planned", srcFile, len(plan.Objects))
+	}
+	if obj.Kind != KindDeletionVectors || obj.Rewritten || obj.Source != srcFile {
+		t.Errorf("object %+v: want deletion vectors copied from %s, not rewritten", *obj, srcFile)
+	}
+	src, err := os.ReadFile(srcFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(obj.Source); err != nil || !bytes.Equal(got, src) || obj.Size != int64(len(src)) {
+		t.Errorf("the uploaded bytes differ from %s (%d planned bytes, %d in the folder, read error %v)", srcFile, obj.Size, len(src), err)
+	}
+	notes := strings.Join(plan.Notes, "\n")
+	if !strings.Contains(notes, filepath.Base(srcFile)) || !strings.Contains(notes, "is not a Puffin file") ||
+		!strings.Contains(notes, "refuse it unless they accept bare deletion vectors") {
+		t.Errorf("no note names %s as a deletion vector readers refuse unless they accept bare ones:\n%s", filepath.Base(srcFile), notes)
+	}
+	entries := 0
+	for _, o := range plan.Objects {
+		if o.Kind != KindManifest {
+			continue
+		}
+		b, err := os.ReadFile(o.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		af, err := readAvroFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range af.records {
+			df := unionValue(r.(map[string]any)["data_file"]).(map[string]any)
+			p, _ := asString(df["file_path"])
+			if !strings.HasSuffix(p, "/"+filepath.Base(srcFile)) {
+				continue
+			}
+			entries++
+			if p != "s3://"+plan.Bucket+"/"+obj.Key {
+				t.Errorf("entry names %s, the object is at s3://%s/%s", p, plan.Bucket, obj.Key)
+			}
+			if n, _ := asInt64(df["file_size_in_bytes"]); n != int64(len(src)) {
+				t.Errorf("entry says %d bytes, the copied file has %d", n, len(src))
+			}
+			if off, _ := asInt64(df["content_offset"]); off < 0 || off >= int64(len(src)) {
+				t.Errorf("content_offset %d outside the %d-byte file", off, len(src))
+			}
+			ref, _ := asString(df["referenced_data_file"])
+			if !strings.HasPrefix(ref, wantRef) {
+				t.Errorf("referenced_data_file %q, want it under %s", ref, wantRef)
+			}
+		}
+	}
+	if entries == 0 {
+		t.Errorf("no manifest entry names %s", srcFile)
+	}
+}
+
+// A deletion-vector file that does not begin with the Puffin magic has no
+// footer to rewrite: it is imported byte for byte with a note, while a file
+// that begins like Puffin but whose footer is broken is still refused.
+func TestADeletionVectorFileThatIsNotPuffinIsCopiedAsItIsWithANote(t *testing.T) {
+	gen := harness.WriteGeneratedTable(t, t.TempDir(), 3)
+
+	bare := filepath.Join(t.TempDir(), "bare")
+	copyTree(t, gen.Dir, bare)
+	overwriteAt(t, puffinFileOf(t, bare), 0, []byte{0, 0, 0, 0})
+	plan, err := Prepare(PrepareOptions{Dir: bare, StripPrefix: gen.Location, Location: testLocation})
+	if err != nil {
+		t.Fatalf("a deletion-vector file without the Puffin magic was refused: %v", err)
+	}
+	defer plan.Close()
+	checkCopiedAsIs(t, plan, puffinFileOf(t, bare), testLocation+"/data/")
+
+	broken := filepath.Join(t.TempDir(), "broken")
+	copyTree(t, gen.Dir, broken)
+	pf := puffinFileOf(t, broken)
+	st, err := os.Stat(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overwriteAt(t, pf, st.Size()-4, []byte("XXXX"))
+	_, err = Prepare(PrepareOptions{Dir: broken, StripPrefix: gen.Location, Location: testLocation})
+	if err == nil || !strings.Contains(err.Error(), "bad trailing magic") || !strings.Contains(err.Error(), filepath.Base(pf)) {
+		t.Fatalf("a Puffin file with a broken footer: got %v, want a refusal naming %s", err, filepath.Base(pf))
+	}
+}
+
+// The shared fixture legacy_bare_deletion_vector (a deletion vector an
+// older writer stored on its own, not in a Puffin file) imports: its
+// deletion-vector file goes byte for byte, everything else as usual.
+func TestTheLegacyBareDeletionVectorFixtureImportsWithItsBlobCopiedAsItIs(t *testing.T) {
+	rel := "legacy_bare_deletion_vector/warehouse/default/legacy_bare_deletion_vector"
+	dir := harness.FixtureTableDir(t, rel)
+	plan, err := Prepare(PrepareOptions{Dir: dir, StripPrefix: harness.FixturePrefix + rel, Location: testLocation})
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	defer plan.Close()
+	checkCopiedAsIs(t, plan, filepath.Join(dir, "data", "legacy-bare-deletion-vector.puffin"), testLocation+"/data/00000-0-")
+	kinds := plan.CountByKind()
+	if kinds[KindDeletionVectors] != 1 || kinds[KindData] != 1 || plan.Snapshots != 2 {
+		t.Errorf("plan: %v, %d snapshots; want 1 data file, 1 deletion-vector file, 2 snapshots", kinds, plan.Snapshots)
+	}
+	root := t.TempDir()
+	materialize(t, plan, root)
+	tbl := openPlanned(t, plan, root)
+	if tbl.Location() != testLocation || len(tbl.Metadata().Snapshots()) != 2 {
+		t.Errorf("rewritten table at %s with %d snapshots", tbl.Location(), len(tbl.Metadata().Snapshots()))
+	}
+}

@@ -421,6 +421,20 @@ func (p *preparer) run(doc *jsonObject, mdPath, keyPrefix string) error {
 		if f.local == "" || (f.kind != KindPositionDeletes && f.kind != KindDeletionVectors) {
 			continue
 		}
+		if f.kind == KindDeletionVectors {
+			puffin, err := startsWithPuffinMagic(f.local)
+			if err != nil {
+				p.problem("%s file %q: %v", f.kind, f.orig, err)
+				continue
+			}
+			if !puffin {
+				// An older writer's deletion vector outside any Puffin
+				// container: no footer, so no referenced-data-file to
+				// move. Its bytes go as they are (see the copy loop).
+				plan.Notes = append(plan.Notes, bareDeletionVectorNote(f.orig))
+				continue
+			}
+		}
 		dst, out, err := stage(rel)
 		if err != nil {
 			return err
@@ -534,6 +548,10 @@ func (p *preparer) run(doc *jsonObject, mdPath, keyPrefix string) error {
 		switch f.kind {
 		case KindData, KindEqualityDeletes, KindStatistics:
 			plan.Objects = append(plan.Objects, Object{Key: key(rel), Source: f.local, Size: f.size, Kind: f.kind})
+		case KindDeletionVectors:
+			if _, staged := rewritten[rel]; !staged {
+				plan.Objects = append(plan.Objects, Object{Key: key(rel), Source: f.local, Size: f.size, Kind: f.kind})
+			}
 		}
 	}
 
