@@ -20,6 +20,8 @@ func (c *Cluster) Endpoints() lakeclient.Endpoints {
 		Iceberg:   c.IcebergURI(),
 		S3:        c.S3Endpoint(),
 		Warehouse: c.Warehouse,
+		AccessKey: c.AccessKey,
+		SecretKey: c.SecretKey,
 	}
 }
 
@@ -44,6 +46,22 @@ func (c *Cluster) Iceberg(t testing.TB) *rest.Catalog {
 // waitTableBucket waits until the Iceberg catalog serves the warehouse.
 func waitTableBucket(ctx context.Context, c *Cluster) error {
 	var last error
+	for c.AccessKey != "" {
+		// With S3 identities the catalog wants credentials: ask through a
+		// client that has them.
+		cat, err := lakeclient.NewIcebergCatalog(ctx, c.Endpoints())
+		if err == nil {
+			if _, err = cat.ListNamespaces(ctx, nil); err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("iceberg catalog did not serve table bucket %q: %v", c.Warehouse, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.IcebergURI()+"/v1/"+c.Warehouse+"/namespaces", nil)
 		resp, err := http.DefaultClient.Do(req)

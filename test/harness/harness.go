@@ -238,6 +238,8 @@ type Cluster struct {
 	CatalogPort        int
 	VolumePushdownPort int
 	Warehouse          string
+	AccessKey          string // S3 credentials clients use (empty: anonymous)
+	SecretKey          string
 	Proc               *Process
 	StartupTime        time.Duration
 	dial               grpc.DialOption
@@ -254,6 +256,9 @@ type MiniOptions struct {
 	// Dial is how readiness probes reach the pushdown services (default:
 	// plaintext).
 	Dial grpc.DialOption
+	// AccessKey and SecretKey are the S3 credentials the cluster's clients
+	// use (for clusters started with S3 identities, e.g. -s3.config).
+	AccessKey, SecretKey string
 }
 
 // StartMini starts `weed mini -pushdown` on ephemeral loopback ports and
@@ -265,7 +270,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	}
 	p := FreePorts(t, 16)
 	c := &Cluster{Dir: t.TempDir(), IP: "127.0.0.1", MasterPort: p[0], VolumePort: p[2], FilerPort: p[4], FilerGrpcPort: p[5], S3Port: p[6],
-		IcebergPort: p[8], CatalogPort: p[9], VolumePushdownPort: p[10], Warehouse: o.Warehouse}
+		IcebergPort: p[8], CatalogPort: p[9], VolumePushdownPort: p[10], Warehouse: o.Warehouse, AccessKey: o.AccessKey, SecretKey: o.SecretKey}
 	args := []string{"mini",
 		"-dir=" + c.Dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + strconv.Itoa(p[0]), "-master.port.grpc=" + strconv.Itoa(p[1]),
@@ -409,9 +414,15 @@ func Weed(t testing.TB, args ...string) (stdout, stderr string, err error) {
 // security.toml).
 func WeedIn(t testing.TB, dir string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return WeedEnv(t, dir, nil, args...)
+}
+
+// WeedEnv is WeedIn with extra environment variables ("K=V").
+func WeedEnv(t testing.TB, dir string, env []string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = cleanEnv(nil)
+	cmd.Env = cleanEnv(env)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

@@ -70,10 +70,10 @@ func createDeleteTable(t *testing.T, c *harness.Cluster, ns, name string, format
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "part", Transform: iceberg.IdentityTransform{}})
 	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, deleteSchema(), catalog.WithPartitionSpec(&spec),
 		catalog.WithProperties(iceberg.Properties{
-			"format-version":                  fmt.Sprint(formatVersion),
-			table.WriteDeleteModeKey:          table.WriteModeMergeOnRead,
-			"write.parquet.row-group-limit":   "400",
-			"write.parquet.page-row-limit":    "100",
+			"format-version":                 fmt.Sprint(formatVersion),
+			table.WriteDeleteModeKey:         table.WriteModeMergeOnRead,
+			"write.parquet.row-group-limit":  "400",
+			"write.parquet.page-row-limit":   "100",
 			"write.metadata.metrics.default": "full",
 		}))
 	if err != nil {

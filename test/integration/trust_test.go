@@ -96,10 +96,10 @@ func TestCatalogValidatedModeRefusesEachKindOfForgedRequest(t *testing.T) {
 		"a data file not in the snapshot": {forge(func(r *pushdown_pb.ParquetPushdownRequest) {
 			r.DataFiles[0].Path = strings.Replace(r.DataFiles[0].Path, ".parquet", "-forged.parquet", 1)
 		}), "not a live data file"},
-		"a wrong size": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].SizeBytes++ }), "size_bytes"},
-		"a wrong record count": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].RecordCount-- }), "record_count"},
+		"a wrong size":                 {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].SizeBytes++ }), "size_bytes"},
+		"a wrong record count":         {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].RecordCount-- }), "record_count"},
 		"a wrong data sequence number": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].DataSequenceNumber += 5 }), "data_sequence_number"},
-		"a wrong partition spec": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].PartitionSpecId = 7 }), "partition_spec_id"},
+		"a wrong partition spec":       {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[0].PartitionSpecId = 7 }), "partition_spec_id"},
 		"wrong partition values": {forge(func(r *pushdown_pb.ParquetPushdownRequest) {
 			r.DataFiles[0].PartitionValues = []byte(strings.NewReplacer(`"a"`, `"x"`, `"b"`, `"x"`, `"c"`, `"x"`).Replace(string(r.DataFiles[0].PartitionValues)))
 		}), "partition_values"},
@@ -109,9 +109,9 @@ func TestCatalogValidatedModeRefusesEachKindOfForgedRequest(t *testing.T) {
 		"an added delete file": {forge(func(r *pushdown_pb.ParquetPushdownRequest) {
 			r.DataFiles[other].Deletes = append(r.DataFiles[other].Deletes, proto.Clone(dvRef(r)).(*pushdown_pb.DeleteFileRef))
 		}), "does not apply"},
-		"a wrong deletion vector blob": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { dvRef(r).BlobLength += 4 }), "blob"},
+		"a wrong deletion vector blob":   {forge(func(r *pushdown_pb.ParquetPushdownRequest) { dvRef(r).BlobLength += 4 }), "blob"},
 		"a wrong delete sequence number": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { dvRef(r).DataSequenceNumber-- }), "data_sequence_number"},
-		"a wrong delete file size": {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[withPos].Deletes[0].SizeBytes += 100 }), "size_bytes"},
+		"a wrong delete file size":       {forge(func(r *pushdown_pb.ParquetPushdownRequest) { r.DataFiles[withPos].Deletes[0].SizeBytes += 100 }), "size_bytes"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

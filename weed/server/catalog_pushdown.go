@@ -36,6 +36,9 @@ type CatalogPushdownOptions struct {
 	Filer       pb.ServerAddress // filer holding the tables
 	Discovery   time.Duration    // registry refresh interval (default 2s)
 	Config      catalog.Config   // planner, caches, limits
+	// S3ConfigFile is the S3 gateway's static identity file (-s3.config),
+	// if any: plans are authorized by the same identities.
+	S3ConfigFile string
 }
 
 // CatalogPushdown is a running catalog pushdown service.
@@ -77,6 +80,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 			catalog.TrustModeName(opts.Config.TrustMode), catalog.TrustValidated)
 	}
 	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config)
+	svc.Access = catalog.NewAccess(opts.Filer, dial, opts.S3ConfigFile)
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
 	}
@@ -107,6 +111,7 @@ func (c *CatalogPushdown) Address() string { return c.Service.Address }
 // stops discovery.
 func (c *CatalogPushdown) Stop(timeout time.Duration) {
 	grpcutil.GracefulStop(c.server, timeout)
+	c.Service.Access.Close()
 	c.cancel()
 	c.pool.Close()
 	<-c.done

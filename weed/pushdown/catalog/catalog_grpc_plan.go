@@ -104,6 +104,20 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 			return nil, perr.New(perr.Internal, "trust mode %s is not a mode for client-resolved plans", trust)
 		}
 	}
+	if err := s.Access.Authorize(ctx, req, func(yield func(string) bool) {
+		for i := range files {
+			if !yield(files[i].Path) {
+				return
+			}
+			for _, d := range applied[files[i].Path] {
+				if !yield(d.Path) {
+					return
+				}
+			}
+		}
+	}); err != nil {
+		return nil, err
+	}
 	var src plan.DeleteSource
 	if len(applied) > 0 {
 		src = &deleteSource{s: s, applied: applied, schema: schema, nm: tbl.Meta.NameMapping()}

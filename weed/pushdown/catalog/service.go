@@ -90,6 +90,9 @@ type Service struct {
 	// Deletes computes deletes on the catalog when no volume pushdown
 	// service beside the data is reachable.
 	Deletes *deletes.Computer
+	// Access authorizes plans by the caller's S3 identity; nil = no check
+	// (in-process services in tests and benchmarks).
+	Access  *Access
 	holders *lru.Cache[string, holder]
 	started time.Time
 }

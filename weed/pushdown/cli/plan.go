@@ -56,7 +56,7 @@ func runPlan(args []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := Plan(ctx, e.Catalog, req)
+	resp, err := Plan(ctx, e, req)
 	if err != nil {
 		return err
 	}
@@ -133,13 +133,19 @@ func schemaFor(tbl *table.Table, snapshot int64) (*iceberg.Schema, int64, error)
 
 func ptr[T any](v T) *T { return &v }
 
-// Plan calls PushdownCatalog.Plan.
-func Plan(ctx context.Context, catalog string, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
+// Plan calls PushdownCatalog.Plan, signed with the endpoints' S3
+// credentials when they have some.
+func Plan(ctx context.Context, e lakeclient.Endpoints, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
+	catalog := e.Catalog
 	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
 	defer pool.Close()
 	conn, err := pool.Get(catalog)
 	if err != nil {
 		return nil, err
+	}
+	ctx, err = e.SignPlan(ctx, catalog, req)
+	if err != nil {
+		return nil, fmt.Errorf("sign the plan request: %w", err)
 	}
 	resp, err := pushdown_pb.NewPushdownCatalogClient(conn).Plan(ctx, req, waitForReady())
 	if err != nil {

@@ -204,7 +204,7 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.unbound, err = sqlpred.Parse(q.Where); err != nil {
+	if p.unbound, err = sqlpred.ParseFor(q.Where, p.schema); err != nil {
 		return nil, err
 	}
 	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID))}
@@ -351,6 +351,10 @@ func (c *Connector) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRe
 	if c.opts.Token != "" {
 		pctx = metadata.AppendToOutgoingContext(pctx, "authorization", "Bearer "+c.opts.Token)
 	}
+	pctx, err = c.opts.Endpoints.SignPlan(pctx, c.opts.Endpoints.Catalog, req)
+	if err != nil {
+		return nil, fmt.Errorf("sign the plan request: %w", err)
+	}
 	return pushdown_pb.NewPushdownCatalogClient(conn).Plan(pctx, req)
 }
 
@@ -374,7 +378,7 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 		n, _ := p.schema.FindColumnName(id)
 		names = append(names, n)
 	}
-	opts := []table.ScanOption{table.WithRowFilter(p.unbound), table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	opts := []table.ScanOption{table.WithRowFilter(p.unbound), table.WithSelectedFields(names...), table.WithCaseSensitive(true)}
 	if p.snapshot != 0 {
 		opts = append(opts, table.WithSnapshotID(p.snapshot))
 	}
@@ -419,7 +423,7 @@ func (c *Connector) plainFiltered(ctx context.Context, p *prepared, reason strin
 			names = append(names, n)
 		}
 	}
-	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithCaseSensitive(false)}
+	opts := []table.ScanOption{table.WithSelectedFields(names...), table.WithCaseSensitive(true)}
 	if p.snapshot != 0 {
 		opts = append(opts, table.WithSnapshotID(p.snapshot))
 	}

@@ -62,7 +62,7 @@ type DVOptions struct {
 
 // errBare is the message of a refused bare blob.
 const errBare = "looks like a bare portable roaring64 bitmap without the deletion-vector-v1 framing (length, magic, CRC); " +
-	"set DVOptions.AllowBare (Options.AllowBareDV) to accept such blobs"
+	"they are read only where bare deletion vectors are allowed (the catalog flag -pushdown.allowBareDeletionVectors; DVOptions.AllowBare, Options.AllowBareDV)"
 
 // DecodeDV decodes a deletion-vector-v1 blob into the deleted positions.
 // The length, magic and CRC are checked, keys above MaxDVKey are refused,
@@ -231,7 +231,7 @@ func ReadDV(ctx context.Context, open Opener, f File, o DVOptions) (*roaring64.B
 		// A Puffin file begins with its 4-byte magic, so no blob starts
 		// before offset 4: this "Puffin" file is a bare blob.
 		return nil, perr.New(perr.FailedPrecondition, "deletion vector %s: blob offset %d precedes the 4-byte Puffin magic, so the file is not a Puffin container "+
-			"(a deletion vector written without the Puffin framing); set DVOptions.AllowBare (Options.AllowBareDV) to accept it", f.Path, f.BlobOffset)
+			"(a deletion vector written without the Puffin framing); it is read only where bare deletion vectors are allowed (the catalog flag -pushdown.allowBareDeletionVectors; Options.AllowBareDV)", f.Path, f.BlobOffset)
 	}
 	src, err := openChecked(ctx, open, f.Path, f.Size)
 	if err != nil {

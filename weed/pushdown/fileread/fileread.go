@@ -113,29 +113,35 @@ func (r *Reader) WithFilerClient(streaming bool, fn func(filer_pb.SeaweedFilerCl
 
 // FilerPath maps a location as written in Iceberg metadata (s3://bucket/key,
 // s3a://, s3n://) or a filer path (/buckets/...) to the filer path.
+//
+// The key is taken literally, as S3 does and as Iceberg's S3FileIO and
+// PyIceberg do: "partition_col=08%3A21%3A09" names an object whose key holds
+// the three characters "%3A", not a colon. (Decoding it, as a URL parser
+// would, reads a different object than the writer wrote.)
 func FilerPath(location string) (string, error) {
 	if strings.HasPrefix(location, "/") {
 		return path.Clean(location), nil
 	}
-	u, err := url.Parse(location)
-	if err != nil {
-		return "", fmt.Errorf("file location %q: %v: %w", location, err, ErrBadLocation)
-	}
-	switch u.Scheme {
-	case "s3", "s3a", "s3n":
-	default:
-		return "", fmt.Errorf("file location %q: scheme %q is not stored in this cluster (want s3://bucket/key): %w", location, u.Scheme, ErrBadLocation)
-	}
-	if u.Host == "" || strings.Trim(u.Path, "/") == "" {
+	scheme, rest, ok := strings.Cut(location, "://")
+	if !ok {
 		return "", fmt.Errorf("file location %q: want s3://bucket/key: %w", location, ErrBadLocation)
 	}
-	key := strings.TrimPrefix(u.Path, "/")
+	switch strings.ToLower(scheme) {
+	case "s3", "s3a", "s3n":
+	default:
+		return "", fmt.Errorf("file location %q: scheme %q is not stored in this cluster (want s3://bucket/key): %w", location, scheme, ErrBadLocation)
+	}
+	bucket, key, _ := strings.Cut(rest, "/")
+	key = strings.TrimLeft(key, "/")
+	if bucket == "" || strings.Trim(key, "/") == "" {
+		return "", fmt.Errorf("file location %q: want s3://bucket/key: %w", location, ErrBadLocation)
+	}
 	for _, seg := range strings.Split(key, "/") {
 		if seg == ".." || seg == "." {
 			return "", fmt.Errorf("file location %q: %q path segments are not allowed: %w", location, seg, ErrBadLocation)
 		}
 	}
-	return BucketsDir + "/" + u.Host + "/" + key, nil
+	return BucketsDir + "/" + bucket + "/" + key, nil
 }
 
 // File is an opened filer file. Its chunk layout is fixed at Open time, so a

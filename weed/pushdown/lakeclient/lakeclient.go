@@ -5,17 +5,25 @@ package lakeclient
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO for iceberg-go
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 )
 
 // Endpoints locate one cluster's services.
@@ -26,7 +34,9 @@ type Endpoints struct {
 	Warehouse string // table bucket
 	AccessKey string // S3 / catalog credentials; empty = the cluster runs without auth
 	SecretKey string
-	Region    string
+	// SessionToken accompanies temporary credentials (AWS_SESSION_TOKEN).
+	SessionToken string
+	Region       string
 }
 
 // Defaults fills empty fields with the local defaults of `weed mini`, taking
@@ -45,7 +55,7 @@ func (e Endpoints) Defaults() Endpoints {
 		e.Warehouse = "warehouse"
 	}
 	if e.AccessKey == "" && e.SecretKey == "" {
-		e.AccessKey, e.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		e.AccessKey, e.SecretKey, e.SessionToken = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")
 	}
 	if e.Region == "" {
 		e.Region = "us-east-1"
@@ -109,4 +119,35 @@ func NewIcebergCatalog(ctx context.Context, e Endpoints) (*rest.Catalog, error) 
 		opts = append(opts, rest.WithCredential(e.AccessKey+":"+e.SecretKey))
 	}
 	return rest.NewCatalog(ctx, "lakeweed", e.Iceberg, opts...)
+}
+
+// SignPlan signs a Plan request with the endpoints' S3 credentials (AWS
+// Signature V4 over the request's deterministic encoding, the form the
+// catalog pushdown service authenticates against the cluster's S3
+// identities) and returns ctx carrying the signature as gRPC metadata.
+// Without credentials ctx is returned as is (anonymous).
+func (e Endpoints) SignPlan(ctx context.Context, catalogAddr string, req *pushdown_pb.ParquetPushdownRequest) (context.Context, error) {
+	if e.AccessKey == "" {
+		return ctx, nil
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	hash := hex.EncodeToString(sum[:])
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+catalogAddr+"/pushdown/Plan", nil)
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("X-Amz-Content-Sha256", hash)
+	creds := aws.Credentials{AccessKeyID: e.AccessKey, SecretAccessKey: e.SecretKey, SessionToken: e.SessionToken}
+	if err := v4.NewSigner().SignHTTP(ctx, creds, hr, hash, "s3", e.Region, time.Now()); err != nil {
+		return nil, err
+	}
+	kv := []string{"authorization", hr.Header.Get("Authorization"), "x-amz-date", hr.Header.Get("X-Amz-Date"), "x-amz-content-sha256", hash}
+	if t := hr.Header.Get("X-Amz-Security-Token"); t != "" {
+		kv = append(kv, "x-amz-security-token", t)
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...), nil
 }

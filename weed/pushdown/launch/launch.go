@@ -267,12 +267,20 @@ func (l *launcher) startCatalog() {
 	}
 	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
-		Config: cfg,
+		Config: cfg, S3ConfigFile: l.s3ConfigFile(),
 	})
 	if err != nil {
 		fatal(err)
 	}
 	register(func() { c.Stop(StopTimeout) })
+}
+
+// s3ConfigFile is the S3 gateway's static identity file flag.
+func (l *launcher) s3ConfigFile() string {
+	if l.kind.name == "s3" {
+		return l.str("config")
+	}
+	return l.str("s3.config")
 }
 
 func (l *launcher) volumeAddresses() (httpAddr string, grpcAddr string, masters []pb.ServerAddress) {

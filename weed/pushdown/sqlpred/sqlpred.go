@@ -19,6 +19,7 @@ package sqlpred
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,22 @@ const Supported = "supported: = != < <= > >= [NOT] IN (...), [NOT] BETWEEN, IS [
 
 // Parse converts a WHERE clause to an unbound Iceberg expression.
 func Parse(where string) (iceberg.BooleanExpression, error) {
+	return converter{}.parse(where)
+}
+
+// ParseFor is Parse with every column name spelled as schema spells it
+// (see Bind), for binding case-sensitively later (an iceberg-go scan).
+func ParseFor(where string, schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
+	return converter{resolve: func(name string) (string, error) { return ResolveName(schema, name) }}.parse(where)
+}
+
+// converter turns a parsed WHERE clause into an Iceberg expression;
+// resolve, when set, maps each column name to the schema's spelling.
+type converter struct {
+	resolve func(name string) (string, error)
+}
+
+func (c converter) parse(where string) (iceberg.BooleanExpression, error) {
 	if strings.TrimSpace(where) == "" {
 		return iceberg.AlwaysTrue{}, nil
 	}
@@ -42,17 +59,22 @@ func Parse(where string) (iceberg.BooleanExpression, error) {
 	if err != nil {
 		return nil, fmt.Errorf("WHERE clause: %v", err)
 	}
-	return convert(ast)
+	return c.convert(ast)
 }
 
-// Bind parses where and binds it to schema (names resolved
-// case-insensitively, literals converted to the columns' types).
+// Bind parses where and binds it to schema, literals converted to the
+// columns' types. A name binds to the column spelled exactly so, else to
+// the one column whose name matches ignoring case; a name that matches
+// several columns ignoring case and none exactly is refused as ambiguous
+// (SQL folds unquoted names to lower case, so "WHERE UserId = 1" finds
+// column UserId, while tables with both user_id and uSeR_Id need the exact
+// spelling, quoted).
 func Bind(where string, schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
-	e, err := Parse(where)
+	e, err := ParseFor(where, schema)
 	if err != nil {
 		return nil, err
 	}
-	bound, err := iceberg.BindExpr(schema, e, false)
+	bound, err := iceberg.BindExpr(schema, e, true)
 	if err != nil {
 		return nil, fmt.Errorf("WHERE clause does not bind to schema %d: %v", schema.ID, err)
 	}
@@ -75,44 +97,44 @@ func unsupported(what string, e tree.Expr) error {
 	return fmt.Errorf("WHERE clause: %s is not supported in %q (%s)", what, tree.AsString(e), Supported)
 }
 
-func convert(e tree.Expr) (iceberg.BooleanExpression, error) {
+func (c converter) convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 	switch x := e.(type) {
 	case *tree.ParenExpr:
-		return convert(x.Expr)
+		return c.convert(x.Expr)
 	case *tree.AndExpr:
-		l, err := convert(x.Left)
+		l, err := c.convert(x.Left)
 		if err != nil {
 			return nil, err
 		}
-		r, err := convert(x.Right)
+		r, err := c.convert(x.Right)
 		if err != nil {
 			return nil, err
 		}
 		return iceberg.NewAnd(l, r), nil
 	case *tree.OrExpr:
-		l, err := convert(x.Left)
+		l, err := c.convert(x.Left)
 		if err != nil {
 			return nil, err
 		}
-		r, err := convert(x.Right)
+		r, err := c.convert(x.Right)
 		if err != nil {
 			return nil, err
 		}
 		return iceberg.NewOr(l, r), nil
 	case *tree.NotExpr:
-		c, err := convert(x.Expr)
+		c, err := c.convert(x.Expr)
 		if err != nil {
 			return nil, err
 		}
 		return iceberg.NewNot(c), nil
 	case *tree.IsNullExpr:
-		ref, err := column(x.Expr)
+		ref, err := c.column(x.Expr)
 		if err != nil {
 			return nil, err
 		}
 		return iceberg.IsNull(ref), nil
 	case *tree.IsNotNullExpr:
-		ref, err := column(x.Expr)
+		ref, err := c.column(x.Expr)
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +145,7 @@ func convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 		}
 		return iceberg.AlwaysFalse{}, nil
 	case *tree.RangeCond:
-		ref, err := column(x.Left)
+		ref, err := c.column(x.Left)
 		if err != nil {
 			return nil, err
 		}
@@ -147,13 +169,13 @@ func convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 		name := strings.ToLower(x.Func.String())
 		switch {
 		case name == "isnan" && len(x.Exprs) == 1:
-			ref, err := column(x.Exprs[0])
+			ref, err := c.column(x.Exprs[0])
 			if err != nil {
 				return nil, err
 			}
 			return iceberg.IsNaN(ref), nil
 		case name == "starts_with" && len(x.Exprs) == 2:
-			ref, err := column(x.Exprs[0])
+			ref, err := c.column(x.Exprs[0])
 			if err != nil {
 				return nil, err
 			}
@@ -165,12 +187,12 @@ func convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 		}
 		return nil, unsupported("function "+name, e)
 	case *tree.ComparisonExpr:
-		return comparison(x)
+		return c.comparison(x)
 	}
 	return nil, unsupported(fmt.Sprintf("expression %T", e), e)
 }
 
-func comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression, error) {
+func (c converter) comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression, error) {
 	sym := x.Operator.Symbol
 	left, right := x.Left, x.Right
 	if _, isCol := left.(*tree.UnresolvedName); !isCol {
@@ -188,7 +210,7 @@ func comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression, error) {
 			}
 		}
 	}
-	ref, err := column(left)
+	ref, err := c.column(left)
 	if err != nil {
 		return nil, err
 	}
@@ -257,9 +279,9 @@ func cmp(op iceberg.Operation, ref iceberg.UnboundTerm, lit iceberg.Literal) ice
 	return iceberg.LiteralPredicate(op, ref, lit)
 }
 
-func column(e tree.Expr) (iceberg.UnboundTerm, error) {
+func (c converter) column(e tree.Expr) (iceberg.UnboundTerm, error) {
 	if p, ok := e.(*tree.ParenExpr); ok {
-		return column(p.Expr)
+		return c.column(p.Expr)
 	}
 	if f, ok := e.(*tree.FuncExpr); ok {
 		return nil, unsupported("function "+strings.ToLower(f.Func.String())+" applied to a column", e)
@@ -272,7 +294,14 @@ func column(e tree.Expr) (iceberg.UnboundTerm, error) {
 	for i := n.NumParts - 1; i >= 0; i-- {
 		parts = append(parts, n.Parts[i])
 	}
-	return iceberg.Reference(strings.Join(parts, ".")), nil
+	name := strings.Join(parts, ".")
+	if c.resolve != nil {
+		var err error
+		if name, err = c.resolve(name); err != nil {
+			return nil, err
+		}
+	}
+	return iceberg.Reference(name), nil
 }
 
 // literal converts a SQL literal; nil means NULL.
@@ -335,16 +364,66 @@ func literal(e tree.Expr) (iceberg.Literal, error) {
 // ErrNoColumns is returned for an empty -select.
 var ErrNoColumns = errors.New("no columns selected")
 
-// Columns resolves a comma-separated column list (case-insensitive) to
-// field ids of schema; empty returns nil (every column).
+// ResolveName returns the schema's spelling of a (possibly nested, dotted)
+// column name: the exact match, else the only match ignoring case. A name
+// matching none is returned unchanged (binding then reports it missing);
+// one matching several columns ignoring case is an error.
+func ResolveName(schema *iceberg.Schema, name string) (string, error) {
+	if _, ok := schema.FindFieldByName(name); ok {
+		return name, nil
+	}
+	var matches []string
+	for _, full := range schemaNames(schema) {
+		if strings.EqualFold(full, name) {
+			matches = append(matches, full)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return name, nil
+	case 1:
+		return matches[0], nil
+	}
+	slices.Sort(matches)
+	return "", fmt.Errorf("column name %q is ambiguous in schema %d: it matches %s ignoring case; write the exact name in double quotes", name, schema.ID, strings.Join(quoteAll(matches), ", "))
+}
+
+func schemaNames(schema *iceberg.Schema) []string {
+	var out []string
+	for _, f := range schema.Fields() {
+		out = append(out, f.Name)
+	}
+	// nested names: every field id's full dotted name
+	ids := schema.HighestFieldID()
+	for id := 1; id <= ids; id++ {
+		if n, ok := schema.FindColumnName(id); ok && strings.Contains(n, ".") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
+}
+
+// Columns resolves a comma-separated column list to field ids of schema
+// (names resolved as in ResolveName); empty returns nil (every column).
 func Columns(list string, schema *iceberg.Schema) ([]int, error) {
 	if strings.TrimSpace(list) == "" || strings.TrimSpace(list) == "*" {
 		return nil, nil
 	}
 	var out []int
 	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
-		f, ok := schema.FindFieldByNameCaseInsensitive(name)
+		name, err := ResolveName(schema, strings.Trim(strings.TrimSpace(name), `"`))
+		if err != nil {
+			return nil, err
+		}
+		f, ok := schema.FindFieldByName(name)
 		if !ok {
 			return nil, fmt.Errorf("column %q is not in schema %d", name, schema.ID)
 		}

@@ -98,3 +98,62 @@ func TestColumnsResolveNamesCaseInsensitively(t *testing.T) {
 		t.Fatalf("unknown column: %v", err)
 	}
 }
+
+// A table with both user_id (long) and uSeR_Id (string), like the
+// case_sensitive_names fixture.
+func caseCollidingSchema() *iceberg.Schema {
+	return iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "user_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "uSeR_Id", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "CamelCol", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 4, Name: "Addr", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+			{ID: 5, Name: "Zip", Type: iceberg.PrimitiveTypes.String},
+		}}},
+	)
+}
+
+func TestNamesBindToTheExactSpellingFirstThenTheOnlyCaseInsensitiveMatch(t *testing.T) {
+	sc := caseCollidingSchema()
+	for _, c := range []struct {
+		where string
+		id    int
+	}{
+		{`user_id >= 2`, 1},      // unquoted folds to user_id: exact
+		{`"user_id" >= 2`, 1},    // exact
+		{`"uSeR_Id" IS NULL`, 2}, // exact, quoted
+		{`CamelCol = 3`, 3},      // folded to camelcol, the only match ignoring case
+		{`"CAMELCOL" = 3`, 3},
+		{`addr.zip = 'x'`, 5}, // nested, the only match ignoring case
+	} {
+		b, err := Bind(c.where, sc)
+		if err != nil {
+			t.Errorf("Bind(%s): %v", c.where, err)
+			continue
+		}
+		p, ok := b.(iceberg.BoundPredicate)
+		if !ok || p.Ref().Field().ID != c.id {
+			t.Errorf("Bind(%s) = %v, want a predicate on field %d", c.where, b, c.id)
+		}
+		u, err := ParseFor(c.where, sc)
+		if err != nil {
+			t.Errorf("ParseFor(%s): %v", c.where, err)
+			continue
+		}
+		if _, err := iceberg.BindExpr(sc, u, true); err != nil {
+			t.Errorf("ParseFor(%s) does not bind case-sensitively: %v", c.where, err)
+		}
+	}
+	_, err := Bind(`"USER_ID" = 1`, sc)
+	if err == nil || !strings.Contains(err.Error(), "ambiguous") || !strings.Contains(err.Error(), `"uSeR_Id", "user_id"`) {
+		t.Fatalf(`Bind("USER_ID" = 1) = %v, want an ambiguity error naming both columns`, err)
+	}
+	if _, err := Bind(`nope = 1`, sc); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown column: %v", err)
+	}
+	if _, err := Columns(`"USER_ID"`, sc); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Fatalf("Columns with an ambiguous name: %v", err)
+	}
+	if ids, err := Columns(`uSeR_Id, user_id`, sc); err != nil || len(ids) != 2 || ids[0] != 2 || ids[1] != 1 {
+		t.Fatalf("Columns exact = %v, %v", ids, err)
+	}
+}
