@@ -175,6 +175,7 @@ type prepared struct {
 	unbound   iceberg.BooleanExpression // for iceberg-go's scan, which binds itself
 	expr      predicate.Expr
 	selectIDs []int
+	defaults  map[int]fieldDefault // initial-defaults of fields, read where a file lacks the field
 	req       *pushdown_pb.ParquetPushdownRequest
 }
 
@@ -199,6 +200,9 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 				p.schema = sc
 			}
 		}
+	}
+	if p.defaults, err = initialDefaults(p.schema); err != nil {
+		return nil, fmt.Errorf("%s: %w", q.Table, err)
 	}
 	p.bound, err = sqlpred.Bind(q.Where, p.schema)
 	if err != nil {

@@ -312,10 +312,12 @@ type rowSource struct {
 	schema  *iceberg.Schema
 	paths   map[int][]int // field id → [top, child, grandchild...] positions in the Arrow struct
 	missing map[int]bool
+	// defaults of fields the file lacks (their initial-default)
+	defaults map[int]fieldDefault
 }
 
-func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int) *rowSource {
-	rs := &rowSource{fl: fl, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}}
+func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault) *rowSource {
+	rs := &rowSource{fl: fl, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}, defaults: defaults}
 	for _, id := range ids {
 		top, ok := fl.topFieldOf(id)
 		if !ok {
@@ -366,6 +368,9 @@ func containsID(n schema.Node, id int) bool {
 func (rs *rowSource) row(row int64) predicate.Row {
 	return func(id int) (value.Value, bool) {
 		if rs.missing[id] {
+			if d, ok := rs.defaults[id]; ok {
+				return d.val, false
+			}
 			return value.Value{}, true
 		}
 		path := rs.paths[id]

@@ -188,7 +188,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayou
 	if candidates == nil {
 		candidates = plan.All(r.numRows)
 	}
-	rs := newRowSource(fl, cols, p.schema, predIDs)
+	rs := newRowSource(fl, cols, p.schema, predIDs, p.defaults)
 	_, always := p.expr.(predicate.Const)
 	var keep []int64
 	for _, rr := range candidates {
@@ -211,6 +211,15 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayou
 	}()
 	for i, top := range outTops {
 		if top < 0 {
+			if d, ok := p.defaults[p.selectIDs[i]]; ok {
+				a, err := defaultArray(d, outSchema.Field(i).Type, len(keep))
+				if err != nil {
+					name, _ := p.schema.FindColumnName(p.selectIDs[i])
+					return nil, fmt.Errorf("%s: column %s, absent from the file: %w", fl.path, name, err)
+				}
+				arrs[i] = a
+				continue
+			}
 			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, len(keep))
 			continue
 		}
