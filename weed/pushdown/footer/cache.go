@@ -64,6 +64,10 @@ type Cache struct {
 
 	hits, misses, evictions, readBytes atomic.Int64
 	bloomHits, bloomMisses             atomic.Int64
+
+	// counters resolved once (a label lookup per request costs more than
+	// the cache hit it counts)
+	mHit, mMiss, mBloomHit, mBloomMiss prometheus.Counter
 }
 
 type entry struct {
@@ -82,7 +86,9 @@ type bloomEntry struct {
 // with open.
 func NewCache(name string, capacity int64, open Opener) *Cache {
 	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[cacheKey]*list.Element{},
-		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[cacheKey]*list.Element{}}}
+		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[cacheKey]*list.Element{}},
+		mHit: metricRequests.WithLabelValues(name, "hit"), mMiss: metricRequests.WithLabelValues(name, "miss"),
+		mBloomHit: metricRequests.WithLabelValues(name+"_bloom", "hit"), mBloomMiss: metricRequests.WithLabelValues(name+"_bloom", "miss")}
 }
 
 // lruBytes is a plain LRU bounded by bytes.
@@ -141,11 +147,11 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 	key := id.key()
 	if f := c.lookup(key); f != nil {
 		c.hits.Add(1)
-		metricRequests.WithLabelValues(c.name, "hit").Inc()
+		c.mHit.Inc()
 		return f, true, nil
 	}
 	c.misses.Add(1)
-	metricRequests.WithLabelValues(c.name, "miss").Inc()
+	c.mMiss.Inc()
 	v, err, _ := c.flight.Do(fmt.Sprintf("%s\x00%d", id.Path, id.Size), func() (any, error) {
 		if f := c.lookup(key); f != nil {
 			return f, nil
@@ -175,7 +181,7 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 func (c *Cache) Peek(id Identity) *Footer {
 	if f := c.lookup(id.key()); f != nil {
 		c.hits.Add(1)
-		metricRequests.WithLabelValues(c.name, "hit").Inc()
+		c.mHit.Inc()
 		return f
 	}
 	return nil
@@ -241,11 +247,11 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 	if e, ok := c.blooms.get(key); ok {
 		be := e.bloom
 		c.bloomHits.Add(1)
-		metricRequests.WithLabelValues(c.name+"_bloom", "hit").Inc()
+		c.mBloomHit.Inc()
 		return be.bf, be.err
 	}
 	c.bloomMisses.Add(1)
-	metricRequests.WithLabelValues(c.name+"_bloom", "miss").Inc()
+	c.mBloomMiss.Inc()
 	v, err, _ := c.flight.Do(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col), func() (any, error) {
 		bf, err := f.ReadBloomFilter(ctx, rg, col)
 		if err != nil && perr.IsContext(err) {

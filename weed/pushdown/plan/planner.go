@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sort"
@@ -42,6 +44,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		e = predicate.Const{Value: true}
 	}
 	hasPredicate := !isTrue(e)
+	req.Table.nameMappingKey = nameMappingKey(req.Table.NameMapping)
 	tiers := map[string]*tierCounter{}
 	for _, t := range Tiers {
 		tiers[t] = &tierCounter{}
@@ -51,20 +54,40 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fieldIDs = nil // every column
 	}
 
-	// a. manifest tier
+	// a. manifest tier, and a footer cache lookup for each survivor: pure
+	// CPU per file, spread over the cores.
 	t0 := time.Now()
+	workers := max(1, runtime.GOMAXPROCS(0))
 	plans := make([]*FilePlan, len(req.Files))
-	var live []*FilePlan
-	for i := range req.Files {
+	cachedFooter := make([]bool, len(req.Files))
+	manifestOn := hasPredicate && !o.Disable[TierManifest]
+	forEachIndex(len(req.Files), workers, func(i int) {
 		f := &req.Files[i]
 		fp := &FilePlan{File: f}
 		plans[i] = fp
-		if hasPredicate && !o.Disable[TierManifest] && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
+		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
 			fp.Skip, fp.SkipTier = true, TierManifest
+			return
+		}
+		if ft := p.Cache.Peek(footer.Identity{Path: f.Path, Size: f.Size}); ft != nil {
+			fp.Footer = ft
+			cachedFooter[i] = true
+		}
+	})
+	var live []*FilePlan
+	var hits, misses int64
+	var cold []*FilePlan
+	for i, fp := range plans {
+		if fp.Skip {
 			tiers[TierManifest].files++
 			continue
 		}
 		live = append(live, fp)
+		if cachedFooter[i] {
+			hits++
+		} else {
+			cold = append(cold, fp)
+		}
 	}
 	tiers[TierManifest].dur = time.Since(t0)
 
@@ -80,19 +103,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		deletesDone <- err
 	}()
 
-	// Footers of the surviving files: cached ones at once, cold loads in
-	// parallel.
-	var hits, misses int64
+	// Footers of the surviving files not cached: cold loads in parallel.
 	var mu sync.Mutex
-	var cold []*FilePlan
-	for _, fp := range live {
-		if f := p.Cache.Peek(footer.Identity{Path: fp.File.Path, Size: fp.File.Size}); f != nil {
-			fp.Footer = f
-			hits++
-		} else {
-			cold = append(cold, fp)
-		}
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Concurrency)
 	for _, fp := range cold {
@@ -127,17 +139,28 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 
 	// b-d. footer tiers: CPU work, one worker per core over the files (I/O
 	// for page indexes and bloom filters happens on first use only).
-	workers := max(1, runtime.GOMAXPROCS(0))
+	// The response pieces of each file are built by the same worker.
+	tierWorkers := workers
 	if cold != nil {
-		workers = o.Concurrency
+		tierWorkers = o.Concurrency
 	}
+	idsKey := fmt.Sprint(fieldIDs)
+	outs := make([]*fileOutput, len(live))
 	g, gctx = errgroup.WithContext(ctx)
-	for w := 0; w < workers; w++ {
+	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
-			for i := w; i < len(live); i += workers {
-				if err := p.planFile(gctx, &req, live[i], e, hasPredicate, tiers, &mu); err != nil {
+			for i := w; i < len(live); i += tierWorkers {
+				fp := live[i]
+				if err := p.planFile(gctx, &req, fp, e, hasPredicate, tiers, &mu); err != nil {
 					return err
 				}
+				if fp.Skip {
+					continue
+				}
+				md := fp.Footer.Meta
+				outs[i] = buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef {
+					return &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
+				}, o.CoalesceGap)
 			}
 			return nil
 		})
@@ -145,30 +168,33 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
+	out := map[*FilePlan]*fileOutput{}
+	for i, fp := range live {
+		if outs[i] != nil {
+			out[fp] = outs[i]
+		}
+	}
 
 	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
 		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
 		FileRanges: make([]*pushdown_pb.FileRange, 0, len(live))}
 	st := resp.Stats
 	used, missing := map[string]bool{}, map[string]int{}
-	idsKey := fmt.Sprint(fieldIDs)
+	projectedIDs := projectedFieldSet(&req, fieldIDs)
 	var rowsPlanned, rowsTotal, survivingFileBytes int64
 	for _, fp := range plans {
 		st.FilesTotal++
 		rowsTotal += fp.File.RecordCount
-		if fp.Skip {
+		out := out[fp]
+		if fp.Skip { // pruned by the manifest tier
 			st.FilesPruned++
-			st.BytesTotal += manifestProjectedBytes(&req, fp.File, fieldIDs)
+			st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
 			st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
 			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
 			continue
 		}
 		md := fp.Footer.Meta
 		st.RowGroupsTotal += int64(md.NumRowGroups())
-		projected := projectionOf(fp, fieldIDs, idsKey)
-		out := buildFile(fp, projected, func(col int) *pushdown_pb.ColumnRef {
-			return &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
-		}, o.CoalesceGap)
 		st.BytesTotal += out.bytesTotal
 		st.PagesTotal += out.pagesTotal
 		st.PagesPruned += out.pagesTotal - out.pagesPlanned
@@ -243,7 +269,7 @@ func isTrue(e predicate.Expr) bool {
 
 func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, tiers map[string]*tierCounter, mu *sync.Mutex) error {
 	md := fp.Footer.Meta
-	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping)
+	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
 	if !fp.Columns.Mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
@@ -399,33 +425,52 @@ func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 // columnMapOf returns the (memoized) column map of a footer under a name
 // mapping; parsed table metadata is cached, so the same mapping is the same
 // slice across plans.
-func columnMapOf(f *footer.Footer, nm iceberg.NameMapping) *ColumnMap {
-	type key struct{ first *iceberg.MappedField }
-	k := key{}
-	if len(nm) > 0 {
-		k.first = &nm[0]
+// columnMapOf memoizes a footer's column map per name mapping, keyed by the
+// mapping's content (nmKey, see nameMappingKey): table metadata is parsed
+// anew per request, so a key by address would miss every time and grow the
+// memo without bound.
+func columnMapOf(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *ColumnMap {
+	type key struct{ nameMapping string }
+	return f.Memo(key{nmKey}, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
+}
+
+// nameMappingKey is a digest of a name mapping's content ("" for none).
+func nameMappingKey(nm iceberg.NameMapping) string {
+	if len(nm) == 0 {
+		return ""
 	}
-	return f.Memo(k, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
+	b, err := json.Marshal(nm)
+	if err != nil {
+		return fmt.Sprintf("%p", &nm[0]) // not expected; an address still keys correctly
+	}
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+// projectedFieldSet is the set of field ids (nested ones included) whose
+// bytes a projection reads; nil means every column.
+func projectedFieldSet(req *Request, fieldIDs []int) map[int]bool {
+	if len(fieldIDs) == 0 {
+		return nil
+	}
+	ids := map[int]bool{}
+	for _, id := range fieldIDs {
+		ids[id] = true
+		if field, ok := req.Table.Schema.FindFieldByID(id); ok {
+			for nid := range nestedIDs(field) {
+				ids[nid] = true
+			}
+		}
+	}
+	return ids
 }
 
 // manifestProjectedBytes estimates the projected bytes of a file pruned
 // before its footer was read: the manifest's column sizes of the projected
-// fields, or the whole file when they are not recorded.
-func manifestProjectedBytes(req *Request, f *DataFile, fieldIDs []int) int64 {
+// fields (ids, nil = all), or the whole file when they are not recorded.
+func manifestProjectedBytes(f *DataFile, ids map[int]bool) int64 {
 	if len(f.Stats.ColumnSizes) == 0 {
 		return f.Size
-	}
-	var ids map[int]bool
-	if len(fieldIDs) > 0 {
-		ids = map[int]bool{}
-		for _, id := range fieldIDs {
-			ids[id] = true
-			if field, ok := req.Table.Schema.FindFieldByID(id); ok {
-				for nid := range nestedIDs(field) {
-					ids[nid] = true
-				}
-			}
-		}
 	}
 	var n int64
 	for id, sz := range f.Stats.ColumnSizes {
@@ -434,6 +479,28 @@ func manifestProjectedBytes(req *Request, f *DataFile, fieldIDs []int) int64 {
 		}
 	}
 	return n
+}
+
+// forEachIndex calls fn(i) for every i in [0, n) on up to workers
+// goroutines; fn must only touch index i's state.
+func forEachIndex(n, workers int, fn func(i int)) {
+	if workers <= 1 || n < 64 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func nestedIDs(f iceberg.NestedField) map[int]bool {

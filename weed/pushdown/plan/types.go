@@ -71,6 +71,8 @@ type Table struct {
 	Schema      *iceberg.Schema // the schema the predicate is bound to
 	Specs       map[int]iceberg.PartitionSpec
 	NameMapping iceberg.NameMapping // for files written without field ids
+
+	nameMappingKey string // digest of NameMapping, set by Plan
 }
 
 // Options tune planning.
