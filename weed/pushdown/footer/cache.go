@@ -87,7 +87,7 @@ type bloomEntry struct {
 func NewCache(name string, capacity int64, open Opener) *Cache {
 	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[cacheKey]*list.Element{},
 		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[cacheKey]*list.Element{}},
-		mHit: metricRequests.WithLabelValues(name, "hit"), mMiss: metricRequests.WithLabelValues(name, "miss"),
+		mHit:   metricRequests.WithLabelValues(name, "hit"), mMiss: metricRequests.WithLabelValues(name, "miss"),
 		mBloomHit: metricRequests.WithLabelValues(name+"_bloom", "hit"), mBloomMiss: metricRequests.WithLabelValues(name+"_bloom", "miss")}
 }
 
