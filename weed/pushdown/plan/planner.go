@@ -157,10 +157,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 				if fp.Skip {
 					continue
 				}
-				md := fp.Footer.Meta
-				outs[i] = buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef {
-					return &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
-				}, o.CoalesceGap)
+				refs := columnRefsOf(fp)
+				outs[i] = buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, o.CoalesceGap)
 			}
 			return nil
 		})
@@ -410,6 +408,21 @@ func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (De
 		fp.Deleted = bms[i]
 	}
 	return st, nil
+}
+
+// columnRefsOf returns the (memoized) ColumnRef of every leaf column of a
+// file under its column map. The refs are shared by every response that
+// names those columns: nothing may modify them.
+func columnRefsOf(fp *FilePlan) []*pushdown_pb.ColumnRef {
+	type key struct{ cm *ColumnMap }
+	return fp.Footer.Memo(key{fp.Columns}, func() any {
+		md := fp.Footer.Meta
+		refs := make([]*pushdown_pb.ColumnRef, md.Schema.NumColumns())
+		for col := range refs {
+			refs[col] = &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
+		}
+		return refs
+	}).([]*pushdown_pb.ColumnRef)
 }
 
 // projectionOf returns the (memoized) leaf columns of a projection.
