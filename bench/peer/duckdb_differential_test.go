@@ -155,7 +155,9 @@ func (g predicateGen) ts() string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'"
 }
 
-func (g predicateGen) id() string { return strconv.FormatInt(g.r.Int64N(g.rows+g.rows/10)-g.rows/20, 10) }
+func (g predicateGen) id() string {
+	return strconv.FormatInt(g.r.Int64N(g.rows+g.rows/10)-g.rows/20, 10)
+}
 
 func (g predicateGen) tenant() string {
 	return "'" + demo.TenantName(g.r.IntN(110)) + "'" // a few tenants do not exist
