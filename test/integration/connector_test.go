@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -80,7 +79,7 @@ func TestConnectorAgreesWithIcebergGoScan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := arrowTableRecords(want)
+		tr := harness.TableRecords(want)
 		var wantRows []string
 		for _, r := range rowsOf(t, want.Schema(), tr) {
 			if prefix == "" || strings.Contains(r, "message="+prefix) {
@@ -123,18 +122,6 @@ func TestConnectorAgreesWithIcebergGoScan(t *testing.T) {
 	if paged["page-aware"] >= paged["row-group"] {
 		t.Fatalf("page-aware decoding read %d bytes, row-group decoding %d: pages were not used", paged["page-aware"], paged["row-group"])
 	}
-}
-
-func arrowTableRecords(tbl arrow.Table) []arrow.RecordBatch {
-	tr := array.NewTableReader(tbl, 1<<16)
-	defer tr.Release()
-	var out []arrow.RecordBatch
-	for tr.Next() {
-		rec := tr.RecordBatch()
-		rec.Retain()
-		out = append(out, rec)
-	}
-	return out
 }
 
 func TestQueryCLIOutputsStatsExplainAndFallsBack(t *testing.T) {

@@ -263,7 +263,7 @@ func scanRows(t *testing.T, tbl *table.Table, snapshot int64, where iceberg.Bool
 		t.Fatalf("iceberg-go scan of snapshot %d: %v", snapshot, err)
 	}
 	defer at.Release()
-	return rowsOf(t, at.Schema(), arrowTableRecords(at))
+	return rowsOf(t, at.Schema(), harness.TableRecords(at))
 }
 
 type deleteQuery struct {
