@@ -314,16 +314,68 @@ type rowSource struct {
 	missing map[int]bool
 	// defaults of fields the file lacks (their initial-default)
 	defaults map[int]fieldDefault
+	// anchors: for a missing field nested in a struct the file stores, the
+	// path to that struct (a NULL struct makes the field NULL, not its
+	// default); absentParent: a missing field under a struct the file
+	// lacks too and that has no default (the field reads NULL).
+	anchors      map[int][]int
+	absentParent map[int]bool
 }
 
 func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault) *rowSource {
 	rs := &rowSource{fl: fl, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}, defaults: defaults}
+	parents := parentIDs(s)
 	for _, id := range ids {
-		top, ok := fl.topFieldOf(id)
-		if !ok {
+		if _, ok := fl.topFieldOf(id); !ok {
 			rs.missing[id] = true
+			// the nearest ancestor struct the file stores
+			for p, has := parents[id]; has; p, has = parents[p] {
+				if _, stored := fl.topFieldOf(p); stored {
+					if rs.anchors == nil {
+						rs.anchors = map[int][]int{}
+					}
+					rs.anchors[id] = rs.pathTo(p)
+					break
+				}
+				if f, _ := s.FindFieldByID(p); f.InitialDefault == nil {
+					if rs.absentParent == nil {
+						rs.absentParent = map[int]bool{}
+					}
+					rs.absentParent[id] = true
+				}
+			}
 			continue
 		}
+		rs.paths[id] = rs.pathTo(id)
+	}
+	return rs
+}
+
+// parentIDs maps each nested field id to its enclosing struct's field id.
+func parentIDs(s *iceberg.Schema) map[int]int {
+	out := map[int]int{}
+	var walk func(parent int, t iceberg.Type)
+	walk = func(parent int, t iceberg.Type) {
+		if st, ok := t.(*iceberg.StructType); ok {
+			for _, f := range st.FieldList {
+				if parent > 0 {
+					out[f.ID] = parent
+				}
+				walk(f.ID, f.Type)
+			}
+		}
+	}
+	st := s.AsStruct()
+	walk(0, &st)
+	return out
+}
+
+// pathTo is the path of top-level index and struct child positions to
+// field id in the file (as far as the file's structs reach).
+func (rs *rowSource) pathTo(id int) []int {
+	fl := rs.fl
+	{
+		top, _ := fl.topFieldOf(id)
 		path := []int{top}
 		// Descend into structs by the Parquet field ids of the children.
 		node := fl.md.Schema.Root().Field(top)
@@ -345,9 +397,36 @@ func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids [
 				break
 			}
 		}
-		rs.paths[id] = path
+		return path
 	}
-	return rs
+}
+
+// nullAlong says whether any struct along path is NULL at row (or the row
+// was not decoded).
+func (rs *rowSource) nullAlong(path []int, row int64) bool {
+	c := rs.cols[path[0]]
+	if c == nil {
+		return true
+	}
+	i := c.index(row)
+	if i < 0 {
+		return true
+	}
+	var arr arrow.Array = c.arr
+	if arr.IsNull(i) {
+		return true
+	}
+	for _, j := range path[1:] {
+		st, ok := arr.(*array.Struct)
+		if !ok {
+			return true
+		}
+		arr = st.Field(j)
+		if arr.IsNull(i) {
+			return true
+		}
+	}
+	return false
 }
 
 func containsID(n schema.Node, id int) bool {
@@ -368,6 +447,12 @@ func containsID(n schema.Node, id int) bool {
 func (rs *rowSource) row(row int64) predicate.Row {
 	return func(id int) (value.Value, bool) {
 		if rs.missing[id] {
+			if rs.absentParent[id] {
+				return value.Value{}, true
+			}
+			if anchor, ok := rs.anchors[id]; ok && rs.nullAlong(anchor, row) {
+				return value.Value{}, true
+			}
 			if d, ok := rs.defaults[id]; ok {
 				return d.val, false
 			}

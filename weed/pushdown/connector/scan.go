@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -56,8 +57,19 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 		addField(id)
 	}
 	predIDs := predicate.FieldIDs(p.expr)
+	parents := parentIDs(p.schema)
 	for _, id := range predIDs {
 		addField(id)
+		// a nested field the file lacks: its nearest stored ancestor struct
+		// (whose NULLs make it NULL)
+		if _, ok := fl.topFieldOf(id); !ok {
+			for a, has := parents[id]; has; a, has = parents[a] {
+				if _, stored := fl.topFieldOf(a); stored {
+					addField(a)
+					break
+				}
+			}
+		}
 	}
 
 	reads := make([]*rowGroupRead, 0, len(rgRefs))
@@ -129,6 +141,12 @@ func (c *Connector) outputSchema(p *prepared, fl *fileLayout) (*arrow.Schema, []
 		if top, ok := fl.topFieldOf(id); ok {
 			f := fl.arrow.Field(top)
 			f.Name = name
+			if fld, _ := p.schema.FindFieldByID(id); isStruct(fld.Type) {
+				// projected onto the table's struct (see evolve.go)
+				if as := emptySchemaOf(p, id); as != nil {
+					f.Type, f.Nullable = as, !fld.Required
+				}
+			}
 			fields = append(fields, f)
 			tops = append(tops, top)
 			continue
@@ -143,6 +161,11 @@ func (c *Connector) outputSchema(p *prepared, fl *fileLayout) (*arrow.Schema, []
 		tops = append(tops, -1)
 	}
 	return arrow.NewSchema(fields, nil), tops
+}
+
+func isStruct(t iceberg.Type) bool {
+	_, ok := t.(*iceberg.StructType)
+	return ok
 }
 
 func emptySchemaOf(p *prepared, id int) arrow.DataType {
@@ -239,6 +262,16 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayou
 		indices.Release()
 		if err != nil {
 			return nil, err
+		}
+		if fld, _ := p.schema.FindFieldByID(p.selectIDs[i]); isStruct(fld.Type) && !arrow.TypeEqual(taken.DataType(), outSchema.Field(i).Type) {
+			ev := &structEvolver{ctx: ctx, defaults: p.defaults}
+			mf := topMapping(p.tbl.Metadata().NameMapping(), fl.arrow.Field(top).Name)
+			projected, err := ev.project(taken, fld, outSchema.Field(i).Type, outSchema.Field(i).Name, mf)
+			taken.Release()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", fl.path, err)
+			}
+			taken = projected
 		}
 		arrs[i] = taken
 	}
