@@ -79,6 +79,8 @@ type rowGroupRead struct {
 	// holds the deleted file positions inside it (nil: none).
 	firstRow int64
 	deleted  *roaring64.Bitmap
+	// late are top-level fields read after the predicate (late.go).
+	late []int
 }
 
 type pageRange struct {

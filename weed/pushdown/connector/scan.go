@@ -58,14 +58,21 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 	}
 	predIDs := predicate.FieldIDs(p.expr)
 	parents := parentIDs(p.schema)
-	for _, id := range predIDs {
+	predTop := map[int]bool{}
+	addPred := func(id int) {
 		addField(id)
+		if top, ok := fl.topFieldOf(id); ok {
+			predTop[top] = true
+		}
+	}
+	for _, id := range predIDs {
+		addPred(id)
 		// a nested field the file lacks: its nearest stored ancestor struct
 		// (whose NULLs make it NULL)
 		if _, ok := fl.topFieldOf(id); !ok {
 			for a, has := parents[id]; has; a, has = parents[a] {
 				if _, stored := fl.topFieldOf(a); stored {
-					addField(a)
+					addPred(a)
 					break
 				}
 			}
@@ -106,8 +113,27 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 			r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{pg.Offset, pg.Length}, pg.FirstRowIndex, pg.RowCount})
 		}
 	}
+	// Late materialization (page-aware mode): in a row group the plan could
+	// not narrow, the predicate's columns are read first; the other
+	// columns are then read only in the pages holding matching rows, found
+	// through their offset indexes.
+	var early, late []int
+	_, always := p.expr.(predicate.Const)
+	for _, top := range tops {
+		if c.opts.Mode == PageAware && !always && !predTop[top] && fl.lateEligible(top) {
+			late = append(late, top)
+		} else {
+			early = append(early, top)
+		}
+	}
 	var ranges []byteRange
 	for _, r := range reads {
+		if r.rows == nil && len(late) > 0 {
+			r.late = late
+			ranges = append(ranges, fl.needRanges(early, r, true)...)
+			ranges = append(ranges, fl.offsetIndexRanges(r.rg, late)...)
+			continue
+		}
 		ranges = append(ranges, fl.needRanges(tops, r, c.opts.Mode == PageAware)...)
 	}
 	sf, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, ranges)
@@ -118,7 +144,7 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 	outSchema, outTops := c.outputSchema(p, fl)
 	var out []arrow.RecordBatch
 	for _, r := range reads {
-		rec, err := c.scanRowGroup(ctx, p, fl, sf, r, tops, outSchema, outTops, predIDs)
+		rec, err := c.scanRowGroup(ctx, p, pf, fl, sf, r, tops, outSchema, outTops, predIDs)
 		if err != nil {
 			for _, o := range out {
 				o.Release()
@@ -178,33 +204,27 @@ func emptySchemaOf(p *prepared, id int) arrow.DataType {
 	return nil
 }
 
-func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int,
+func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_pb.PlannedFile, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int,
 	outSchema *arrow.Schema, outTops []int, predIDs []int) (arrow.RecordBatch, error) {
 	cols := map[int]*column{}
-	var whole []int
-	for _, top := range tops {
-		if c.opts.Mode == PageAware && fl.pageAwareOK(top, r) {
-			col, err := decodePages(ctx, fl, sf, r, top)
-			if err != nil {
-				return nil, err
-			}
-			cols[top] = col
-			continue
-		}
-		whole = append(whole, top)
-	}
-	wcols, err := decodeWhole(ctx, fl, sf, r.rg, whole)
-	if err != nil {
-		return nil, err
-	}
-	for top, col := range wcols {
-		cols[top] = col
-	}
 	defer func() {
 		for _, col := range cols {
 			col.arr.Release()
 		}
 	}()
+	lateTop := map[int]bool{}
+	for _, top := range r.late {
+		lateTop[top] = true
+	}
+	var now []int
+	for _, top := range tops {
+		if !lateTop[top] {
+			now = append(now, top)
+		}
+	}
+	if err := c.decodeTops(ctx, fl, sf, r, now, cols); err != nil {
+		return nil, err
+	}
 
 	// Candidate rows, then the predicate on each.
 	candidates := r.rows
@@ -222,6 +242,23 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, fl *fileLayou
 			if always || predicate.Eval(p.expr, rs.row(row), predicate.IEEE) == predicate.True {
 				keep = append(keep, row)
 			}
+		}
+	}
+	if len(r.late) > 0 {
+		if len(keep) == 0 {
+			// nothing matched: the other columns are not read at all
+			arrs := make([]arrow.Array, len(outTops))
+			for i := range arrs {
+				arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, 0)
+			}
+			rec := array.NewRecordBatch(outSchema, arrs, 0)
+			for _, a := range arrs {
+				a.Release()
+			}
+			return rec, nil
+		}
+		if err := c.decodeLate(ctx, pf, fl, sf, r, keep, cols); err != nil {
+			return nil, err
 		}
 	}
 	arrs := make([]arrow.Array, len(outTops))

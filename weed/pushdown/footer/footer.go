@@ -158,6 +158,16 @@ type Page struct {
 	FirstRow, EndRow int64
 }
 
+// PagesOf validates an offset index against its chunk and the row
+// group's row count and returns its pages with their row spans.
+func PagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) { return pagesOf(oi, c, numRows) }
+
+// ParseOffsetIndex decodes a serialized OffsetIndex; malformed bytes are an
+// error, never a panic.
+func ParseOffsetIndex(b []byte) (metadata.OffsetIndex, error) {
+	return parseOffsetIndex(b, parquet.NewReaderProperties(nil))
+}
+
 // pagesOf validates an offset index against its chunk and row count.
 func pagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) {
 	if oi == nil {
