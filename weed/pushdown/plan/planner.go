@@ -149,9 +149,19 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	g, gctx = errgroup.WithContext(ctx)
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
+			local := newTierCounters()
+			defer func() {
+				mu.Lock()
+				for t, c := range local {
+					tiers[t].files += c.files
+					tiers[t].rowGroups += c.rowGroups
+					tiers[t].dur += c.dur
+				}
+				mu.Unlock()
+			}()
 			for i := w; i < len(live); i += tierWorkers {
 				fp := live[i]
-				if err := p.planFile(gctx, &req, fp, e, hasPredicate, tiers, &mu); err != nil {
+				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local); err != nil {
 					return err
 				}
 				if fp.Skip {
@@ -265,7 +275,9 @@ func isTrue(e predicate.Expr) bool {
 	return ok && c.Value
 }
 
-func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, tiers map[string]*tierCounter, mu *sync.Mutex) error {
+// planFile runs the footer tiers over one file, counting into local (the
+// calling worker's counters).
+func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter) error {
 	md := fp.Footer.Meta
 	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
 	if !fp.Columns.Mapped {
@@ -273,14 +285,10 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	}
 	fp.RowGroups = make([]RowGroupPlan, md.NumRowGroups())
 	if !hasPredicate {
-		return p.applyDeletes(fp, tiers, mu)
+		return p.applyDeletes(fp, local)
 	}
 	fc := newFileContext(&req.Table, fp.Footer, fp.Columns)
 	o := req.Options
-	local := map[string]*tierCounter{}
-	for _, t := range Tiers[1:] {
-		local[t] = &tierCounter{}
-	}
 	alive := md.NumRowGroups()
 	lastTier := ""
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
@@ -330,24 +338,26 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	if alive == 0 && lastTier != "" {
 		local[lastTier].files++
 	}
-	for m := range fc.missing {
+	for _, m := range fc.missing {
 		fp.Missing = append(fp.Missing, m.String())
 	}
-	for u := range fc.used {
+	for _, u := range fc.used {
 		fp.Used = append(fp.Used, u.String())
 	}
-	mu.Lock()
-	for t, c := range local {
-		tiers[t].files += c.files
-		tiers[t].rowGroups += c.rowGroups
-		tiers[t].dur += c.dur
+	return p.applyDeletes(fp, local)
+}
+
+// newTierCounters are one worker's counters of the footer tiers.
+func newTierCounters() map[string]*tierCounter {
+	local := map[string]*tierCounter{}
+	for _, t := range Tiers[1:] {
+		local[t] = &tierCounter{}
 	}
-	mu.Unlock()
-	return p.applyDeletes(fp, tiers, mu)
+	return local
 }
 
 // applyDeletes runs the deletes tier over a file's row groups.
-func (p *Planner) applyDeletes(fp *FilePlan, tiers map[string]*tierCounter, mu *sync.Mutex) error {
+func (p *Planner) applyDeletes(fp *FilePlan, local map[string]*tierCounter) error {
 	if fp.Deleted == nil || fp.Deleted.IsEmpty() {
 		return nil
 	}
@@ -369,14 +379,12 @@ func (p *Planner) applyDeletes(fp *FilePlan, tiers map[string]*tierCounter, mu *
 		}
 		first += n
 	}
-	mu.Lock()
-	c := tiers[TierDeletes]
+	c := local[TierDeletes]
 	c.rowGroups += pruned
 	if alive == 0 && pruned > 0 {
 		c.files++
 	}
 	c.dur += time.Since(t0)
-	mu.Unlock()
 	return nil
 }
 

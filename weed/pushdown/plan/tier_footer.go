@@ -19,10 +19,28 @@ type fileContext struct {
 	footer  *footer.Footer
 	md      *metadata.FileMetaData
 	columns *ColumnMap
-	// decoders by field id (nil entry: statistics of that field not usable)
-	decoders map[int]*value.StatDecoder
-	missing  map[note]bool
-	used     map[note]bool
+	// decoders by field id (nil decoder: statistics of that field not
+	// usable); a predicate names few fields, so a slice beats a map
+	decoders []fieldDecoder
+	missing  noteSet
+	used     noteSet
+}
+
+type fieldDecoder struct {
+	id int
+	d  *value.StatDecoder
+}
+
+// noteSet is a small set of notes (a file gathers a handful).
+type noteSet []note
+
+func (s *noteSet) add(n note) {
+	for _, x := range *s {
+		if x == n {
+			return
+		}
+	}
+	*s = append(*s, n)
 }
 
 // note records that an index of a field was used or missing (and why).
@@ -42,8 +60,7 @@ func (n note) String() string {
 }
 
 func newFileContext(t *Table, f *footer.Footer, cm *ColumnMap) *fileContext {
-	return &fileContext{table: t, footer: f, md: f.Meta, columns: cm, decoders: map[int]*value.StatDecoder{},
-		missing: map[note]bool{}, used: map[note]bool{}}
+	return &fileContext{table: t, footer: f, md: f.Meta, columns: cm}
 }
 
 // decoder returns the statistics decoder of a predicate field, or nil.
@@ -52,8 +69,10 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 	if !ok {
 		return nil, -1, false
 	}
-	if d, seen := fc.decoders[l.FieldID]; seen {
-		return d, col, true
+	for _, fd := range fc.decoders {
+		if fd.id == l.FieldID {
+			return fd.d, col, true
+		}
 	}
 	type key struct {
 		col int
@@ -68,9 +87,9 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 		return built{d, err}
 	}).(built)
 	if b.err != nil {
-		fc.missing[note{"statistics", l.Name, b.err.Error()}] = true
+		fc.missing.add(note{"statistics", l.Name, b.err.Error()})
 	}
-	fc.decoders[l.FieldID] = b.d
+	fc.decoders = append(fc.decoders, fieldDecoder{l.FieldID, b.d})
 	return b.d, col, true
 }
 
@@ -114,7 +133,7 @@ func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verd
 			return chunkStats(fc.footer.Chunks[rg][col], d)
 		}).(prune.ColumnStats)
 		if s.HasBounds {
-			fc.used[note{"footer_stats", l.Name, ""}] = true
+			fc.used.add(note{"footer_stats", l.Name, ""})
 		}
 		return prune.EvaluateLeaf(l, s)
 	})
@@ -165,7 +184,7 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			return prune.MightMatch
 		}
 		if fc.footer.Chunks[rg][col].BloomOffset <= 0 {
-			fc.missing[note{"bloom_filter", l.Name, ""}] = true
+			fc.missing.add(note{"bloom_filter", l.Name, ""})
 			return prune.MightMatch
 		}
 		bf, err := cache.BloomFilter(ctx, fc.footer, rg, col)
@@ -173,14 +192,14 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			if ctx.Err() != nil {
 				ctxErr = ctx.Err()
 			}
-			fc.missing[note{"bloom_filter", l.Name, "unreadable"}] = true
+			fc.missing.add(note{"bloom_filter", l.Name, "unreadable"})
 			return prune.MightMatch
 		}
 		if bf == nil {
-			fc.missing[note{"bloom_filter", l.Name, ""}] = true
+			fc.missing.add(note{"bloom_filter", l.Name, ""})
 			return prune.MightMatch
 		}
-		fc.used[note{"bloom_filter", l.Name, ""}] = true
+		fc.used.add(note{"bloom_filter", l.Name, ""})
 		descr := fc.md.Schema.Column(col)
 		for _, lit := range l.Lits {
 			h, ok := value.BloomHash(descr, l.Type, lit, bf.Hasher())

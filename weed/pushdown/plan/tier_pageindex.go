@@ -15,7 +15,7 @@ import (
 // predicate's columns).
 func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e predicate.Expr) (RowSet, error) {
 	if !fc.footer.HasPageIndex() {
-		fc.missing[note{"page_index", "", ""}] = true
+		fc.missing.add(note{"page_index", "", ""})
 		return nil, nil
 	}
 	idx, err := fc.footer.PageIndex(ctx, rg)
@@ -23,11 +23,11 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 		if perrCtx(err) {
 			return nil, err
 		}
-		fc.missing[note{"page_index", "", err.Error()}] = true
+		fc.missing.add(note{"page_index", "", err.Error()})
 		return nil, nil
 	}
 	if idx == nil {
-		fc.missing[note{"page_index", "", ""}] = true
+		fc.missing.add(note{"page_index", "", ""})
 		return nil, nil
 	}
 	numRows := fc.md.RowGroup(rg).NumRows()
@@ -84,11 +84,11 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 	}
 	cpi := idx.Columns[col]
 	if cpi.Column == nil || cpi.Offset == nil {
-		fc.missing[note{"page_index", l.Name, ""}] = true
+		fc.missing.add(note{"page_index", l.Name, ""})
 		return nil, false
 	}
 	if cpi.SpansErr != nil {
-		fc.missing[note{"page_index", l.Name, cpi.SpansErr.Error()}] = true
+		fc.missing.add(note{"page_index", l.Name, cpi.SpansErr.Error()})
 		return nil, false
 	}
 	spans := cpi.Pages
@@ -101,10 +101,10 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 		return pageColumnStats(cpi, d)
 	}).([]prune.ColumnStats)
 	if pageStats == nil {
-		fc.missing[note{"page_index", l.Name, "column index does not match the offset index"}] = true
+		fc.missing.add(note{"page_index", l.Name, "column index does not match the offset index"})
 		return nil, false
 	}
-	fc.used[note{"page_index", l.Name, ""}] = true
+	fc.used.add(note{"page_index", l.Name, ""})
 	var kept []RowRange
 	for i, pg := range spans {
 		if prune.EvaluateLeaf(l, pageStats[i]) == prune.MightMatch {
