@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -75,6 +76,23 @@ type entry struct {
 	footer *Footer
 	bloom  *bloomEntry
 	size   int64
+	// promoted is when the entry last moved to the front (unix ns, under
+	// the LRU's lock): an entry promoted within promoteEvery is not moved
+	// again, so a plan over 10,000 hot files does not relink the list
+	// 10,000 times. Eviction order is LRU at that granularity.
+	promoted int64
+}
+
+// promoteEvery is the recency granularity of the LRUs.
+const promoteEvery = int64(time.Second)
+
+// promote moves el to the front of l unless it moved there recently.
+func promote(l *list.List, el *list.Element) {
+	e := el.Value.(*entry)
+	if now := time.Now().UnixNano(); now-e.promoted >= promoteEvery {
+		l.MoveToFront(el)
+		e.promoted = now
+	}
 }
 
 type bloomEntry struct {
@@ -105,7 +123,7 @@ func (l *lruBytes) get(key cacheKey) (*entry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if el, ok := l.items[key]; ok {
-		l.lru.MoveToFront(el)
+		promote(l.lru, el)
 		return el.Value.(*entry), true
 	}
 	return nil, false
@@ -118,6 +136,7 @@ func (l *lruBytes) put(e *entry) {
 		l.bytes -= old.Value.(*entry).size
 		l.lru.Remove(old)
 	}
+	e.promoted = time.Now().UnixNano()
 	l.items[e.key] = l.lru.PushFront(e)
 	l.bytes += e.size
 	for l.bytes > l.capacity && l.lru.Len() > 1 {
@@ -191,7 +210,7 @@ func (c *Cache) lookup(key cacheKey) *Footer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
-		c.lru.MoveToFront(el)
+		promote(c.lru, el)
 		return el.Value.(*entry).footer
 	}
 	return nil
@@ -204,6 +223,7 @@ func (c *Cache) insert(e *entry) {
 		c.bytes -= old.Value.(*entry).size
 		c.lru.Remove(old)
 	}
+	e.promoted = time.Now().UnixNano()
 	c.items[e.key] = c.lru.PushFront(e)
 	c.bytes += e.size
 	c.evictLocked()

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -106,6 +107,54 @@ type Footer struct {
 	size         int64 // accounted bytes
 	loadRead     int64 // bytes read by Load
 	memo         sync.Map
+	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
+	chunkMemoMu  sync.Mutex
+}
+
+// chunkMemoEntry is one memoized value of a column chunk, tagged; entries
+// of one chunk with other tags chain through next.
+type chunkMemoEntry struct {
+	tag  any
+	v    any
+	next *chunkMemoEntry
+}
+
+// ChunkMemo is Memo for values of one column chunk (rg, col), told apart
+// by tag (a comparable value, e.g. the Iceberg type the chunk is read as):
+// a slot per chunk, no hashing.
+func (f *Footer) ChunkMemo(rg, col int, tag any, build func() any) any {
+	ncols := f.Meta.Schema.NumColumns()
+	if rg < 0 || col < 0 || rg >= len(f.Chunks) || col >= ncols {
+		return build()
+	}
+	slots := f.chunkSlots(ncols)
+	slot := &slots[rg*ncols+col]
+	for e := slot.Load(); e != nil; e = e.next {
+		if e.tag == tag {
+			return e.v
+		}
+	}
+	v := build()
+	for {
+		head := slot.Load()
+		for e := head; e != nil; e = e.next {
+			if e.tag == tag {
+				return e.v
+			}
+		}
+		if slot.CompareAndSwap(head, &chunkMemoEntry{tag: tag, v: v, next: head}) {
+			return v
+		}
+	}
+}
+
+func (f *Footer) chunkSlots(ncols int) []atomic.Pointer[chunkMemoEntry] {
+	f.chunkMemoMu.Lock()
+	defer f.chunkMemoMu.Unlock()
+	if f.chunkMemo == nil {
+		f.chunkMemo = make([]atomic.Pointer[chunkMemoEntry], len(f.Chunks)*ncols)
+	}
+	return f.chunkMemo
 }
 
 // Memo returns the value cached under key for this footer, building it once.
@@ -160,7 +209,9 @@ type Page struct {
 
 // PagesOf validates an offset index against its chunk and the row
 // group's row count and returns its pages with their row spans.
-func PagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) { return pagesOf(oi, c, numRows) }
+func PagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) {
+	return pagesOf(oi, c, numRows)
+}
 
 // ParseOffsetIndex decodes a serialized OffsetIndex; malformed bytes are an
 // error, never a panic.

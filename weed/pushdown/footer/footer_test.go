@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -206,4 +207,53 @@ func FuzzFooterPageIndexAndBloom(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestChunkMemoBuildsOncePerChunkAndTagEvenUnderConcurrency(t *testing.T) {
+	data := parquetFile(t, 2000, 500, false)
+	c, _, _ := newTestCache(map[string][]byte{"a": data}, 64<<20)
+	f, _, err := c.Get(context.Background(), Identity{Path: "a", Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tagA struct{ n int }
+	type tagB struct{ n int }
+	var builds atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rg := 0; rg < f.Meta.NumRowGroups(); rg++ {
+				for col := 0; col < f.Meta.Schema.NumColumns(); col++ {
+					for _, tag := range []any{tagA{1}, tagB{1}, tagA{2}} {
+						v := f.ChunkMemo(rg, col, tag, func() any { builds.Add(1); return fmt.Sprint(rg, col, tag) })
+						if want := fmt.Sprint(rg, col, tag); v != want {
+							t.Errorf("ChunkMemo(%d, %d, %v) = %v, want %v", rg, col, tag, v, want)
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	chunks := int64(f.Meta.NumRowGroups() * f.Meta.Schema.NumColumns())
+	// concurrent first builds may race (one value wins), but every later
+	// lookup is served from the memo
+	if n := builds.Load(); n < 3*chunks || n > 8*3*chunks {
+		t.Fatalf("%d builds for %d chunks × 3 tags", n, chunks)
+	}
+	before := builds.Load()
+	for rg := 0; rg < f.Meta.NumRowGroups(); rg++ {
+		f.ChunkMemo(rg, 0, tagA{1}, func() any { builds.Add(1); return nil })
+	}
+	if builds.Load() != before {
+		t.Fatal("a memoized chunk value was built again")
+	}
+	// out of range: built, never cached, no panic
+	for _, rc := range [][2]int{{-1, 0}, {0, -1}, {f.Meta.NumRowGroups(), 0}, {0, f.Meta.Schema.NumColumns()}} {
+		if v := f.ChunkMemo(rc[0], rc[1], tagA{1}, func() any { return "built" }); v != "built" {
+			t.Fatalf("ChunkMemo%v = %v", rc, v)
+		}
+	}
 }

@@ -118,6 +118,13 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 	return prune.AllNull(), true
 }
 
+// Tags of the per-chunk memos: a chunk's statistics and its page
+// statistics, as read for one Iceberg type.
+type (
+	chunkStatsTag struct{ typ iceberg.Type }
+	pageStatsTag  struct{ typ iceberg.Type }
+)
+
 // PruneRowGroupByStats decides row group rg from the footer's zone maps.
 func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verdict {
 	return prune.EvaluateWith(e, func(l *predicate.Leaf) prune.Verdict {
@@ -125,11 +132,7 @@ func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verd
 			return prune.EvaluateLeaf(l, s)
 		}
 		d, col, _ := fc.decoder(l)
-		type key struct {
-			rg, col int
-			typ     iceberg.Type
-		}
-		s := fc.footer.Memo(key{rg, col, l.Type}, func() any {
+		s := fc.footer.ChunkMemo(rg, col, chunkStatsTag{l.Type}, func() any {
 			return chunkStats(fc.footer.Chunks[rg][col], d)
 		}).(prune.ColumnStats)
 		if s.HasBounds {

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -92,12 +91,7 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 		return nil, false
 	}
 	spans := cpi.Pages
-	type key struct {
-		rg, col int
-		pages   bool
-		typ     iceberg.Type
-	}
-	pageStats := fc.footer.Memo(key{rg, col, true, l.Type}, func() any {
+	pageStats := fc.footer.ChunkMemo(rg, col, pageStatsTag{l.Type}, func() any {
 		return pageColumnStats(cpi, d)
 	}).([]prune.ColumnStats)
 	if pageStats == nil {
