@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
