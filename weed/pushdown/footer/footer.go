@@ -109,6 +109,34 @@ type Footer struct {
 	memo         sync.Map
 	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
 	chunkMemoMu  sync.Mutex
+	smallMemo    atomic.Pointer[chunkMemoEntry] // SmallMemo's chain
+}
+
+// smallMemoMax bounds SmallMemo's chain; further tags go to Memo.
+const smallMemoMax = 16
+
+// SmallMemo is Memo for the few per-file values every plan asks for
+// (column map, projection, decoders): a short chain compared by ==, no
+// hashing; past smallMemoMax tags it falls back to Memo.
+func (f *Footer) SmallMemo(tag any, build func() any) any {
+	for {
+		head := f.smallMemo.Load()
+		n := 0
+		for e := head; e != nil; e = e.next {
+			if e.tag == tag {
+				return e.v
+			}
+			n++
+		}
+		if n >= smallMemoMax {
+			return f.Memo(tag, build)
+		}
+		v := build()
+		if f.smallMemo.CompareAndSwap(head, &chunkMemoEntry{tag: tag, v: v, next: head}) {
+			return v
+		}
+		// another goroutine added an entry: look again (v is dropped)
+	}
 }
 
 // chunkMemoEntry is one memoized value of a column chunk, tagged; entries

@@ -257,3 +257,32 @@ func TestChunkMemoBuildsOncePerChunkAndTagEvenUnderConcurrency(t *testing.T) {
 		}
 	}
 }
+
+func TestSmallMemoKeepsEveryTagsValueAlsoPastItsChain(t *testing.T) {
+	data := parquetFile(t, 100, 100, false)
+	c, _, _ := newTestCache(map[string][]byte{"a": data}, 64<<20)
+	f, _, err := c.Get(context.Background(), Identity{Path: "a", Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tag struct {
+		n int
+		s string
+	}
+	builds := map[tag]int{}
+	var mu sync.Mutex
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 3*smallMemoMax; i++ {
+			k := tag{i, fmt.Sprint("k", i)}
+			v := f.SmallMemo(k, func() any { mu.Lock(); builds[k]++; mu.Unlock(); return i * 10 })
+			if v != i*10 {
+				t.Fatalf("SmallMemo(%v) = %v, want %d", k, v, i*10)
+			}
+		}
+	}
+	for k, n := range builds {
+		if n != 1 {
+			t.Fatalf("%v built %d times", k, n)
+		}
+	}
+}

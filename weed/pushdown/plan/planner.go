@@ -423,7 +423,7 @@ func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (De
 // names those columns: nothing may modify them.
 func columnRefsOf(fp *FilePlan) []*pushdown_pb.ColumnRef {
 	type key struct{ cm *ColumnMap }
-	return fp.Footer.Memo(key{fp.Columns}, func() any {
+	return fp.Footer.SmallMemo(key{fp.Columns}, func() any {
 		md := fp.Footer.Meta
 		refs := make([]*pushdown_pb.ColumnRef, md.Schema.NumColumns())
 		for col := range refs {
@@ -440,7 +440,7 @@ func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 		ids string
 	}
 	k := key{cm: fp.Columns, ids: idsKey}
-	return fp.Footer.Memo(k, func() any { return fp.Columns.Projection(fp.Footer.Meta, ids) }).([]int)
+	return fp.Footer.SmallMemo(k, func() any { return fp.Columns.Projection(fp.Footer.Meta, ids) }).([]int)
 }
 
 // columnMapOf returns the (memoized) column map of a footer under a name
@@ -452,7 +452,7 @@ func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 // memo without bound.
 func columnMapOf(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *ColumnMap {
 	type key struct{ nameMapping string }
-	return f.Memo(key{nmKey}, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
+	return f.SmallMemo(key{nmKey}, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
 }
 
 // nameMappingKey is a digest of a name mapping's content ("" for none).

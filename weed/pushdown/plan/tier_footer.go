@@ -82,7 +82,7 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 		d   *value.StatDecoder
 		err error
 	}
-	b := fc.footer.Memo(key{col, l.Type}, func() any {
+	b := fc.footer.SmallMemo(key{col, l.Type}, func() any {
 		d, err := value.NewStatDecoder(fc.md.Schema.Column(col), l.Type)
 		return built{d, err}
 	}).(built)
