@@ -150,6 +150,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
 			local := newTierCounters()
+			hashes := &bloomHashMemo{}
 			defer func() {
 				mu.Lock()
 				for t, c := range local {
@@ -161,7 +162,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			}()
 			for i := w; i < len(live); i += tierWorkers {
 				fp := live[i]
-				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local); err != nil {
+				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, hashes); err != nil {
 					return err
 				}
 				if fp.Skip {
@@ -277,7 +278,7 @@ func isTrue(e predicate.Expr) bool {
 
 // planFile runs the footer tiers over one file, counting into local (the
 // calling worker's counters).
-func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter) error {
+func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, hashes *bloomHashMemo) error {
 	md := fp.Footer.Meta
 	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
 	if !fp.Columns.Mapped {
@@ -288,6 +289,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 		return p.applyDeletes(fp, local)
 	}
 	fc := newFileContext(&req.Table, fp.Footer, fp.Columns)
+	fc.hashes = hashes
 	o := req.Options
 	alive := md.NumRowGroups()
 	lastTier := ""

@@ -5,7 +5,9 @@ import (
 	"context"
 	"github.com/apache/iceberg-go"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -24,6 +26,53 @@ type fileContext struct {
 	decoders []fieldDecoder
 	missing  noteSet
 	used     noteSet
+	// hashes memoizes bloom hashes of predicate literals (the planning
+	// worker's; nil: computed each time)
+	hashes *bloomHashMemo
+}
+
+// bloomHashMemo remembers the bloom filter hash of a predicate literal as
+// a column of a given physical and logical type stores it: the files of a
+// table mostly share their column types, so one worker computes each hash
+// once per plan instead of once per file. Not safe for concurrent use.
+type bloomHashMemo struct {
+	entries []bloomHashEntry
+}
+
+type bloomHashEntry struct {
+	leaf   *predicate.Leaf
+	lit    int
+	phys   parquet.Type
+	length int
+	lt     schema.LogicalType
+	hasher metadata.Hasher
+	h      uint64
+	ok     bool
+}
+
+// hash is value.BloomHash(col, l.Type, l.Lits[i], hasher), memoized.
+func (m *bloomHashMemo) hash(col *schema.Column, l *predicate.Leaf, i int, hasher metadata.Hasher) (uint64, bool) {
+	if m == nil {
+		return value.BloomHash(col, l.Type, l.Lits[i], hasher)
+	}
+	phys, length, lt := col.PhysicalType(), col.TypeLength(), col.LogicalType()
+	for _, e := range m.entries {
+		if e.leaf == l && e.lit == i && e.phys == phys && e.length == length && e.hasher == hasher && sameLogicalType(e.lt, lt) {
+			return e.h, e.ok
+		}
+	}
+	h, ok := value.BloomHash(col, l.Type, l.Lits[i], hasher)
+	if len(m.entries) < 64 {
+		m.entries = append(m.entries, bloomHashEntry{l, i, phys, length, lt, hasher, h, ok})
+	}
+	return h, ok
+}
+
+func sameLogicalType(a, b schema.LogicalType) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equals(b)
 }
 
 type fieldDecoder struct {
@@ -204,8 +253,8 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		}
 		fc.used.add(note{"bloom_filter", l.Name, ""})
 		descr := fc.md.Schema.Column(col)
-		for _, lit := range l.Lits {
-			h, ok := value.BloomHash(descr, l.Type, lit, bf.Hasher())
+		for i := range l.Lits {
+			h, ok := fc.hashes.hash(descr, l, i, bf.Hasher())
 			if !ok || bf.CheckHash(h) {
 				return prune.MightMatch
 			}
