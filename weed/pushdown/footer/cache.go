@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
@@ -76,11 +77,12 @@ type entry struct {
 	footer *Footer
 	bloom  *bloomEntry
 	size   int64
-	// promoted is when the entry last moved to the front (unix ns, under
-	// the LRU's lock): an entry promoted within promoteEvery is not moved
-	// again, so a plan over 10,000 hot files does not relink the list
-	// 10,000 times. Eviction order is LRU at that granularity.
-	promoted int64
+	// promoted is when the entry last moved to the front (unix ns): an
+	// entry promoted within promoteEvery is not moved again, so a plan over
+	// 10,000 hot files does not relink the list 10,000 times. Eviction
+	// order is LRU at that granularity.
+	promoted atomic.Int64
+	el       *list.Element // its element while in an LRU (under the LRU's lock)
 }
 
 // promoteEvery is the recency granularity of the LRUs.
@@ -89,9 +91,22 @@ const promoteEvery = int64(time.Second)
 // promote moves el to the front of l unless it moved there recently.
 func promote(l *list.List, el *list.Element) {
 	e := el.Value.(*entry)
-	if now := time.Now().UnixNano(); now-e.promoted >= promoteEvery {
+	if now := time.Now().UnixNano(); now-e.promoted.Load() >= promoteEvery {
 		l.MoveToFront(el)
-		e.promoted = now
+		e.promoted.Store(now)
+	}
+}
+
+// touch promotes e (found without the lock, through a footer's bloom
+// reference) if it is still in l and was not promoted recently.
+func (l *lruBytes) touch(e *entry) {
+	if time.Now().UnixNano()-e.promoted.Load() < promoteEvery {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if el, ok := l.items[e.key]; ok && el == e.el {
+		promote(l.lru, el)
 	}
 }
 
@@ -136,8 +151,9 @@ func (l *lruBytes) put(e *entry) {
 		l.bytes -= old.Value.(*entry).size
 		l.lru.Remove(old)
 	}
-	e.promoted = time.Now().UnixNano()
-	l.items[e.key] = l.lru.PushFront(e)
+	e.promoted.Store(time.Now().UnixNano())
+	e.el = l.lru.PushFront(e)
+	l.items[e.key] = e.el
 	l.bytes += e.size
 	for l.bytes > l.capacity && l.lru.Len() > 1 {
 		el := l.lru.Back()
@@ -223,7 +239,7 @@ func (c *Cache) insert(e *entry) {
 		c.bytes -= old.Value.(*entry).size
 		c.lru.Remove(old)
 	}
-	e.promoted = time.Now().UnixNano()
+	e.promoted.Store(time.Now().UnixNano())
 	c.items[e.key] = c.lru.PushFront(e)
 	c.bytes += e.size
 	c.evictLocked()
@@ -263,8 +279,25 @@ func (c *Cache) recordRead(n int64) {
 // rg of footer f: nil when the chunk has none or it cannot be read (a
 // "maybe" for the caller; the error says why).
 func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
+	// Fast path: the footer's weak reference to the cached entry (no key
+	// hashing, no lock); a collected or foreign entry falls through.
+	slot := f.bloomSlot(rg, col)
+	if slot != nil && f.cache == c {
+		if ref := slot.Load(); ref != nil {
+			if e := ref.Value(); e != nil {
+				c.blooms.touch(e)
+				c.bloomHits.Add(1)
+				c.mBloomHit.Inc()
+				return e.bloom.bf, e.bloom.err
+			}
+		}
+	}
 	key := cacheKey{Identity: f.ID, bloom: true, rg: rg, col: col}
 	if e, ok := c.blooms.get(key); ok {
+		if slot != nil && f.cache == c {
+			w := weak.Make(e)
+			slot.Store(&w)
+		}
 		be := e.bloom
 		c.bloomHits.Add(1)
 		c.mBloomHit.Inc()
@@ -282,7 +315,12 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 		if bf != nil {
 			size += bf.Size()
 		}
-		c.blooms.put(&entry{key: key, bloom: be, size: size})
+		e := &entry{key: key, bloom: be, size: size}
+		c.blooms.put(e)
+		if slot != nil && f.cache == c {
+			w := weak.Make(e)
+			slot.Store(&w)
+		}
 		return be, nil
 	})
 	if err != nil {

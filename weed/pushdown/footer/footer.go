@@ -26,6 +26,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -110,6 +111,25 @@ type Footer struct {
 	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
 	chunkMemoMu  sync.Mutex
 	smallMemo    atomic.Pointer[chunkMemoEntry] // SmallMemo's chain
+	// bloomRefs[rg*columns+col] weakly references the bloom cache's entry
+	// of that chunk (Cache.BloomFilter's fast path); allocated on first use
+	bloomRefs []atomic.Pointer[weak.Pointer[entry]]
+}
+
+// bloomSlot is the bloom reference slot of chunk (rg, col); nil when out
+// of range.
+func (f *Footer) bloomSlot(rg, col int) *atomic.Pointer[weak.Pointer[entry]] {
+	ncols := f.Meta.Schema.NumColumns()
+	if rg < 0 || col < 0 || rg >= len(f.Chunks) || col >= ncols {
+		return nil
+	}
+	f.chunkMemoMu.Lock()
+	if f.bloomRefs == nil {
+		f.bloomRefs = make([]atomic.Pointer[weak.Pointer[entry]], len(f.Chunks)*ncols)
+	}
+	refs := f.bloomRefs
+	f.chunkMemoMu.Unlock()
+	return &refs[rg*ncols+col]
 }
 
 // smallMemoMax bounds SmallMemo's chain; further tags go to Memo.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -284,5 +285,53 @@ func TestSmallMemoKeepsEveryTagsValueAlsoPastItsChain(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%v built %d times", k, n)
 		}
+	}
+}
+
+func TestBloomFiltersAreServedFromTheFootersReferenceUntilTheCacheLetsThemGo(t *testing.T) {
+	data := parquetFile(t, 2000, 500, false)
+	c, reads, _ := newTestCache(map[string][]byte{"a": data}, 64<<20)
+	ctx := context.Background()
+	f, _, err := c.Get(ctx, Identity{Path: "a", Size: int64(len(data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.BloomFilter(ctx, f, 1, 0)
+	if err != nil || first == nil {
+		t.Fatalf("bloom filter: %v %v", first, err)
+	}
+	r0 := reads.Load()
+	for i := 0; i < 100; i++ {
+		bf, err := c.BloomFilter(ctx, f, 1, 0)
+		if err != nil || bf != first {
+			t.Fatalf("warm lookup %d: %v %v (not the cached filter)", i, bf, err)
+		}
+	}
+	if reads.Load() != r0 {
+		t.Fatalf("warm lookups read the file (%d reads)", reads.Load()-r0)
+	}
+	st := c.Stats()
+	if st.BloomHits < 100 {
+		t.Fatalf("bloom hits %d, want ≥ 100", st.BloomHits)
+	}
+	// Evicted from the bloom LRU and collected: the reference is empty and
+	// the next lookup reads the filter again, correctly.
+	c.blooms.mu.Lock()
+	for el := c.blooms.lru.Front(); el != nil; el = c.blooms.lru.Front() {
+		e := el.Value.(*entry)
+		c.blooms.lru.Remove(el)
+		delete(c.blooms.items, e.key)
+		c.blooms.bytes -= e.size
+	}
+	c.blooms.mu.Unlock()
+	first = nil
+	runtime.GC()
+	runtime.GC()
+	again, err := c.BloomFilter(ctx, f, 1, 0)
+	if err != nil || again == nil {
+		t.Fatalf("after eviction: %v %v", again, err)
+	}
+	if reads.Load() == r0 {
+		t.Fatal("after eviction and collection the filter was not read again")
 	}
 }
