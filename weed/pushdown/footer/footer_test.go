@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
