@@ -145,6 +145,29 @@ type conformanceReaders struct {
 	fallback *connector.Connector
 }
 
+// modeConnector is a connector of c in pushdown mode m.
+func modeConnector(t *testing.T, c *harness.Cluster, m int) *connector.Connector {
+	t.Helper()
+	o := pushdownModes[m].opts
+	o.Endpoints = c.Endpoints()
+	conn, err := connector.New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// importedFixtureDir imports fixture table rel as name and returns its
+// local folder.
+func importedFixtureDir(t *testing.T, c *harness.Cluster, rel, name string) string {
+	t.Helper()
+	root := harness.RequireShared(t, "testdata/iceberg-tables")
+	if _, stderr, err := harness.RunFixtureImport(t, c, rel, name); err != nil {
+		t.Fatalf("import: %v\n%s", err, stderr)
+	}
+	return filepath.Join(root, rel)
+}
+
 func newConformanceReaders(t *testing.T, c *harness.Cluster) *conformanceReaders {
 	t.Helper()
 	ctx := context.Background()
@@ -728,13 +751,9 @@ func checkBareRefusal(t *testing.T, who string, err error) {
 // and the defaults as the table metadata spells them.
 func TestConformanceColumnsAddedWithInitialDefaultsReadTheirDefaultsInOlderFiles(t *testing.T) {
 	const rel = "add_columns_with_defaults/default.db/add_columns_with_defaults"
-	root := harness.RequireShared(t, "testdata/iceberg-tables")
-	dir := filepath.Join(root, rel)
 	c := sharedCluster(t)
 	ctx := context.Background()
-	if _, stderr, err := harness.RunFixtureImport(t, c, rel, "conformance_defaults.t"); err != nil {
-		t.Fatalf("import: %v\n%s", err, stderr)
-	}
+	dir := importedFixtureDir(t, c, rel, "conformance_defaults.t")
 	oldFile, err := harness.ReadParquetFile(ctx, filepath.Join(dir, "data", "00000-0-0bb8c58e-4fbc-483f-af6d-0e2f896179a2.parquet"))
 	if err != nil {
 		t.Fatal(err)
@@ -815,11 +834,8 @@ func TestConformanceColumnsAddedWithInitialDefaultsReadTheirDefaultsInOlderFiles
 		{"col_date < '2003-10-21'", func(r map[string]string) bool { return r["col_date"] != "NULL" && r["col_date"] < "2003-10-21" }},
 	} {
 		want := expect(q.keep)
-		for _, m := range pushdownModes {
-			conn, err := connector.New(ctx, func() connector.Options { o := m.opts; o.Endpoints = c.Endpoints(); return o }())
-			if err != nil {
-				t.Fatal(err)
-			}
+		for mi, m := range pushdownModes {
+			conn := modeConnector(t, c, mi)
 			res, err := conn.Query(ctx, connector.Query{Table: "conformance_defaults.t", Where: q.where, Select: cols})
 			if err != nil {
 				t.Fatalf("%s WHERE %s: %v", m.name, q.where, err)
@@ -856,13 +872,9 @@ func TestConformanceColumnsAddedWithInitialDefaultsReadTheirDefaultsInOlderFiles
 // cannot scan the table.)
 func TestConformanceStructFieldsAddedWithInitialDefaultsReadTheirDefaultsInOlderFiles(t *testing.T) {
 	const rel = "add_columns_with_defaults_in_struct/default.db/add_columns_with_defaults_in_struct"
-	root := harness.RequireShared(t, "testdata/iceberg-tables")
-	dir := filepath.Join(root, rel)
 	c := sharedCluster(t)
 	ctx := context.Background()
-	if _, stderr, err := harness.RunFixtureImport(t, c, rel, "conformance_struct_defaults.t"); err != nil {
-		t.Fatalf("import: %v\n%s", err, stderr)
-	}
+	dir := importedFixtureDir(t, c, rel, "conformance_struct_defaults.t")
 	entries, err := os.ReadDir(filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatal(err)
@@ -927,13 +939,8 @@ func TestConformanceStructFieldsAddedWithInitialDefaultsReadTheirDefaultsInOlder
 			}
 		}
 		slices.Sort(want)
-		for _, m := range pushdownModes {
-			o := m.opts
-			o.Endpoints = c.Endpoints()
-			conn, err := connector.New(ctx, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for mi, m := range pushdownModes {
+			conn := modeConnector(t, c, mi)
 			res, err := conn.Query(ctx, connector.Query{Table: "conformance_struct_defaults.t", Where: q.where, Select: []string{"a"}})
 			if err != nil {
 				t.Errorf("%s WHERE %q: %v", m.name, q.where, err)

@@ -84,13 +84,8 @@ func TestSchemaEvolutionInsideStructsReadsDefaultsExceptUnderNullStructs(t *test
 			want = append(want, all[id])
 		}
 		slices.Sort(want)
-		for _, m := range pushdownModes {
-			o := m.opts
-			o.Endpoints = c.Endpoints()
-			conn, err := connector.New(ctx, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for mi, m := range pushdownModes {
+			conn := modeConnector(t, c, mi)
 			res, err := conn.Query(ctx, connector.Query{Table: "evolve.structs", Where: q.where})
 			if err != nil {
 				t.Errorf("%s WHERE %q: %v", m.name, q.where, err)
