@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -75,7 +74,7 @@ func runPlan(args []string) error {
 // BuildPlanRequest binds a SQL WHERE clause and a column list to the
 // table's schema (from the Iceberg REST catalog) and builds the request.
 func BuildPlanRequest(ctx context.Context, e lakeclient.Endpoints, tableName string, snapshot int64, where, sel string) (*pushdown_pb.ParquetPushdownRequest, error) {
-	ident, err := demo.ParseIdentifier(tableName)
+	ident, err := lakeclient.ParseIdentifier(tableName)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
@@ -180,7 +179,7 @@ type prepared struct {
 }
 
 func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
-	ident, err := demo.ParseIdentifier(q.Table)
+	ident, err := lakeclient.ParseIdentifier(q.Table)
 	if err != nil {
 		return nil, err
 	}

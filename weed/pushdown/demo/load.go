@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
@@ -40,20 +39,6 @@ type LoadResult struct {
 	Elapsed    time.Duration
 }
 
-// ParseIdentifier splits "ns.table" (or "a.b.table") into an identifier.
-func ParseIdentifier(s string) (table.Identifier, error) {
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 {
-		return nil, fmt.Errorf("table %q: want namespace.table", s)
-	}
-	for _, p := range parts {
-		if p == "" {
-			return nil, fmt.Errorf("table %q: empty name part", s)
-		}
-	}
-	return parts, nil
-}
-
 // Load generates the spec's files, uploads them through the S3 gateway and
 // commits them as one snapshot of a new table through the REST catalog.
 func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
@@ -61,7 +46,7 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if err := o.Spec.Validate(); err != nil {
 		return nil, err
 	}
-	ident, err := ParseIdentifier(o.Table)
+	ident, err := lakeclient.ParseIdentifier(o.Table)
 	if err != nil {
 		return nil, err
 	}

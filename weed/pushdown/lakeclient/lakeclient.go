@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// file IO for iceberg-go
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -150,4 +152,18 @@ func (e Endpoints) SignPlan(ctx context.Context, catalogAddr string, req *pushdo
 		kv = append(kv, "x-amz-security-token", t)
 	}
 	return metadata.AppendToOutgoingContext(ctx, kv...), nil
+}
+
+// ParseIdentifier splits "ns.table" (or "a.b.table") into an identifier.
+func ParseIdentifier(s string) (table.Identifier, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("table %q: want namespace.table", s)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("table %q: empty name part", s)
+		}
+	}
+	return parts, nil
 }

@@ -50,20 +50,6 @@ type Result struct {
 	Elapsed    time.Duration
 }
 
-// ParseIdentifier splits "ns.table" (or "a.b.table") into an identifier.
-func ParseIdentifier(s string) (table.Identifier, error) {
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 {
-		return nil, fmt.Errorf("table %q: want namespace.table", s)
-	}
-	for _, p := range parts {
-		if p == "" {
-			return nil, fmt.Errorf("table %q: empty name part", s)
-		}
-	}
-	return parts, nil
-}
-
 // TableLocation is where the import puts a table: the layout SeaweedFS's
 // Iceberg REST catalog gives tables it creates, s3://<bucket>/<ns>/<name>-<uuid>
 // (nested namespaces joined by dots). A fresh uuid per import keeps a
@@ -85,7 +71,7 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(o.Log, format+"\n", args...)
 		}
 	}
-	ident, err := ParseIdentifier(o.Table)
+	ident, err := lakeclient.ParseIdentifier(o.Table)
 	if err != nil {
 		return nil, err
 	}
