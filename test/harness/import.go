@@ -263,3 +263,11 @@ func generatedRows(ids []int64) arrow.RecordBatch {
 	}
 	return b.NewRecordBatch()
 }
+
+// CopyFolder copies the folder src to dst (which must not exist yet).
+func CopyFolder(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copy %s to %s: %v", src, dst, err)
+	}
+}

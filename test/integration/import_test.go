@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -255,7 +254,7 @@ func TestImportRefusalsNameTheProblemAndLeaveNothingBehind(t *testing.T) {
 
 	t.Run("missing referenced file", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "copy")
-		copyFolder(t, gen.Dir, dir)
+		harness.CopyFolder(t, gen.Dir, dir)
 		var victim string
 		entries, _ := os.ReadDir(filepath.Join(dir, "data"))
 		for _, e := range entries {
@@ -323,37 +322,6 @@ func TestImportRefusalsNameTheProblemAndLeaveNothingBehind(t *testing.T) {
 			t.Errorf("the replaced table's %d files are still at %s", n, first)
 		}
 	})
-}
-
-func copyFolder(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // fixtureOutcomes is what importing each fixture table gives: "" imports;

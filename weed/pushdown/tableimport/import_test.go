@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -313,7 +312,7 @@ func TestImportOfAGeneratedV3TableRewritesDeletionVectorFootersOnly(t *testing.T
 func TestImportRefusesAMissingDataFileNamingItAndStagesNothing(t *testing.T) {
 	gen := harness.WriteGeneratedTable(t, t.TempDir(), 2)
 	copyDir := filepath.Join(t.TempDir(), "copy")
-	copyTree(t, gen.Dir, copyDir)
+	harness.CopyFolder(t, gen.Dir, copyDir)
 	var victim string
 	_ = filepath.Walk(filepath.Join(copyDir, "data"), func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() && victim == "" && !strings.Contains(filepath.Base(p), "delete") {
@@ -387,37 +386,6 @@ func TestImportReadsGzippedMetadataAndStoresItPlain(t *testing.T) {
 	}
 }
 
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Every Avro file of the shared fixtures decodes and encodes again to the
 // same records (checked with goavro's own reader) and the same header.
 func TestAvroFilesOfOtherWritersRoundTripWithoutLosingFields(t *testing.T) {
@@ -481,7 +449,7 @@ func goavroRecords(t *testing.T, b []byte) []any {
 func TestADataFileOfAnotherSizeThanItsManifestSaysIsRefusedUnlessAllowed(t *testing.T) {
 	gen := harness.WriteGeneratedTable(t, t.TempDir(), 2)
 	dir := filepath.Join(t.TempDir(), "copy")
-	copyTree(t, gen.Dir, dir)
+	harness.CopyFolder(t, gen.Dir, dir)
 	tasks, err := gen.Table.Scan().PlanFiles(context.Background())
 	if err != nil || len(tasks) == 0 {
 		t.Fatalf("plan the source: %v", err)
@@ -617,7 +585,7 @@ func TestADeletionVectorFileThatIsNotPuffinIsCopiedAsItIsWithANote(t *testing.T)
 	gen := harness.WriteGeneratedTable(t, t.TempDir(), 3)
 
 	bare := filepath.Join(t.TempDir(), "bare")
-	copyTree(t, gen.Dir, bare)
+	harness.CopyFolder(t, gen.Dir, bare)
 	overwriteAt(t, puffinFileOf(t, bare), 0, []byte{0, 0, 0, 0})
 	plan, err := Prepare(PrepareOptions{Dir: bare, StripPrefix: gen.Location, Location: testLocation})
 	if err != nil {
@@ -627,7 +595,7 @@ func TestADeletionVectorFileThatIsNotPuffinIsCopiedAsItIsWithANote(t *testing.T)
 	checkCopiedAsIs(t, plan, puffinFileOf(t, bare), testLocation+"/data/")
 
 	broken := filepath.Join(t.TempDir(), "broken")
-	copyTree(t, gen.Dir, broken)
+	harness.CopyFolder(t, gen.Dir, broken)
 	pf := puffinFileOf(t, broken)
 	st, err := os.Stat(pf)
 	if err != nil {
