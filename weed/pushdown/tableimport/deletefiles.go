@@ -195,39 +195,30 @@ func stringAt(a arrow.Array, i int) string {
 }
 
 func rewriteStringArray(a arrow.Array, mem memory.Allocator, fn func(string) (string, error)) (arrow.Array, error) {
-	switch t := a.(type) {
-	case *array.String:
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		for i := 0; i < t.Len(); i++ {
-			if t.IsNull(i) {
-				b.AppendNull()
-				continue
-			}
-			s, err := fn(t.Value(i))
-			if err != nil {
-				return nil, err
-			}
-			b.Append(s)
-		}
-		return b.NewArray(), nil
-	case *array.LargeString:
-		b := array.NewLargeStringBuilder(mem)
-		defer b.Release()
-		for i := 0; i < t.Len(); i++ {
-			if t.IsNull(i) {
-				b.AppendNull()
-				continue
-			}
-			s, err := fn(t.Value(i))
-			if err != nil {
-				return nil, err
-			}
-			b.Append(s)
-		}
-		return b.NewArray(), nil
+	in, ok := a.(interface {
+		arrow.Array
+		Value(int) string
+	})
+	if !ok || (a.DataType().ID() != arrow.STRING && a.DataType().ID() != arrow.LARGE_STRING) {
+		return nil, fmt.Errorf("file_path column is %s, want string", a.DataType())
 	}
-	return nil, fmt.Errorf("file_path column is %s, want string", a.DataType())
+	b := array.NewBuilder(mem, a.DataType()).(interface {
+		array.Builder
+		Append(string)
+	})
+	defer b.Release()
+	for i := 0; i < in.Len(); i++ {
+		if in.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		s, err := fn(in.Value(i))
+		if err != nil {
+			return nil, err
+		}
+		b.Append(s)
+	}
+	return b.NewArray(), nil
 }
 
 var puffinMagic = []byte{'P', 'F', 'A', '1'}
