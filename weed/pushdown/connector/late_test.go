@@ -1,0 +1,115 @@
+package connector
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+)
+
+// lateFile writes 2,000 rows of (id, msg) in one row group with small
+// pages, with or without page indexes, and lays it out as the connector does.
+func lateFile(t *testing.T, pageIndex bool) (*fileLayout, []byte) {
+	t.Helper()
+	as := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "msg", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	for i := 0; i < 2000; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append("message number " + string(rune('a'+i%26)) + "-" + string(rune('a'+i%7)))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(as, &buf, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex),
+		parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(512), parquet.WithBatchSize(50)), pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	metaLen := int64(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	metaOff := int64(len(data)) - 8 - metaLen
+	md, err := footer.ParseFooterBytes(data[metaOff:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := newFileLayout("mem", int64(len(data)), md, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl.chunks, err = footer.Layout(md, metaOff); err != nil {
+		t.Fatal(err)
+	}
+	return fl, data
+}
+
+func sparseOf(data []byte) *sparseFile {
+	sf := &sparseFile{path: "mem", size: int64(len(data))}
+	sf.add(0, append([]byte(nil), data...))
+	return sf
+}
+
+// A matching row selects exactly the pages holding it; a missing,
+// malformed or unhelpful offset index reads the column whole (ok false):
+// it costs bytes, never rows.
+func TestLatePagesSelectThePagesOfMatchingRowsAndFallBackToWholeChunks(t *testing.T) {
+	fl, data := lateFile(t, true)
+	r := &rowGroupRead{rg: 0, numRows: 2000}
+	msg := 1 // top-level field of msg
+	keep := []int64{7, 1500}
+	pages, _, ok := fl.latePages(sparseOf(data), r, msg, keep)
+	if !ok || len(pages) != 2 {
+		t.Fatalf("latePages = %d pages, ok %v; want the 2 pages holding rows 7 and 1500", len(pages), ok)
+	}
+	for i, k := range keep {
+		if pg := pages[i]; k < pg.firstRow || k >= pg.firstRow+pg.rowCount {
+			t.Fatalf("page %d holds rows [%d, %d), not row %d", i, pg.firstRow, pg.firstRow+pg.rowCount, k)
+		}
+	}
+
+	// most rows match: not smaller by half, read whole
+	var many []int64
+	for i := int64(0); i < 2000; i += 3 {
+		many = append(many, i)
+	}
+	if _, _, ok := fl.latePages(sparseOf(data), r, msg, many); ok {
+		t.Fatal("a selection of nearly every page was not read whole")
+	}
+
+	// a malformed offset index
+	loc := fl.chunks[0][fl.leavesOf[msg][0]].OffsetIndex
+	broken := append([]byte(nil), data...)
+	for i := loc.Offset; i < loc.Offset+int64(loc.Length); i++ {
+		broken[i] = 0xff
+	}
+	if _, _, ok := fl.latePages(sparseOf(broken), r, msg, keep); ok {
+		t.Fatal("a malformed offset index was trusted")
+	}
+
+	// an offset index that lies about where its pages are
+	lying := append([]byte(nil), data...)
+	other := fl.chunks[0][fl.leavesOf[0][0]].OffsetIndex // id's index, pages outside msg's chunk
+	copy(lying[loc.Offset:], data[other.Offset:other.Offset+int64(min(other.Length, loc.Length))])
+	if _, _, ok := fl.latePages(sparseOf(lying), r, msg, keep); ok {
+		t.Fatal("an offset index inconsistent with its chunk was trusted")
+	}
+
+	// no page index at all
+	flNone, dataNone := lateFile(t, false)
+	if _, _, ok := flNone.latePages(sparseOf(dataNone), r, msg, keep); ok {
+		t.Fatal("a chunk without an offset index was read page by page")
+	}
+}
