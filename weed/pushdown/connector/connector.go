@@ -175,6 +175,8 @@ type prepared struct {
 	expr      predicate.Expr
 	selectIDs []int
 	defaults  map[int]fieldDefault // initial-defaults of fields, read where a file lacks the field
+	parents   map[int]int          // nested field id → enclosing struct's field id
+	mapping   iceberg.NameMapping  // the table's name mapping (files without field ids)
 	req       *pushdown_pb.ParquetPushdownRequest
 }
 
@@ -203,6 +205,7 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 	if p.defaults, err = initialDefaults(p.schema); err != nil {
 		return nil, fmt.Errorf("%s: %w", q.Table, err)
 	}
+	p.parents, p.mapping = parentIDs(p.schema), tbl.Metadata().NameMapping()
 	p.bound, err = sqlpred.Bind(q.Where, p.schema)
 	if err != nil {
 		return nil, err

@@ -324,9 +324,8 @@ type rowSource struct {
 	absentParent map[int]bool
 }
 
-func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault) *rowSource {
+func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault, parents map[int]int) *rowSource {
 	rs := &rowSource{fl: fl, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}, defaults: defaults}
-	parents := parentIDs(s)
 	for _, id := range ids {
 		if _, ok := fl.topFieldOf(id); !ok {
 			rs.missing[id] = true

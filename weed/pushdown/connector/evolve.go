@@ -32,7 +32,7 @@ type structEvolver struct {
 // field f; mf is the name mapping of the file's field (nil: none). The
 // caller releases the result.
 func (e *structEvolver) project(arr arrow.Array, f iceberg.NestedField, want arrow.DataType, path string, mf *iceberg.MappedField) (arrow.Array, error) {
-	if arrow.TypeEqual(arr.DataType(), want, arrow.CheckMetadata()) || arrow.TypeEqual(arr.DataType(), want) {
+	if arrow.TypeEqual(arr.DataType(), want) {
 		arr.Retain()
 		return arr, nil
 	}

@@ -123,7 +123,6 @@ func (c *Connector) decodeLate(ctx context.Context, pf *pushdown_pb.PlannedFile,
 	}
 	sel.rows = plan.Union(nil, rows)
 	var ranges []byteRange
-	var paged, whole []int
 	for _, top := range r.late {
 		if pages, dict, ok := fl.latePages(sf, r, top, keep); ok {
 			leaf := fl.leavesOf[top][0]
@@ -135,10 +134,8 @@ func (c *Connector) decodeLate(ctx context.Context, pf *pushdown_pb.PlannedFile,
 			for _, pg := range pages {
 				ranges = append(ranges, pg.byteRange)
 			}
-			paged = append(paged, top)
 			continue
 		}
-		whole = append(whole, top)
 		for _, leaf := range fl.leavesOf[top] {
 			ch := fl.chunks[r.rg][leaf]
 			ranges = append(ranges, byteRange{ch.Start, ch.Length})
@@ -148,19 +145,6 @@ func (c *Connector) decodeLate(ctx context.Context, pf *pushdown_pb.PlannedFile,
 	if err != nil {
 		return err
 	}
-	for _, top := range paged {
-		col, err := decodePages(ctx, fl, sf2, sel, top)
-		if err != nil {
-			return err
-		}
-		cols[top] = col
-	}
-	wcols, err := decodeWhole(ctx, fl, sf2, r.rg, whole)
-	if err != nil {
-		return err
-	}
-	for top, col := range wcols {
-		cols[top] = col
-	}
-	return nil
+	// selected pages decode page by page, the rest whole (pageAwareOK)
+	return c.decodeTops(ctx, fl, sf2, sel, r.late, cols)
 }

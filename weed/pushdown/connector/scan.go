@@ -36,7 +36,7 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 		return nil, nil, fmt.Errorf("%s: footer: %w", pf.File, err)
 	}
 	md.SetSourceFileSize(pf.SizeBytes)
-	fl, err := newFileLayout(pf.File, pf.SizeBytes, md, p.tbl.Metadata().NameMapping())
+	fl, err := newFileLayout(pf.File, pf.SizeBytes, md, p.mapping)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,7 +57,7 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 		addField(id)
 	}
 	predIDs := predicate.FieldIDs(p.expr)
-	parents := parentIDs(p.schema)
+	parents := p.parents
 	predTop := map[int]bool{}
 	addPred := func(id int) {
 		addField(id)
@@ -231,7 +231,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 	if candidates == nil {
 		candidates = plan.All(r.numRows)
 	}
-	rs := newRowSource(fl, cols, p.schema, predIDs, p.defaults)
+	rs := newRowSource(fl, cols, p.schema, predIDs, p.defaults, p.parents)
 	_, always := p.expr.(predicate.Const)
 	var keep []int64
 	for _, rr := range candidates {
@@ -302,7 +302,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 		}
 		if fld, _ := p.schema.FindFieldByID(p.selectIDs[i]); isStruct(fld.Type) && !arrow.TypeEqual(taken.DataType(), outSchema.Field(i).Type) {
 			ev := &structEvolver{ctx: ctx, defaults: p.defaults}
-			mf := topMapping(p.tbl.Metadata().NameMapping(), fl.arrow.Field(top).Name)
+			mf := topMapping(p.mapping, fl.arrow.Field(top).Name)
 			projected, err := ev.project(taken, fld, outSchema.Field(i).Type, outSchema.Field(i).Name, mf)
 			taken.Release()
 			if err != nil {
