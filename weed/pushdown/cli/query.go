@@ -216,13 +216,26 @@ func writeResult(w io.Writer, format string, res *connector.Result) error {
 		}
 		return cw.Error()
 	case "json":
-		enc := json.NewEncoder(w)
+		// one object per row, keys in column order (a Go map would sort them)
+		keys := make([][]byte, len(names))
+		for c, n := range names {
+			keys[c], _ = json.Marshal(n)
+		}
+		var line []byte
 		return each(func(rec arrow.RecordBatch, r int) error {
-			obj := make(map[string]any, rec.NumCols())
+			line = append(line[:0], '{')
 			for c := 0; c < int(rec.NumCols()); c++ {
-				obj[names[c]] = rec.Column(c).GetOneForMarshal(r)
+				v, err := json.Marshal(rec.Column(c).GetOneForMarshal(r))
+				if err != nil {
+					return fmt.Errorf("column %s row %d as JSON: %w", names[c], r, err)
+				}
+				if c > 0 {
+					line = append(line, ',')
+				}
+				line = append(append(append(line, keys[c]...), ':'), v...)
 			}
-			return enc.Encode(obj)
+			_, err := w.Write(append(line, '}', '\n'))
+			return err
 		})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

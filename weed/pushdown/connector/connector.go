@@ -400,7 +400,9 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 	if err != nil {
 		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 	}
-	res := &Result{Schema: sch, Stats: Stats{FallbackReason: reason}}
+	// iceberg-go projects in schema order; the result is in SELECT order
+	perm := selectPermutation(sch, p)
+	res := &Result{Schema: permuteSchema(sch, perm), Stats: Stats{FallbackReason: reason}}
 	for rec, err := range records {
 		if err != nil {
 			res.Release()
@@ -409,10 +411,69 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 			}
 			return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 		}
-		res.Records = append(res.Records, rec)
+		res.Records = append(res.Records, permuteRecord(rec, perm))
 	}
 	res.Stats.ReadMs = time.Since(t0).Milliseconds()
 	return res, nil
+}
+
+// selectPermutation lists, for each output column in SELECT order, the
+// column of sch holding it (sch: iceberg-go's projection, in schema
+// order, nested selections as their top-level struct). nil: sch already is
+// in that order, or a column is not found by name.
+func selectPermutation(sch *arrow.Schema, p *prepared) []int {
+	var perm []int
+	seen := map[int]bool{}
+	for _, id := range p.selectIDs {
+		for a, ok := p.parents[id]; ok; a, ok = p.parents[a] {
+			id = a
+		}
+		name, _ := p.schema.FindColumnName(id)
+		idx := sch.FieldIndices(name)
+		if len(idx) != 1 {
+			return nil
+		}
+		if !seen[idx[0]] {
+			seen[idx[0]] = true
+			perm = append(perm, idx[0])
+		}
+	}
+	if len(perm) != sch.NumFields() {
+		return nil
+	}
+	for i, j := range perm {
+		if i != j {
+			return perm
+		}
+	}
+	return nil
+}
+
+func permuteSchema(sch *arrow.Schema, perm []int) *arrow.Schema {
+	if perm == nil {
+		return sch
+	}
+	fields := make([]arrow.Field, len(perm))
+	for i, j := range perm {
+		fields[i] = sch.Field(j)
+	}
+	md := sch.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// permuteRecord reorders rec's columns (see selectPermutation), releasing
+// rec.
+func permuteRecord(rec arrow.RecordBatch, perm []int) arrow.RecordBatch {
+	if perm == nil {
+		return rec
+	}
+	cols := make([]arrow.Array, len(perm))
+	for i, j := range perm {
+		cols[i] = rec.Column(j)
+	}
+	reordered := array.NewRecordBatch(permuteSchema(rec.Schema(), perm), cols, rec.NumRows())
+	rec.Release()
+	return reordered
 }
 
 // plainFiltered reads with iceberg-go's scan without a row filter and
