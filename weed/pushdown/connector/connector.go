@@ -231,20 +231,12 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 			p.req.SnapshotId = ptr(snap)
 		}
 	}
-	p.expr = predicate.Const{Value: true}
-	if _, always := p.bound.(iceberg.AlwaysTrue); !always {
-		b, err := predicate.EncodeSubstrait(p.schema, p.bound)
-		if err != nil {
-			return nil, err
-		}
-		p.req.Predicate, p.req.PredicateKind = b, pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT
-		raw, err := predicate.DecodeSubstrait(b, p.schema)
-		if err != nil {
-			return nil, err
-		}
-		if p.expr, err = predicate.Bind(raw, p.schema, predicate.DefaultLimits); err != nil {
-			return nil, err
-		}
+	var wire []byte
+	if p.expr, wire, err = residual(p.schema, p.bound); err != nil {
+		return nil, err
+	}
+	if wire != nil {
+		p.req.Predicate, p.req.PredicateKind = wire, pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT
 	}
 	if len(q.Select) == 0 {
 		for _, f := range p.schema.Fields() {
@@ -265,6 +257,28 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// residual is the predicate the connector evaluates on rows, bound through
+// the Substrait form the catalog receives (wire; nil: every row), so both
+// sides read the same expression.
+func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Expr, []byte, error) {
+	if _, always := bound.(iceberg.AlwaysTrue); always {
+		return predicate.Const{Value: true}, nil, nil
+	}
+	wire, err := predicate.EncodeSubstrait(s, bound)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := predicate.DecodeSubstrait(wire, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := predicate.Bind(raw, s, predicate.DefaultLimits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, wire, nil
+}
 
 // Query answers q.
 func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
@@ -536,6 +550,7 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 	for i, f := range rec.Schema().Fields() {
 		byName[f.Name] = i
 	}
+	var convErr error
 	row := func(r int) predicate.Row {
 		return func(id int) (value.Value, bool) {
 			name, _ := p.schema.FindColumnName(id)
@@ -546,6 +561,9 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 			f, _ := p.schema.FindFieldByID(id)
 			v, err := oracle.ArrowValue(rec.Column(col), r, f.Type)
 			if err != nil {
+				if convErr == nil {
+					convErr = fmt.Errorf("plain read of %s: column %s: %s value as %s: %w", p.q.Table, name, rec.Column(col).DataType(), f.Type, err)
+				}
 				return value.Value{}, true
 			}
 			return v, false
@@ -559,6 +577,9 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 		}
 		if predicate.Eval(p.expr, row(r), predicate.IEEE) == predicate.True {
 			idx.Append(int64(r))
+		}
+		if convErr != nil {
+			return nil, convErr
 		}
 	}
 	indices := idx.NewArray()

@@ -322,10 +322,14 @@ type rowSource struct {
 	// lacks too and that has no default (the field reads NULL).
 	anchors      map[int][]int
 	absentParent map[int]bool
+	// rg is the row group read; err the first value that could not be
+	// converted (the predicate saw NULL for it: the caller must fail).
+	rg  int
+	err error
 }
 
-func newRowSource(fl *fileLayout, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault, parents map[int]int) *rowSource {
-	rs := &rowSource{fl: fl, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}, defaults: defaults}
+func newRowSource(fl *fileLayout, rg int, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault, parents map[int]int) *rowSource {
+	rs := &rowSource{fl: fl, rg: rg, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}, defaults: defaults}
 	for _, id := range ids {
 		if _, ok := fl.topFieldOf(id); !ok {
 			rs.missing[id] = true
@@ -462,17 +466,17 @@ func (rs *rowSource) row(row int64) predicate.Row {
 		path := rs.paths[id]
 		c := rs.cols[path[0]]
 		if c == nil {
-			return value.Value{}, true
+			return rs.fail(id, row, fmt.Errorf("the column was not decoded"))
 		}
 		i := c.index(row)
 		if i < 0 {
-			return value.Value{}, true
+			return rs.fail(id, row, fmt.Errorf("the row is outside the decoded pages"))
 		}
 		arr := c.arr
 		for _, j := range path[1:] {
 			st, ok := arr.(*array.Struct)
 			if !ok {
-				return value.Value{}, true
+				return rs.fail(id, row, fmt.Errorf("the file stores %s where the table has a struct", arr.DataType()))
 			}
 			if st.IsNull(i) {
 				return value.Value{}, true
@@ -484,12 +488,22 @@ func (rs *rowSource) row(row int64) predicate.Row {
 		}
 		f, ok := rs.schema.FindFieldByID(id)
 		if !ok {
-			return value.Value{}, true
+			return rs.fail(id, row, fmt.Errorf("field id %d is not in schema %d", id, rs.schema.ID))
 		}
 		v, err := oracle.ArrowValue(arr, i, f.Type)
 		if err != nil {
-			return value.Value{}, true
+			return rs.fail(id, row, fmt.Errorf("%s value as %s: %w", arr.DataType(), f.Type, err))
 		}
 		return v, false
 	}
+}
+
+// fail records the first value that could not be converted; the row reads
+// NULL for it, and the caller returns rs.err instead of any row.
+func (rs *rowSource) fail(id int, row int64, err error) (value.Value, bool) {
+	if rs.err == nil {
+		name, _ := rs.schema.FindColumnName(id)
+		rs.err = fmt.Errorf("%s row group %d row %d: column %s: %w", rs.fl.path, rs.rg, row, name, err)
+	}
+	return value.Value{}, true
 }

@@ -27,9 +27,16 @@ func lateFile(t *testing.T, pageIndex bool) (*fileLayout, []byte) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
+	data := writeParquet(t, rec, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex),
+		parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(512), parquet.WithBatchSize(50)))
+	return layoutOf(t, "mem", data), data
+}
+
+// writeParquet writes rec as one Parquet file.
+func writeParquet(t *testing.T, rec arrow.RecordBatch, props *parquet.WriterProperties) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(as, &buf, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex),
-		parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(512), parquet.WithBatchSize(50)), pqarrow.NewArrowWriterProperties())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,21 +46,26 @@ func lateFile(t *testing.T, pageIndex bool) (*fileLayout, []byte) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data := buf.Bytes()
+	return buf.Bytes()
+}
+
+// layoutOf lays out the Parquet file data (named path) as the connector does.
+func layoutOf(t *testing.T, path string, data []byte) *fileLayout {
+	t.Helper()
 	metaLen := int64(binary.LittleEndian.Uint32(data[len(data)-8:]))
 	metaOff := int64(len(data)) - 8 - metaLen
 	md, err := footer.ParseFooterBytes(data[metaOff:])
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl, err := newFileLayout("mem", int64(len(data)), md, nil)
+	fl, err := newFileLayout(path, int64(len(data)), md, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fl.chunks, err = footer.Layout(md, metaOff); err != nil {
 		t.Fatal(err)
 	}
-	return fl, data
+	return fl
 }
 
 func sparseOf(data []byte) *sparseFile {

@@ -231,7 +231,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 	if candidates == nil {
 		candidates = plan.All(r.numRows)
 	}
-	rs := newRowSource(fl, cols, p.schema, predIDs, p.defaults, p.parents)
+	rs := newRowSource(fl, r.rg, cols, p.schema, predIDs, p.defaults, p.parents)
 	_, always := p.expr.(predicate.Const)
 	var keep []int64
 	for _, rr := range candidates {
@@ -241,6 +241,9 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 			}
 			if always || predicate.Eval(p.expr, rs.row(row), predicate.IEEE) == predicate.True {
 				keep = append(keep, row)
+			}
+			if rs.err != nil {
+				return nil, rs.err
 			}
 		}
 	}
