@@ -221,13 +221,14 @@ func (r *tableReport) note(format string, args ...any) {
 }
 
 // referenceScan is iceberg-go's scan of a snapshot through the REST
-// catalog, all columns.
+// catalog, all columns, with identity partition values in files that do
+// not store those columns (referenceWithPartitionValues).
 func referenceScan(ctx context.Context, tbl *table.Table, snapshot int64, where string) (arrow.Table, error) {
 	filter, err := sqlpred.Parse(where)
 	if err != nil {
 		return nil, err
 	}
-	return tbl.Scan(table.WithSnapshotID(snapshot), table.WithRowFilter(filter)).ToArrowTable(ctx)
+	return referenceWithPartitionValues(ctx, tbl, snapshot, filter)
 }
 
 // snapshotSchema is the schema a snapshot was written with.

@@ -177,7 +177,11 @@ type prepared struct {
 	defaults  map[int]fieldDefault // initial-defaults of fields, read where a file lacks the field
 	parents   map[int]int          // nested field id → enclosing struct's field id
 	mapping   iceberg.NameMapping  // the table's name mapping (files without field ids)
-	req       *pushdown_pb.ParquetPushdownRequest
+	// identity partition fields by spec, and the snapshot's manifest
+	// partitions (read when a file lacks an identity-partitioned field)
+	identity   identityFields
+	partitions *partitionIndex
+	req        *pushdown_pb.ParquetPushdownRequest
 }
 
 func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
@@ -206,6 +210,7 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 		return nil, fmt.Errorf("%s: %w", q.Table, err)
 	}
 	p.parents, p.mapping = parentIDs(p.schema), tbl.Metadata().NameMapping()
+	p.identity, p.partitions = identityFieldsOf(tbl.Metadata()), &partitionIndex{}
 	p.bound, err = sqlpred.Bind(q.Where, p.schema)
 	if err != nil {
 		return nil, err
@@ -392,6 +397,9 @@ func (c *Connector) plainContext(ctx context.Context) context.Context {
 // plain reads with iceberg-go's own scan through the S3 gateway.
 func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Result, error) {
 	t0 := time.Now()
+	if p.identity.any(p.selectIDsAndPredicate()) {
+		return c.plainWithConstants(ctx, p, reason, t0)
+	}
 	ctx = c.plainContext(ctx)
 	var names []string
 	for _, id := range p.selectIDs {
@@ -512,35 +520,65 @@ func (c *Connector) plainFiltered(ctx context.Context, p *prepared, reason strin
 	if err != nil {
 		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 	}
-	res := &Result{Stats: Stats{FallbackReason: reason}}
-	remaining := p.q.Limit
+	f := newFiltered(p, reason)
 	for rec, err := range records {
 		if err != nil {
-			res.Release()
+			f.res.Release()
 			return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 		}
-		out, err := filterRecord(ctx, rec, p, remaining)
-		rec.Release()
+		done, err := f.add(ctx, rec)
 		if err != nil {
-			res.Release()
+			f.res.Release()
 			return nil, err
 		}
-		if res.Schema == nil {
-			res.Schema = out.Schema()
-		}
-		if p.q.Limit > 0 {
-			remaining -= out.NumRows()
-		}
-		res.Records = append(res.Records, out)
-		if p.q.Limit > 0 && remaining <= 0 {
+		if done {
 			break
 		}
 	}
-	if res.Schema == nil {
-		res.Schema = emptySchema(p)
+	return f.finish(t0), nil
+}
+
+// filtered collects a plain read whose predicate is evaluated here: the
+// matching rows of each record, projected, up to the LIMIT.
+type filtered struct {
+	p         *prepared
+	res       *Result
+	remaining int64
+}
+
+func newFiltered(p *prepared, reason string) *filtered {
+	return &filtered{p: p, res: &Result{Stats: Stats{FallbackReason: reason}}, remaining: p.q.Limit}
+}
+
+// add keeps rec's matching rows (releasing rec); done: the LIMIT is reached.
+func (f *filtered) add(ctx context.Context, rec arrow.RecordBatch) (done bool, err error) {
+	out, err := filterRecord(ctx, rec, f.p, f.remaining)
+	rec.Release()
+	if err != nil {
+		return false, err
 	}
-	res.Stats.ReadMs = time.Since(t0).Milliseconds()
-	return res, nil
+	if f.res.Schema == nil {
+		f.res.Schema = out.Schema()
+	} else if conformed, err := conform(ctx, out, f.res.Schema); err != nil {
+		out.Release()
+		return false, err
+	} else {
+		out = conformed
+	}
+	f.res.Records = append(f.res.Records, out)
+	if f.p.q.Limit > 0 {
+		f.remaining -= out.NumRows()
+		return f.remaining <= 0, nil
+	}
+	return false, nil
+}
+
+func (f *filtered) finish(t0 time.Time) *Result {
+	if f.res.Schema == nil {
+		f.res.Schema = emptySchema(f.p)
+	}
+	f.res.Stats.ReadMs = time.Since(t0).Milliseconds()
+	return f.res
 }
 
 // filterRecord keeps the rows of rec matching the predicate (IEEE) and

@@ -37,6 +37,12 @@ type fileLayout struct {
 	topOf []int
 	// leavesOf[top] are the leaf columns of a top-level field.
 	leavesOf [][]int
+	// consts are fields read as the file's identity-partition values
+	// (constants.go): the file does not store them by field id, so any
+	// column the name mapping finds for them is not read. defaults are the
+	// query's initial-defaults overlaid with consts.
+	consts   map[int]fieldDefault
+	defaults map[int]fieldDefault
 }
 
 func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
@@ -61,6 +67,9 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 
 // topFieldOf returns the top-level field index holding Iceberg field id.
 func (fl *fileLayout) topFieldOf(id int) (int, bool) {
+	if _, ok := fl.consts[id]; ok {
+		return -1, false
+	}
 	leaves := fl.columns.Leaves(id)
 	if len(leaves) == 0 {
 		return -1, false
@@ -458,7 +467,7 @@ func (rs *rowSource) row(row int64) predicate.Row {
 			if anchor, ok := rs.anchors[id]; ok && rs.nullAlong(anchor, row) {
 				return value.Value{}, true
 			}
-			if d, ok := rs.defaults[id]; ok {
+			if d, ok := rs.defaults[id]; ok && !d.null {
 				return d.val, false
 			}
 			return value.Value{}, true

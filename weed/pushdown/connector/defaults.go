@@ -26,8 +26,9 @@ import (
 
 // fieldDefault is a field's initial-default as a literal of its type.
 type fieldDefault struct {
-	lit iceberg.Literal
-	val value.Value
+	lit  iceberg.Literal
+	val  value.Value
+	null bool // a NULL constant (an identity partition value that is null)
 }
 
 // initialDefaults converts every primitive field's initial-default. A
@@ -150,6 +151,9 @@ func DefaultLiteral(t iceberg.Type, v any) (iceberg.Literal, error) {
 
 // defaultArray is n copies of a default, as an Arrow array of type dt.
 func defaultArray(d fieldDefault, dt arrow.DataType, n int) (arrow.Array, error) {
+	if d.null {
+		return array.MakeArrayOfNull(memory.DefaultAllocator, dt, n), nil
+	}
 	if ext, ok := dt.(arrow.ExtensionType); ok {
 		// UUID: an extension over fixed_size_binary[16].
 		storage, err := defaultArray(d, ext.StorageType(), n)

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
@@ -63,7 +64,7 @@ func mismatchedQuery(t *testing.T, where string) *prepared {
 func TestAnUnconvertibleValueFailsTheReadNamingFileColumnAndRowGroup(t *testing.T) {
 	rec := mismatchedFile(t)
 	defer rec.Release()
-	data := writeParquet(t, rec, parquet.NewWriterProperties())
+	data := harness.WriteParquet(t, rec, parquet.NewWriterProperties())
 	const path = "s3://warehouse/ns/t/data/mismatched.parquet"
 	fl := layoutOf(t, path, data)
 	ctx := context.Background()

@@ -1,7 +1,6 @@
 package connector
 
 import (
-	"bytes"
 	"encoding/binary"
 	"testing"
 
@@ -9,8 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 )
 
@@ -27,26 +26,9 @@ func lateFile(t *testing.T, pageIndex bool) (*fileLayout, []byte) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	data := writeParquet(t, rec, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex),
+	data := harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex),
 		parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(512), parquet.WithBatchSize(50)))
 	return layoutOf(t, "mem", data), data
-}
-
-// writeParquet writes rec as one Parquet file.
-func writeParquet(t *testing.T, rec arrow.RecordBatch, props *parquet.WriterProperties) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // layoutOf lays out the Parquet file data (named path) as the connector does.

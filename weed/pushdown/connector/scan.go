@@ -43,6 +43,10 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 	if fl.chunks, err = footer.Layout(md, pf.FooterOffset); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", pf.File, err)
 	}
+	predIDs := predicate.FieldIDs(p.expr)
+	if err := c.applyPartitionConstants(ctx, p, fl, append(append([]int{}, p.selectIDs...), predIDs...)); err != nil {
+		return nil, nil, err
+	}
 
 	// Top-level fields to decode: the projection and the predicate's.
 	need := map[int]bool{}
@@ -56,7 +60,6 @@ func (c *Connector) scanFile(ctx context.Context, p *prepared, pf *pushdown_pb.P
 	for _, id := range p.selectIDs {
 		addField(id)
 	}
-	predIDs := predicate.FieldIDs(p.expr)
 	parents := p.parents
 	predTop := map[int]bool{}
 	addPred := func(id int) {
@@ -231,7 +234,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 	if candidates == nil {
 		candidates = plan.All(r.numRows)
 	}
-	rs := newRowSource(fl, r.rg, cols, p.schema, predIDs, p.defaults, p.parents)
+	rs := newRowSource(fl, r.rg, cols, p.schema, predIDs, fl.defaults, p.parents)
 	_, always := p.expr.(predicate.Const)
 	var keep []int64
 	for _, rr := range candidates {
@@ -274,7 +277,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 	}()
 	for i, top := range outTops {
 		if top < 0 {
-			if d, ok := p.defaults[p.selectIDs[i]]; ok {
+			if d, ok := fl.defaults[p.selectIDs[i]]; ok {
 				a, err := defaultArray(d, outSchema.Field(i).Type, len(keep))
 				if err != nil {
 					name, _ := p.schema.FindColumnName(p.selectIDs[i])
@@ -304,7 +307,7 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 			return nil, err
 		}
 		if fld, _ := p.schema.FindFieldByID(p.selectIDs[i]); isStruct(fld.Type) && !arrow.TypeEqual(taken.DataType(), outSchema.Field(i).Type) {
-			ev := &structEvolver{ctx: ctx, defaults: p.defaults}
+			ev := &structEvolver{ctx: ctx, defaults: fl.defaults}
 			mf := topMapping(p.mapping, fl.arrow.Field(top).Name)
 			projected, err := ev.project(taken, fld, outSchema.Field(i).Type, outSchema.Field(i).Name, mf)
 			taken.Release()
