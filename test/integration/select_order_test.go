@@ -19,34 +19,16 @@ import (
 // spelled out.
 func TestQueryPrintsColumnsInSelectOrderInEveryModeAndFormat(t *testing.T) {
 	c := sharedCluster(t)
-	ctx := context.Background()
-	cat := c.Iceberg(t)
-	_ = cat.CreateNamespace(ctx, table.Identifier{"order_it"}, nil)
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "status", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.PrimitiveTypes.Float64},
 	)
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"order_it", "events"}, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
-	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
-	b.Field(1).(*array.StringBuilder).AppendValues([]string{"open", "closed", "open"}, nil)
-	b.Field(2).(*array.Float64Builder).AppendValues([]float64{1.5, 2.25, 3}, nil)
-	rec := b.NewRecordBatch()
-	b.Release()
-	data := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
-	rec.Release()
-	if _, err := tbl.AppendTable(ctx, data, 1<<20, nil); err != nil {
-		t.Fatal(err)
-	}
-	data.Release()
+	appendedTable(t, c, table.Identifier{"order_it", "events"}, sc, func(b *array.RecordBuilder) {
+		b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+		b.Field(1).(*array.StringBuilder).AppendValues([]string{"open", "closed", "open"}, nil)
+		b.Field(2).(*array.Float64Builder).AppendValues([]float64{1.5, 2.25, 3}, nil)
+	})
 
 	e := c.Endpoints()
 	modes := map[string][]string{
@@ -89,4 +71,33 @@ func TestQueryPrintsColumnsInSelectOrderInEveryModeAndFormat(t *testing.T) {
 			}
 		}
 	}
+}
+
+// appendedTable creates table id (and its namespace) with schema sc
+// through the cluster's Iceberg REST catalog and appends one file of the
+// rows fill builds (iceberg-go's writer).
+func appendedTable(t *testing.T, c *harness.Cluster, id table.Identifier, sc *iceberg.Schema, fill func(b *array.RecordBuilder)) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	cat := c.Iceberg(t)
+	_ = cat.CreateNamespace(ctx, id[:len(id)-1], nil)
+	tbl, err := cat.CreateTable(ctx, id, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	fill(b)
+	rec := b.NewRecordBatch()
+	b.Release()
+	data := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
+	rec.Release()
+	defer data.Release()
+	if tbl, err = tbl.AppendTable(ctx, data, 1<<20, nil); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

@@ -2,16 +2,22 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // span is fetched bytes [off, off+len(data)) of one file.
@@ -188,11 +194,20 @@ func (ft *fetcher) fetch(ctx context.Context, location string, size int64, range
 			obj, err := ft.client.GetObject(gctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 				Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Off, r.Off+r.Len-1))})
 			if err != nil {
+				if rangeNotSatisfiable(err) {
+					return ft.changed(gctx, location, size, fmt.Sprintf("the planned range [%d, %d) is past its end (HTTP 416)", r.Off, r.Off+r.Len))
+				}
 				return fmt.Errorf("ranged GET %s [%d, %d): %w", location, r.Off, r.Off+r.Len, err)
 			}
 			defer obj.Body.Close()
+			if now, ok := objectSize(obj.ContentRange); ok && now != size {
+				return &FileChangedError{File: location, PlannedSize: size, Size: now, Detail: "its size differs"}
+			}
 			b := make([]byte, r.Len)
-			if _, err := io.ReadFull(obj.Body, b); err != nil {
+			if n, err := io.ReadFull(obj.Body, b); err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+					return ft.changed(gctx, location, size, fmt.Sprintf("the planned range [%d, %d) returned %d bytes", r.Off, r.Off+r.Len, n))
+				}
 				return fmt.Errorf("ranged GET %s [%d, %d): %w", location, r.Off, r.Off+r.Len, err)
 			}
 			ft.bytes.Add(r.Len)
@@ -208,4 +223,60 @@ func (ft *fetcher) fetch(ctx context.Context, location string, size int64, range
 		return nil, err
 	}
 	return sf, nil
+}
+
+// FileChangedError is a planned data file whose bytes are no longer those
+// the plan describes (truncated, replaced): the read stops rather than
+// decode other bytes. It is FAILED_PRECONDITION, like the catalog's
+// refusal of a file whose size differs from its manifest.
+type FileChangedError struct {
+	File        string
+	PlannedSize int64
+	Size        int64 // the size now; -1: not known
+	Detail      string
+}
+
+func (e *FileChangedError) Error() string {
+	now := "its size now unknown"
+	if e.Size >= 0 {
+		now = fmt.Sprintf("now %d bytes", e.Size)
+	}
+	return fmt.Sprintf("%s changed since it was planned: planned at %d bytes, %s: %s", e.File, e.PlannedSize, now, e.Detail)
+}
+
+// GRPCStatus classifies the error (status.Code, status.Convert).
+func (e *FileChangedError) GRPCStatus() *status.Status {
+	return status.New(codes.FailedPrecondition, e.Error())
+}
+
+// changed is a FileChangedError, with the file's size now when the S3
+// gateway tells it.
+func (ft *fetcher) changed(ctx context.Context, location string, planned int64, detail string) error {
+	e := &FileChangedError{File: location, PlannedSize: planned, Size: -1, Detail: detail}
+	if bucket, key, err := splitS3(location); err == nil {
+		if head, err := ft.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err == nil && head.ContentLength != nil {
+			e.Size = *head.ContentLength
+		}
+	}
+	return e
+}
+
+// rangeNotSatisfiable reports an S3 InvalidRange (HTTP 416) answer.
+func rangeNotSatisfiable(err error) bool {
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
+}
+
+// objectSize reads the object's size from a Content-Range header
+// ("bytes a-b/size").
+func objectSize(contentRange *string) (int64, bool) {
+	if contentRange == nil {
+		return 0, false
+	}
+	_, total, ok := strings.Cut(*contentRange, "/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(total, 10, 64)
+	return n, err == nil
 }
