@@ -201,3 +201,52 @@ func TestIdentityPartitionColumnsMissingFromDataFilesReadTheirPartitionValuesInE
 		}
 	}
 }
+
+// Fixture tables written with write.parquet.write-partition-values=false
+// (DuckDB's test tables): the data files hold user_id and event_type
+// only. Their files differ in size from their manifests, so the catalog
+// refuses to plan them and the connector reads plainly — which fills the
+// identity partition column from the manifests, where iceberg-go's own
+// scan reads NULL (optional) or fails (required: partition_time,
+// partition_timestamp). The expected rows come from the folders' partition
+// paths and the data files' contents.
+func TestFixtureTablesWithoutPartitionColumnsInTheirFilesReadTheirPartitionValues(t *testing.T) {
+	harness.RequireShared(t, "testdata/iceberg-tables")
+	c := sharedCluster(t)
+	ctx := context.Background()
+	click, purchase := "user_id=12345|event_type=click", "user_id=67890|event_type=purchase"
+	for _, f := range []struct {
+		rel, name, where string
+		want             []string
+	}{
+		{"partition_integer", "idpart.fx_integer", "", []string{"partition_col=1337|" + purchase, "partition_col=42|" + click}},
+		{"partition_integer", "idpart.fx_integer", "partition_col = 42", []string{"partition_col=42|" + click}},
+		{"partition_integer", "idpart.fx_integer", "partition_col IS NULL", nil},
+		{"partition_time/default.db/partition_time", "idpart.fx_time", "", []string{"partition_col=08:21:09.000000|" + purchase, "partition_col=12:34:56.000000|" + click}},
+		{"partition_time/default.db/partition_time", "idpart.fx_time", "user_id = 12345", []string{"partition_col=12:34:56.000000|" + click}},
+		{"partition_timestamp/default.db/partition_timestamp", "idpart.fx_timestamp", "", []string{"partition_col=2023-05-15T14:30:45|" + click, "partition_col=2023-08-22T09:15:20|" + purchase}},
+	} {
+		if _, _, err := harness.RunFixtureImport(t, c, f.rel, f.name, "-allow-size-mismatch", "-replace"); err != nil {
+			t.Fatalf("import %s: %v", f.rel, err)
+		}
+		for _, o := range []connector.Options{{Mode: connector.PageAware, Force: true}, {NoPushdown: true}} {
+			o.Endpoints = c.Endpoints()
+			conn, err := connector.New(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := conn.Query(ctx, connector.Query{Table: f.name, Where: f.where})
+			conn.Close()
+			if err != nil {
+				t.Errorf("%s WHERE %q (no-pushdown %v): %v", f.rel, f.where, o.NoPushdown, err)
+				continue
+			}
+			got := renderOrdered(res)
+			res.Release()
+			// (a plan whose manifest tier prunes every file is no refusal)
+			if (res.Stats.Pushdown && len(f.want) > 0) || !slices.Equal(got, f.want) {
+				t.Errorf("%s WHERE %q (no-pushdown %v): pushdown %v\n got  %v\n want %v", f.rel, f.where, o.NoPushdown, res.Stats.Pushdown, got, f.want)
+			}
+		}
+	}
+}
