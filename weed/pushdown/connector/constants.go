@@ -260,7 +260,7 @@ func (c *Connector) plainWithConstants(ctx context.Context, p *prepared, reason 
 		consts := map[int]fieldDefault{}
 		var stored func(id int) bool
 		fp := filePartition{spec: int(task.File.SpecID()), values: task.File.Partition()}
-		if p.identity.any(ids) && len(p.identity[fp.spec]) > 0 {
+		if (identityFields{fp.spec: p.identity[fp.spec]}).any(ids) {
 			cm, err := c.columnMapOf(ctx, p, task.File.FilePath())
 			if err != nil {
 				return fail(err)
