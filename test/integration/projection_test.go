@@ -33,11 +33,17 @@ type idPartFile struct {
 	stored  bool
 }
 
-// writeIDPartFile writes f as Parquet with field ids (1 id, 2 region,
-// 3 shard, 4 amount), leaving region and shard out unless f.stored.
-func writeIDPartFile(t *testing.T, f idPartFile) []byte {
+// writeIDPartFile writes f as Parquet, with field ids (1 id, 2 region,
+// 3 shard, 4 amount) or without any, leaving region and shard out unless
+// f.stored.
+func writeIDPartFile(t *testing.T, f idPartFile, withIDs bool) []byte {
 	t.Helper()
-	fid := func(id string) arrow.Metadata { return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{id}) }
+	fid := func(id string) arrow.Metadata {
+		if !withIDs {
+			return arrow.Metadata{}
+		}
+		return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{id})
+	}
 	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("1")}}
 	if f.stored {
 		fields = append(fields, arrow.Field{Name: "region", Type: arrow.BinaryTypes.String, Metadata: fid("2")},
@@ -93,6 +99,25 @@ func renderOrdered(res *connector.Result) []string {
 // columns and is read as stored. The expected rows are spelled out.
 func TestIdentityPartitionColumnsMissingFromDataFilesReadTheirPartitionValuesInEveryMode(t *testing.T) {
 	c := sharedCluster(t)
+	identityPartitioned(t, c, "sales", nil, true)
+	checkIdentityPartitionReads(t, c, "idpart.sales")
+}
+
+// A Hive migration's table: data files without field ids, read through
+// the table's name mapping, without the identity partition columns but
+// one file: every read path reads the partition values as above.
+func TestIdentityPartitionColumnsOfFilesWithoutFieldIDsReadTheirPartitionValuesInEveryMode(t *testing.T) {
+	c := sharedCluster(t)
+	mapping := `[{"field-id":1,"names":["id"]},{"field-id":2,"names":["region"]},{"field-id":3,"names":["shard"]},{"field-id":4,"names":["amount"]}]`
+	identityPartitioned(t, c, "hive", iceberg.Properties{"schema.name-mapping.default": mapping}, false)
+	checkIdentityPartitionReads(t, c, "idpart.hive")
+}
+
+// identityPartitioned creates idpart.<name>, identity-partitioned on region
+// and shard, and adds four Parquet files written here (with or without
+// field ids): three without the partition columns, one with them.
+func identityPartitioned(t *testing.T, c *harness.Cluster, name string, props iceberg.Properties, withIDs bool) {
+	t.Helper()
 	ctx := context.Background()
 	cat := c.Iceberg(t)
 	_ = cat.CreateNamespace(ctx, table.Identifier{"idpart"}, nil)
@@ -106,7 +131,7 @@ func TestIdentityPartitionColumnsMissingFromDataFilesReadTheirPartitionValuesInE
 		iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}},
 		iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1001, Name: "shard", Transform: iceberg.IdentityTransform{}},
 	)
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"idpart", "sales"}, sc, catalog.WithPartitionSpec(&spec))
+	tbl, err := cat.CreateTable(ctx, table.Identifier{"idpart", name}, sc, catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +146,7 @@ func TestIdentityPartitionColumnsMissingFromDataFilesReadTheirPartitionValuesInE
 	spec = tbl.Spec()
 	var dfs []iceberg.DataFile
 	for i, f := range files {
-		data := writeIDPartFile(t, f)
+		data := writeIDPartFile(t, f, withIDs)
 		key := fmt.Sprintf("%s/data/part-%d.parquet", prefix, i)
 		if _, err := c.S3(t).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data)}); err != nil {
 			t.Fatal(err)
@@ -145,6 +170,13 @@ func TestIdentityPartitionColumnsMissingFromDataFilesReadTheirPartitionValuesInE
 		t.Fatal(err)
 	}
 
+}
+
+// checkIdentityPartitionReads reads a table of identityPartitioned in
+// every mode and checks the rows.
+func checkIdentityPartitionReads(t *testing.T, c *harness.Cluster, tableName string) {
+	t.Helper()
+	ctx := context.Background()
 	row := map[int64]string{
 		1: "id=1|region=eu|shard=1|amount=10",
 		2: "id=2|region=eu|shard=1|amount=20",
@@ -188,7 +220,7 @@ func TestIdentityPartitionColumnsMissingFromDataFilesReadTheirPartitionValuesInE
 			slices.Sort(want)
 		}
 		for name, conn := range readers {
-			res, err := conn.Query(ctx, connector.Query{Table: "idpart.sales", Where: q.where, Select: q.sel})
+			res, err := conn.Query(ctx, connector.Query{Table: tableName, Where: q.where, Select: q.sel})
 			if err != nil {
 				t.Errorf("%s WHERE %q: %v", name, q.where, err)
 				continue

@@ -258,14 +258,14 @@ func (c *Connector) plainWithConstants(ctx context.Context, p *prepared, reason 
 			break
 		}
 		consts := map[int]fieldDefault{}
-		var stored func(id int) bool
+		var cm *plan.ColumnMap // nil: the footer was not needed
 		fp := filePartition{spec: int(task.File.SpecID()), values: task.File.Partition()}
 		if (identityFields{fp.spec: p.identity[fp.spec]}).any(ids) {
-			cm, err := c.columnMapOf(ctx, p, task.File.FilePath())
-			if err != nil {
+			var err error
+			if cm, err = c.columnMapOf(ctx, p, task.File.FilePath()); err != nil {
 				return fail(err)
 			}
-			stored = func(id int) bool { return !cm.ByName && len(cm.Leaves(id)) > 0 }
+			stored := func(id int) bool { return !cm.ByName && len(cm.Leaves(id)) > 0 }
 			if consts, err = p.partitionConstants(fp, ids, stored); err != nil {
 				return fail(fmt.Errorf("%s: %w", task.File.FilePath(), err))
 			}
@@ -275,7 +275,7 @@ func (c *Connector) plainWithConstants(ctx context.Context, p *prepared, reason 
 			// every needed field is a constant: read one stored column for
 			// the row count (and deletes)
 			for _, f := range p.schema.Fields() {
-				if _, isConst := consts[f.ID]; !isConst && (stored == nil || stored(f.ID)) {
+				if _, isConst := consts[f.ID]; !isConst && (cm == nil || len(cm.Leaves(f.ID)) > 0) {
 					names = []string{f.Name}
 					break
 				}
