@@ -50,6 +50,11 @@ func TestQueryPrintsColumnsInSelectOrderInEveryModeAndFormat(t *testing.T) {
 			"json":  `{"amount":1.5,"id":1,"status":"open"}` + "\n" + `{"amount":3,"id":3,"status":"open"}` + "\n",
 			"table": "amount  id  status\n1.5     1   open\n3       3   open\n(2 rows)\n",
 		}},
+		{"SELECT id, status, id FROM order_it.events WHERE id = 3", map[string]string{
+			"csv":   "id,status,id\n3,open,3\n",
+			"json":  `{"id":3,"status":"open","id":3}` + "\n",
+			"table": "id  status  id\n3   open    3\n(1 rows)\n",
+		}},
 		{"SELECT * FROM order_it.events WHERE id = 2", map[string]string{
 			"csv":   "id,status,amount\n2,closed,2.25\n",
 			"json":  `{"id":2,"status":"closed","amount":2.25}` + "\n",

@@ -439,10 +439,11 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 	return res, nil
 }
 
-// selectPermutation lists, for each output column in SELECT order, the
+// selectPermutation lists, for each selected column in SELECT order, the
 // column of sch holding it (sch: iceberg-go's projection, in schema
-// order, nested selections as their top-level struct). nil: sch already is
-// in that order, or a column is not found by name.
+// order, nested selections as their top-level struct; a column selected
+// twice comes out twice, as pushdown reads give it). nil: sch already is
+// in that order, or the columns do not match by name.
 func selectPermutation(sch *arrow.Schema, p *prepared) []int {
 	var perm []int
 	seen := map[int]bool{}
@@ -455,13 +456,14 @@ func selectPermutation(sch *arrow.Schema, p *prepared) []int {
 		if len(idx) != 1 {
 			return nil
 		}
-		if !seen[idx[0]] {
-			seen[idx[0]] = true
-			perm = append(perm, idx[0])
-		}
+		seen[idx[0]] = true
+		perm = append(perm, idx[0])
+	}
+	if len(seen) != sch.NumFields() {
+		return nil
 	}
 	if len(perm) != sch.NumFields() {
-		return nil
+		return perm
 	}
 	for i, j := range perm {
 		if i != j {
