@@ -415,15 +415,17 @@ func (rs *rowSource) pathTo(id int) []int {
 	}
 }
 
-// nullAlong says whether any struct along path is NULL at row (or the row
-// was not decoded).
-func (rs *rowSource) nullAlong(path []int, row int64) bool {
+// nullAlong says whether any struct along path is NULL at row; a struct
+// not decoded there fails the read (rs.err) for field id.
+func (rs *rowSource) nullAlong(id int, path []int, row int64) bool {
 	c := rs.cols[path[0]]
 	if c == nil {
+		rs.fail(id, row, fmt.Errorf("its enclosing struct was not decoded"))
 		return true
 	}
 	i := c.index(row)
 	if i < 0 {
+		rs.fail(id, row, fmt.Errorf("the row is outside the decoded pages of its enclosing struct"))
 		return true
 	}
 	var arr arrow.Array = c.arr
@@ -433,6 +435,7 @@ func (rs *rowSource) nullAlong(path []int, row int64) bool {
 	for _, j := range path[1:] {
 		st, ok := arr.(*array.Struct)
 		if !ok {
+			rs.fail(id, row, fmt.Errorf("the file stores %s where the table has a struct", arr.DataType()))
 			return true
 		}
 		arr = st.Field(j)
@@ -464,7 +467,7 @@ func (rs *rowSource) row(row int64) predicate.Row {
 			if rs.absentParent[id] {
 				return value.Value{}, true
 			}
-			if anchor, ok := rs.anchors[id]; ok && rs.nullAlong(anchor, row) {
+			if anchor, ok := rs.anchors[id]; ok && rs.nullAlong(id, anchor, row) {
 				return value.Value{}, true
 			}
 			if d, ok := rs.defaults[id]; ok && !d.null {
