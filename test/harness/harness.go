@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -302,7 +303,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 // WaitReady waits until the catalog pushdown service reports at least
 // volumes healthy volume endpoints and S3 and the Iceberg catalog answer.
 func (c *Cluster) WaitReady(ctx context.Context, volumes int) error {
-	if err := WaitHealthyEndpointsWith(ctx, c.CatalogAddr(), volumes, c.dial); err != nil {
+	if err := waitHealthy(ctx, c.CatalogAddr(), volumes, c.dial, c.Endpoints()); err != nil {
 		return err
 	}
 	for _, a := range []string{c.S3Addr(), c.IcebergAddr()} {
@@ -336,6 +337,11 @@ func WaitHealthyEndpoints(ctx context.Context, catalog string, n int) error {
 
 // WaitHealthyEndpointsWith is WaitHealthyEndpoints with a dial option.
 func WaitHealthyEndpointsWith(ctx context.Context, catalog string, n int, dial grpc.DialOption) error {
+	return waitHealthy(ctx, catalog, n, dial, lakeclient.Endpoints{})
+}
+
+// waitHealthy polls Status signed with as's credentials (none: unsigned).
+func waitHealthy(ctx context.Context, catalog string, n int, dial grpc.DialOption, as lakeclient.Endpoints) error {
 	if dial == nil {
 		dial = grpc.WithTransportCredentials(insecure.NewCredentials())
 	}
@@ -348,7 +354,11 @@ func WaitHealthyEndpointsWith(ctx context.Context, catalog string, n int, dial g
 	last := ""
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := client.Status(sctx, &pushdown_pb.StatusRequest{})
+		req := &pushdown_pb.StatusRequest{}
+		st, err := (*pushdown_pb.CatalogStatus)(nil), error(nil)
+		if sctx, err = as.SignCall(sctx, catalog, "Status", req); err == nil {
+			st, err = client.Status(sctx, req)
+		}
 		cancel()
 		if err == nil {
 			healthy := 0

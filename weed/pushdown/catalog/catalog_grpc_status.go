@@ -9,7 +9,10 @@ import (
 
 // Status reports whether the catalog serves and the volume endpoints it
 // routes to.
-func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pushdown_pb.CatalogStatus, error) {
+func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*pushdown_pb.CatalogStatus, error) {
+	if _, err := s.authenticate(ctx, "Status", req); err != nil {
+		return nil, err
+	}
 	out := &pushdown_pb.CatalogStatus{
 		Serving:       true,
 		Version:       version.String(),

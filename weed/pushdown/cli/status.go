@@ -9,6 +9,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -60,7 +61,14 @@ func FetchStatus(ctx context.Context, address string) (*pushdown_pb.CatalogStatu
 	if err != nil {
 		return nil, err
 	}
-	st, err := pushdown_pb.NewPushdownCatalogClient(conn).Status(ctx, &pushdown_pb.StatusRequest{}, waitForReady())
+	req := &pushdown_pb.StatusRequest{}
+	// Signed with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY when set (a
+	// cluster with S3 identities answers only its identities).
+	sctx, err := lakeclient.Endpoints{}.Defaults().SignCall(ctx, address, "Status", req)
+	if err != nil {
+		return nil, err
+	}
+	st, err := pushdown_pb.NewPushdownCatalogClient(conn).Status(sctx, req, waitForReady())
 	if err != nil {
 		return nil, fmt.Errorf("catalog pushdown service at %s: %w", address, err)
 	}

@@ -117,7 +117,8 @@ func checkPart(what, p string) error {
 
 // Load resolves the table's current metadata.
 func (r *Resolver) Load(ctx context.Context, n Name) (*Table, error) {
-	warehouse, name, ns, tbl := n.Warehouse, n.Full, n.Namespace, n.Table
+	warehouse, ns, tbl := n.Warehouse, n.Namespace, n.Table
+	name := perr.Quote(n.Full) // as messages name it
 	var entry *filer_pb.Entry
 	err := r.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
 		resp, err := filer_pb.LookupEntry(ctx, c, &filer_pb.LookupDirectoryEntryRequest{Directory: s3tables.GetNamespacePath(warehouse, ns), Name: tbl})
@@ -129,13 +130,13 @@ func (r *Resolver) Load(ctx context.Context, n Name) (*Table, error) {
 	})
 	if err != nil {
 		if errors.Is(err, filer_pb.ErrNotFound) {
-			return nil, perr.New(perr.NotFound, "table %s not found in warehouse %q", name, warehouse)
+			return nil, perr.New(perr.NotFound, "table %s not found in warehouse %s", name, perr.Quote(warehouse))
 		}
 		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("look up table %s: %w", name, err))
 	}
 	ext := entry.GetExtended()
 	if s3tables.EntryType(ext) != s3tables.EntryTypeTable {
-		return nil, perr.New(perr.NotFound, "%s in warehouse %q is not a table", name, warehouse)
+		return nil, perr.New(perr.NotFound, "%s in warehouse %s is not a table", name, perr.Quote(warehouse))
 	}
 	if c := string(ext[s3tables.ExtendedKeyDeleting]); c != "" {
 		return nil, perr.New(perr.NotFound, "table %s is not ready (%s in progress)", name, c)
@@ -154,7 +155,7 @@ func (r *Resolver) Load(ctx context.Context, n Name) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table{Warehouse: warehouse, Name: name, MetadataLocation: rec.MetadataLocation, Meta: md}, nil
+	return &Table{Warehouse: warehouse, Name: n.Full, MetadataLocation: rec.MetadataLocation, Meta: md}, nil
 }
 
 func (r *Resolver) metadataAt(ctx context.Context, loc string) (table.Metadata, error) {
