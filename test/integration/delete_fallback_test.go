@@ -152,6 +152,15 @@ func TestDeletesComputeOnTheCatalogWhenAVolumeServerDiesMidWorkload(t *testing.T
 			if len(notes) > 0 {
 				degradedPlans++
 			}
+			// Each note names the dead service (its RPC failed) or says no
+			// healthy service is beside the data (the catalog already stopped
+			// routing to it).
+			for _, n := range notes {
+				if !strings.Contains(n, "volume pushdown service "+mc.VolumePushdownAddrs[victim]+" unavailable") &&
+					!strings.HasSuffix(n, "computed on the catalog: no healthy volume pushdown service beside their data") {
+					t.Fatalf("round %d: note %q names neither the dead service %s nor the missing one", round, n, mc.VolumePushdownAddrs[victim])
+				}
+			}
 			// The catalog remembers which volume server holds a file for
 			// HolderTTL (a minute) after it first looked: until then, the
 			// files it routed to the dead server have their deletes
