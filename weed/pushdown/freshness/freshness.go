@@ -56,12 +56,13 @@ func New(remembered int) *Tracker {
 // reading the bytes, so a change during the load makes the entry stale.
 func Now() int64 { return time.Now().UnixNano() }
 
-// Changed records that path (a filer path) changed now.
+// Changed records that path (a filer path or an s3:// location) changed
+// now.
 func (t *Tracker) Changed(path string) {
 	if t == nil {
 		return
 	}
-	t.changes.Add(path, Now())
+	t.changes.Add(filerPath(path), Now())
 }
 
 // Reset makes every entry loaded until now stale (events may have been
