@@ -35,7 +35,7 @@ fi
 if [ ! -f "$DATA/.demo-loaded" ]; then
   echo
   echo "First start: loading the demo table demo.events (1,000,000 rows, 8 files) ..."
-  "$WEED" pushdown demo -table demo.events -catalog "$IP:18181" -iceberg "http://$IP:8181" -s3 "http://$IP:8333" -warehouse warehouse
+  "$WEED" pushdown demo -table demo.events -catalog "$IP:18181" -warehouse warehouse
   touch "$DATA/.demo-loaded"
 fi
 

@@ -39,6 +39,9 @@ type CatalogPushdownOptions struct {
 	// S3ConfigFile is the S3 gateway's static identity file (-s3.config),
 	// if any: plans are authorized by the same identities.
 	S3ConfigFile string
+	// IcebergURL and S3URL are the process's Iceberg REST catalog and S3
+	// gateway, advertised in Status so clients need only this address.
+	IcebergURL, S3URL string
 }
 
 // CatalogPushdown is a running catalog pushdown service.
@@ -81,6 +84,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	}
 	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config)
 	svc.Access = catalog.NewAccess(opts.Filer, dial, opts.S3ConfigFile)
+	svc.IcebergURL, svc.S3URL = opts.IcebergURL, opts.S3URL
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
 	}

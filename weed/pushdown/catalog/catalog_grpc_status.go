@@ -18,6 +18,8 @@ func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pu
 		Masters:       s.Masters,
 		TrustMode:     s.TrustMode,
 		StartedUnixMs: s.started.UnixMilli(),
+		IcebergUrl:    s.IcebergURL,
+		S3Url:         s.S3URL,
 	}
 	if s.Footers != nil {
 		fs := s.Footers.Stats()

@@ -95,6 +95,10 @@ type Service struct {
 	Access  *Access
 	holders *lru.Cache[string, holder]
 	started time.Time
+
+	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
+	// this process, advertised by Status ("" when unknown).
+	IcebergURL, S3URL string
 }
 
 // holder is the cached volume server holding most of a file's bytes.

@@ -24,7 +24,7 @@ through the S3 gateway, rewriting every path onto the table's new location (as I
 rewrite-table-path does), and register it with the Iceberg REST catalog. The source folder is only read.
 Everything is checked before anything is uploaded: a path outside -strip-prefix or a missing file
 refuses the import.`,
-		usage: "-dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run] [-allow-size-mismatch] [-skip-unreadable-snapshots] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "-dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run] [-allow-size-mismatch] [-skip-unreadable-snapshots] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
 		run:   runImport,
 	})
 }
@@ -53,7 +53,7 @@ func runImport(args []string) error {
 	bar := newUploadProgress(os.Stderr)
 	res, err := tableimport.Import(ctx, tableimport.Options{
 		Dir: *dir, Table: *tableName, StripPrefix: *strip, MetadataFile: *metadata,
-		Endpoints: endpoints(), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
+		Endpoints: endpoints(ctx), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
 		SkipUnreadableSnapshots: *skipUnreadable,
 		Progress:                bar.update, Log: os.Stderr,
 	})
