@@ -58,6 +58,11 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	if created, err := lakeclient.EnsureTableBucket(ctx, o.Endpoints); err != nil {
+		return nil, err
+	} else if created {
+		fmt.Fprintf(progress, "created table bucket %q (it did not exist)\n", o.Endpoints.Defaults().Warehouse)
+	}
 	cat, err := lakeclient.NewIcebergCatalog(ctx, o.Endpoints)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", o.Endpoints.Defaults().Iceberg, err)

@@ -97,6 +97,11 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 		return res, nil
 	}
 
+	if created, err := lakeclient.EnsureTableBucket(ctx, e); err != nil {
+		return nil, fmt.Errorf("%w; nothing was imported", err)
+	} else if created {
+		logf("created table bucket %q (it did not exist)", e.Warehouse)
+	}
 	cat, err := lakeclient.NewIcebergCatalog(ctx, e)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", e.Iceberg, err)
