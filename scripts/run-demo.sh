@@ -39,9 +39,10 @@ if [ ! -f "$DATA/.demo-loaded" ]; then
   touch "$DATA/.demo-loaded"
 fi
 
+case $DATA in /*) shown=$DATA ;; *) shown=./$DATA ;; esac
 cat <<MSG
 
-lakeweed is running (PID $pid), data in ./$DATA
+lakeweed is running (PID $pid), data in $shown
   S3 gateway            http://$IP:8333        (any access key; no identities configured)
   Iceberg REST catalog  http://$IP:8181        (warehouse: table bucket "warehouse", table demo.events)
   catalog pushdown API  $IP:18181             (gRPC, weed/pb/pushdown.proto)
