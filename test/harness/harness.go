@@ -266,12 +266,8 @@ type MiniOptions struct {
 // waits until S3, the Iceberg catalog and both pushdown services answer.
 func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	t.Helper()
-	if o.Warehouse == "" {
-		o.Warehouse = "warehouse"
-	}
-	p := FreePorts(t, 16)
-	c := &Cluster{Dir: t.TempDir(), IP: "127.0.0.1", MasterPort: p[0], VolumePort: p[2], FilerPort: p[4], FilerGrpcPort: p[5], S3Port: p[6],
-		IcebergPort: p[8], CatalogPort: p[9], VolumePushdownPort: p[10], Warehouse: o.Warehouse, AccessKey: o.AccessKey, SecretKey: o.SecretKey}
+	c, p := loopbackCluster(t, 16, o.Warehouse)
+	c.AccessKey, c.SecretKey = o.AccessKey, o.SecretKey
 	args := []string{"mini",
 		"-dir=" + c.Dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + strconv.Itoa(p[0]), "-master.port.grpc=" + strconv.Itoa(p[1]),
@@ -281,7 +277,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 		"-s3.port.iceberg=" + strconv.Itoa(p[8]), "-s3.port.lance=0",
 		"-admin.port=" + strconv.Itoa(p[11]), "-admin.port.grpc=" + strconv.Itoa(p[12]), "-admin.port.legacy=0", "-admin.ui=false",
 		"-webdav=false", "-master.telemetry=false",
-		"-tableBucket=" + o.Warehouse,
+		"-tableBucket=" + c.Warehouse,
 		"-pushdown", "-pushdown.port=" + strconv.Itoa(p[9]), "-pushdown.volume.port=" + strconv.Itoa(p[10]),
 	}
 	args = append(args, o.ExtraArgs...)

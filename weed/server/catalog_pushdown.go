@@ -43,6 +43,9 @@ type CatalogPushdownOptions struct {
 	S3ConfigFile string
 	// MaxRequestBytes bounds one Plan request (0 = CatalogMaxRequestBytes).
 	MaxRequestBytes int
+	// IcebergURL and S3URL are the process's Iceberg REST catalog and S3
+	// gateway, advertised in Status so clients need only this address.
+	IcebergURL, S3URL string
 }
 
 // CatalogMaxRequestBytes is the default bound of one request to the catalog
@@ -98,6 +101,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	tracker := freshness.New(freshness.DefaultRemembered)
 	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config, tracker)
 	svc.Guard, svc.Keys = guard, guard.Keys
+	svc.IcebergURL, svc.S3URL = opts.IcebergURL, opts.S3URL
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
 	}

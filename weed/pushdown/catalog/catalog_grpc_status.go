@@ -21,6 +21,8 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 		Masters:       s.Masters,
 		TrustMode:     s.TrustMode,
 		StartedUnixMs: s.started.UnixMilli(),
+		IcebergUrl:    s.IcebergURL,
+		S3Url:         s.S3URL,
 	}
 	if s.Footers != nil {
 		fs := s.Footers.Stats()

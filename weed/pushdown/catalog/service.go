@@ -104,6 +104,10 @@ type Service struct {
 	Tracker *freshness.Tracker
 	holders *lru.Cache[string, holder]
 	started time.Time
+
+	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
+	// this process, advertised by Status ("" when unknown).
+	IcebergURL, S3URL string
 }
 
 // holder is the cached volume server holding most of a file's bytes.

@@ -274,6 +274,7 @@ func (l *launcher) startCatalog() {
 	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
 		Config: cfg, S3ConfigFile: l.s3ConfigFile(), MaxRequestBytes: *l.flags.maxRequestMB << 20,
+		IcebergURL: l.icebergURL(advertise), S3URL: l.s3URL(advertise),
 	})
 	if err != nil {
 		fatal(err)
@@ -281,15 +282,45 @@ func (l *launcher) startCatalog() {
 	register(func() { c.Stop(StopTimeout) })
 }
 
+// s3Flag is the name of an S3 gateway flag on this command: the s3
+// command's own flags, the other commands' s3.* flags.
+func (l *launcher) s3Flag(name string) string {
+	if l.kind.name == "s3" {
+		return name
+	}
+	return "s3." + name
+}
+
 // s3ConfigFile is the S3 gateway's static identity file flag.
 func (l *launcher) s3ConfigFile() string {
-	switch l.kind.name {
-	case "s3":
-		return l.str("config")
-	case "volume":
+	if l.kind.name == "volume" {
 		return *l.flags.s3Config
 	}
-	return l.str("s3.config")
+	return l.str(l.s3Flag("config"))
+}
+
+// s3URL is the S3 gateway's URL at the advertised host: https when it
+// serves TLS on its main port.
+func (l *launcher) s3URL(host string) string {
+	port := l.num(l.s3Flag("port"))
+	if port == 0 {
+		return ""
+	}
+	scheme := "http"
+	if l.str(l.s3Flag("cert.file")) != "" && l.num(l.s3Flag("port.https")) == 0 {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// icebergURL is the Iceberg REST catalog's URL at the advertised host, ""
+// when the command runs none.
+func (l *launcher) icebergURL(host string) string {
+	port := l.num(l.s3Flag("port.iceberg"))
+	if port == 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 func (l *launcher) volumeAddresses() (httpAddr string, grpcAddr string, masters []pb.ServerAddress) {
