@@ -17,22 +17,32 @@ mkdir -p "$DATA"
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; exit 0' INT TERM
 
-for i in $(seq 1 120); do
-  if "$WEED" pushdown status -catalog "$IP:18181" -timeout 1s 2>/dev/null | grep -q "1 healthy"; then break; fi
+# Wait (quietly, up to READY_TIMEOUT seconds) until the catalog pushdown
+# service answers and sees the volume pushdown service: it starts after the
+# filer, S3 gateway and Iceberg REST catalog of the same process.
+ready=
+for i in $(seq 1 $(( ${READY_TIMEOUT:-90} * 2 ))); do
+  if "$WEED" pushdown status -catalog "$IP:18181" -timeout 1s 2>/dev/null | grep -q "1 healthy"; then ready=1; break; fi
   if ! kill -0 $pid 2>/dev/null; then echo "weed mini exited; see the output above" >&2; exit 1; fi
   sleep 0.5
 done
+if [ -z "$ready" ]; then
+  echo "lakeweed did not become ready within ${READY_TIMEOUT:-90}s (bin/weed pushdown status -catalog $IP:18181 says why); stopping" >&2
+  kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
+  exit 1
+fi
 
 if [ ! -f "$DATA/.demo-loaded" ]; then
   echo
   echo "First start: loading the demo table demo.events (1,000,000 rows, 8 files) ..."
-  "$WEED" pushdown demo -table demo.events -catalog "$IP:18181" -iceberg "http://$IP:8181" -s3 "http://$IP:8333" -warehouse warehouse
+  "$WEED" pushdown demo -table demo.events -catalog "$IP:18181" -warehouse warehouse
   touch "$DATA/.demo-loaded"
 fi
 
+case $DATA in /*) shown=$DATA ;; *) shown=./$DATA ;; esac
 cat <<MSG
 
-lakeweed is running (PID $pid), data in ./$DATA
+lakeweed is running (PID $pid), data in $shown
   S3 gateway            http://$IP:8333        (any access key; no identities configured)
   Iceberg REST catalog  http://$IP:8181        (warehouse: table bucket "warehouse", table demo.events)
   catalog pushdown API  $IP:18181             (gRPC, weed/pb/pushdown.proto)

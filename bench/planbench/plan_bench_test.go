@@ -180,7 +180,7 @@ func specOf(rows int64, files int) demo.Spec {
 // cluster's filer, with empty caches.
 func newService(c *harness.Cluster) *catalog.Service {
 	reader := fileread.New([]pb.ServerAddress{pb.ServerAddress(c.FilerGrpcAddress())}, grpcutil.ClientDialOption(), "")
-	return catalog.New("bench", c.FilerGrpcAddress(), nil, reader, catalog.DefaultConfig())
+	return catalog.New("bench", c.FilerGrpcAddress(), nil, reader, catalog.DefaultConfig(), nil)
 }
 
 // physicalMinimum decodes every file of the table and sums, per query, the

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -265,12 +266,8 @@ type MiniOptions struct {
 // waits until S3, the Iceberg catalog and both pushdown services answer.
 func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	t.Helper()
-	if o.Warehouse == "" {
-		o.Warehouse = "warehouse"
-	}
-	p := FreePorts(t, 16)
-	c := &Cluster{Dir: t.TempDir(), IP: "127.0.0.1", MasterPort: p[0], VolumePort: p[2], FilerPort: p[4], FilerGrpcPort: p[5], S3Port: p[6],
-		IcebergPort: p[8], CatalogPort: p[9], VolumePushdownPort: p[10], Warehouse: o.Warehouse, AccessKey: o.AccessKey, SecretKey: o.SecretKey}
+	c, p := loopbackCluster(t, 16, o.Warehouse)
+	c.AccessKey, c.SecretKey = o.AccessKey, o.SecretKey
 	args := []string{"mini",
 		"-dir=" + c.Dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + strconv.Itoa(p[0]), "-master.port.grpc=" + strconv.Itoa(p[1]),
@@ -280,7 +277,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 		"-s3.port.iceberg=" + strconv.Itoa(p[8]), "-s3.port.lance=0",
 		"-admin.port=" + strconv.Itoa(p[11]), "-admin.port.grpc=" + strconv.Itoa(p[12]), "-admin.port.legacy=0", "-admin.ui=false",
 		"-webdav=false", "-master.telemetry=false",
-		"-tableBucket=" + o.Warehouse,
+		"-tableBucket=" + c.Warehouse,
 		"-pushdown", "-pushdown.port=" + strconv.Itoa(p[9]), "-pushdown.volume.port=" + strconv.Itoa(p[10]),
 	}
 	args = append(args, o.ExtraArgs...)
@@ -302,7 +299,7 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 // WaitReady waits until the catalog pushdown service reports at least
 // volumes healthy volume endpoints and S3 and the Iceberg catalog answer.
 func (c *Cluster) WaitReady(ctx context.Context, volumes int) error {
-	if err := WaitHealthyEndpointsWith(ctx, c.CatalogAddr(), volumes, c.dial); err != nil {
+	if err := waitHealthy(ctx, c.CatalogAddr(), volumes, c.dial, c.Endpoints()); err != nil {
 		return err
 	}
 	for _, a := range []string{c.S3Addr(), c.IcebergAddr()} {
@@ -336,6 +333,11 @@ func WaitHealthyEndpoints(ctx context.Context, catalog string, n int) error {
 
 // WaitHealthyEndpointsWith is WaitHealthyEndpoints with a dial option.
 func WaitHealthyEndpointsWith(ctx context.Context, catalog string, n int, dial grpc.DialOption) error {
+	return waitHealthy(ctx, catalog, n, dial, lakeclient.Endpoints{})
+}
+
+// waitHealthy polls Status signed with as's credentials (none: unsigned).
+func waitHealthy(ctx context.Context, catalog string, n int, dial grpc.DialOption, as lakeclient.Endpoints) error {
 	if dial == nil {
 		dial = grpc.WithTransportCredentials(insecure.NewCredentials())
 	}
@@ -348,7 +350,11 @@ func WaitHealthyEndpointsWith(ctx context.Context, catalog string, n int, dial g
 	last := ""
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := client.Status(sctx, &pushdown_pb.StatusRequest{})
+		req := &pushdown_pb.StatusRequest{}
+		st, err := (*pushdown_pb.CatalogStatus)(nil), error(nil)
+		if sctx, err = as.SignCall(sctx, catalog, "Status", req); err == nil {
+			st, err = client.Status(sctx, req)
+		}
 		cancel()
 		if err == nil {
 			healthy := 0

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,15 +28,7 @@ const accessIdentities = `{
 // S3 credentials, and an identity that may not read a table's files cannot
 // plan over them — the same answer the S3 gateway gives for the bytes.
 func TestPlansAreAuthorizedByTheCallersS3Identity(t *testing.T) {
-	c := harness.StartMini(t, harness.MiniOptions{
-		Setup: func(dir string) {
-			if err := os.WriteFile(filepath.Join(dir, "identities.json"), []byte(accessIdentities), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		},
-		ExtraArgs: []string{"-s3.config=identities.json"},
-		AccessKey: "AKADMIN000000000", SecretKey: "admin-secret",
-	})
+	c := startIdentityCluster(t)
 	open := appendRows(t, createDeleteTable(t, c, "acl_it", "open", 2), 0, 300)
 	closed := appendRows(t, createDeleteTable(t, c, "acl_it", "closed", 2), 0, 300)
 	ctx := context.Background()

@@ -161,9 +161,18 @@ func TestS3GatewayReturnsObjectsUnchanged(t *testing.T) {
 		t.Fatalf("ranged get = %q, want %q", part, body[12340:12350])
 	}
 
-	// The same bytes, read beside the volume server by the pushdown service.
+	// The same bytes, read beside the volume server by the pushdown service
+	// — which serves only table buckets: the plain bucket is refused.
+	_, err = c.Volume(t).ReadRanges(ctx, &pushdown_pb.ReadRangesRequest{Path: "s3://compat/dir/blob.bin", Ranges: []*pushdown_pb.FileRange{{Offset: 0, Length: 10}}})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "not inside a table bucket") {
+		t.Fatalf("ReadRanges of an object in a plain bucket: %v; want PERMISSION_DENIED naming table buckets", err)
+	}
+	const tableKey = "compat/blob/data/blob.parquet"
+	if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.Warehouse), Key: aws.String(tableKey), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatalf("put into the table bucket: %v", err)
+	}
 	resp, err := c.Volume(t).ReadRanges(ctx, &pushdown_pb.ReadRangesRequest{
-		Path:   "s3://compat/dir/blob.bin",
+		Path:   "s3://" + c.Warehouse + "/" + tableKey,
 		Ranges: []*pushdown_pb.FileRange{{Offset: 12340, Length: 10}, {Offset: 0, Length: int64(len(body))}},
 	})
 	if err != nil {
@@ -188,7 +197,7 @@ func TestVolumeReadRangesRefusesBadRequests(t *testing.T) {
 		msg  string
 	}{
 		{"empty path", &pushdown_pb.ReadRangesRequest{}, codes.InvalidArgument, "path is empty"},
-		{"missing file", &pushdown_pb.ReadRangesRequest{Path: "s3://compat/nope.parquet", Ranges: []*pushdown_pb.FileRange{{Offset: 0, Length: 1}}}, codes.NotFound, "/buckets/compat/nope.parquet"},
+		{"missing file", &pushdown_pb.ReadRangesRequest{Path: "s3://" + c.Warehouse + "/compat/t/data/nope.parquet", Ranges: []*pushdown_pb.FileRange{{Offset: 0, Length: 1}}}, codes.NotFound, "/buckets/" + c.Warehouse + "/compat/t/data/nope.parquet"},
 		{"foreign scheme", &pushdown_pb.ReadRangesRequest{Path: "gs://x/y", Ranges: []*pushdown_pb.FileRange{{Offset: 0, Length: 1}}}, codes.InvalidArgument, "scheme \"gs\""},
 		{"negative length", &pushdown_pb.ReadRangesRequest{Path: "s3://compat/x", Ranges: []*pushdown_pb.FileRange{{Offset: 0, Length: -1}}}, codes.InvalidArgument, "negative"},
 		{"huge request", &pushdown_pb.ReadRangesRequest{Path: "s3://compat/x", Ranges: []*pushdown_pb.FileRange{{Offset: 0, Length: 1 << 40}}}, codes.ResourceExhausted, "bytes requested"},

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
@@ -39,11 +41,22 @@ type CatalogPushdownOptions struct {
 	// S3ConfigFile is the S3 gateway's static identity file (-s3.config),
 	// if any: plans are authorized by the same identities.
 	S3ConfigFile string
+	// MaxRequestBytes bounds one Plan request (0 = CatalogMaxRequestBytes).
+	MaxRequestBytes int
+	// IcebergURL and S3URL are the process's Iceberg REST catalog and S3
+	// gateway, advertised in Status so clients need only this address.
+	IcebergURL, S3URL string
 }
+
+// CatalogMaxRequestBytes is the default bound of one request to the catalog
+// pushdown service: a larger one is refused from its length prefix before
+// it is read (client-resolved plans of about 80,000 files fit).
+const CatalogMaxRequestBytes = 16 << 20
 
 // CatalogPushdown is a running catalog pushdown service.
 type CatalogPushdown struct {
 	Service  *catalog.Service
+	iam      *access.IAM
 	server   *grpc.Server
 	listener net.Listener
 	cancel   context.CancelFunc
@@ -62,7 +75,13 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 		return pb.WithGrpcFilerClient(false, 0, opts.Filer, dial, fn)
 	}
 	pool := grpcutil.NewConnPool(dial)
+	guard, iam, err := NewGuard(context.Background(), opts.Filer, dial, opts.S3ConfigFile)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("catalog pushdown service: %w", err)
+	}
 	watcher := discovery.NewWatcher(filerFn, pool)
+	watcher.Credentials = guard.Keys.WithClusterToken
 	if opts.Discovery > 0 {
 		watcher.Interval = opts.Discovery
 	}
@@ -79,17 +98,25 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 		glog.Warningf("pushdown: trust mode %s without gRPC mTLS ([grpc.s3] in security.toml) or a [jwt.filer_signing] key: requests carrying client-resolved data_files will be refused; catalog-resolved plans work (or use -pushdown.trustMode=%s)",
 			catalog.TrustModeName(opts.Config.TrustMode), catalog.TrustValidated)
 	}
-	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config)
-	svc.Access = catalog.NewAccess(opts.Filer, dial, opts.S3ConfigFile)
+	tracker := freshness.New(freshness.DefaultRemembered)
+	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config, tracker)
+	svc.Guard, svc.Keys = guard, guard.Keys
+	svc.IcebergURL, svc.S3URL = opts.IcebergURL, opts.S3URL
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
 	}
 	footer.Register(stats.Gather)
-	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent)...)
+	freshness.Register(stats.Gather)
+	maxReq := opts.MaxRequestBytes
+	if maxReq <= 0 {
+		maxReq = CatalogMaxRequestBytes
+	}
+	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, maxReq)...)
 	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &CatalogPushdown{Service: svc, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{})}
+	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{})}
 	go watcher.Run(ctx)
+	go tracker.Follow(ctx, opts.Filer, dial, "pushdown-catalog-"+advertise)
 	go func() {
 		defer close(c.done)
 		if err := s.Serve(ln); err != nil {
@@ -111,7 +138,7 @@ func (c *CatalogPushdown) Address() string { return c.Service.Address }
 // stops discovery.
 func (c *CatalogPushdown) Stop(timeout time.Duration) {
 	grpcutil.GracefulStop(c.server, timeout)
-	c.Service.Access.Close()
+	c.iam.Close()
 	c.cancel()
 	c.pool.Close()
 	<-c.done

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/version"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/volume"
@@ -18,6 +20,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/master_pb"
+	"github.com/seaweedfs/seaweedfs/weed/util"
 	"google.golang.org/grpc"
 )
 
@@ -36,15 +39,40 @@ type VolumePushdownOptions struct {
 	Refresh      time.Duration    // registry refresh (default 30s)
 	// DeleteCacheBytes bounds cached delete bitmaps (0 = the default).
 	DeleteCacheBytes int64
+	// S3ConfigFile is the S3 gateway's static identity file, if any: calls
+	// signed by S3 identities are checked against the same identities.
+	S3ConfigFile string
 }
 
 // VolumePushdown is a running volume pushdown service.
 type VolumePushdown struct {
 	Service  *volume.Service
+	iam      *access.IAM
 	server   *grpc.Server
 	cancel   context.CancelFunc
 	done     chan struct{}
 	announce chan struct{}
+}
+
+// VolumeMaxRequestBytes bounds one request to the volume pushdown service
+// (ComputeDeletes of 1,024 files with their delete lists fits easily).
+const VolumeMaxRequestBytes = 16 << 20
+
+// NewGuard builds the access guard of a pushdown service: the cluster's S3
+// identities, the service key ([jwt.filer_signing] key, else the cluster's
+// key in the filer) and the table bucket lookup.
+func NewGuard(ctx context.Context, filer pb.ServerAddress, dial grpc.DialOption, s3ConfigFile string) (*access.Guard, *access.IAM, error) {
+	filerFn := func(fn func(filer_pb.SeaweedFilerClient) error) error {
+		return pb.WithGrpcFilerClient(false, 0, filer, dial, fn)
+	}
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	keys, err := access.LoadKeys(kctx, util.GetViper().GetString("jwt.filer_signing.key"), filerFn)
+	if err != nil {
+		return nil, nil, err
+	}
+	iam := access.NewIAM(filer, dial, s3ConfigFile)
+	return &access.Guard{IAM: iam, Keys: keys, Buckets: access.NewTableBuckets(filerFn)}, iam, nil
 }
 
 // FindFiler asks the masters for a filer of the cluster, waiting until one
@@ -97,10 +125,22 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	if opts.DeleteCacheBytes > 0 {
 		svc.DeleteCacheBytes = opts.DeleteCacheBytes
 	}
-	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent)...)
+	filerFn := func(fn func(filer_pb.SeaweedFilerClient) error) error {
+		return pb.WithGrpcFilerClient(false, 0, opts.Filer, dial, fn)
+	}
+	guard, iam, err := NewGuard(ctx, opts.Filer, dial, opts.S3ConfigFile)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("volume pushdown service: %w", err)
+	}
+	svc.Guard = guard
+	tracker := freshness.New(freshness.DefaultRemembered)
+	svc.SetTracker(tracker)
+	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent, VolumeMaxRequestBytes)...)
 	pushdown_pb.RegisterPushdownVolumeServer(s, svc)
 	actx, cancel := context.WithCancel(context.Background())
-	v := &VolumePushdown{Service: svc, server: s, cancel: cancel, done: make(chan struct{}), announce: make(chan struct{})}
+	go tracker.Follow(actx, opts.Filer, dial, "pushdown-volume-"+advertise)
+	v := &VolumePushdown{Service: svc, iam: iam, server: s, cancel: cancel, done: make(chan struct{}), announce: make(chan struct{})}
 	go func() {
 		defer close(v.done)
 		if err := s.Serve(ln); err != nil {
@@ -110,9 +150,6 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	refresh := opts.Refresh
 	if refresh <= 0 {
 		refresh = 30 * time.Second
-	}
-	filerFn := func(fn func(filer_pb.SeaweedFilerClient) error) error {
-		return pb.WithGrpcFilerClient(false, 0, opts.Filer, dial, fn)
 	}
 	go func() {
 		defer close(v.announce)
@@ -138,5 +175,6 @@ func (v *VolumePushdown) Stop(timeout time.Duration) {
 	<-v.announce
 	grpcutil.GracefulStop(v.server, timeout)
 	<-v.done
+	v.iam.Close()
 	glog.V(0).Infof("pushdown: volume service %s stopped", v.Service.Address)
 }

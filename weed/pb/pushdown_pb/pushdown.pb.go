@@ -1975,8 +1975,12 @@ type CatalogStatus struct {
 	VolumeEndpoints []*VolumeEndpoint      `protobuf:"bytes,7,rep,name=volume_endpoints,json=volumeEndpoints,proto3" json:"volume_endpoints,omitempty"`
 	Caches          []*CacheStats          `protobuf:"bytes,8,rep,name=caches,proto3" json:"caches,omitempty"`
 	StartedUnixMs   int64                  `protobuf:"varint,9,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// URLs of the Iceberg REST catalog and the S3 gateway of this process, so
+	// clients given only the catalog's address find them ("" when unknown).
+	IcebergUrl    string `protobuf:"bytes,10,opt,name=iceberg_url,json=icebergUrl,proto3" json:"iceberg_url,omitempty"`
+	S3Url         string `protobuf:"bytes,11,opt,name=s3_url,json=s3Url,proto3" json:"s3_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CatalogStatus) Reset() {
@@ -2070,6 +2074,20 @@ func (x *CatalogStatus) GetStartedUnixMs() int64 {
 		return x.StartedUnixMs
 	}
 	return 0
+}
+
+func (x *CatalogStatus) GetIcebergUrl() string {
+	if x != nil {
+		return x.IcebergUrl
+	}
+	return ""
+}
+
+func (x *CatalogStatus) GetS3Url() string {
+	if x != nil {
+		return x.S3Url
+	}
+	return ""
 }
 
 type VolumeStatus struct {
@@ -2674,7 +2692,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12)\n" +
 	"\x11last_seen_unix_ms\x18\x05 \x01(\x03R\x0elastSeenUnixMs\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12/\n" +
-	"\x06caches\x18\a \x03(\v2\x17.pushdown_pb.CacheStatsR\x06caches\"\xe5\x02\n" +
+	"\x06caches\x18\a \x03(\v2\x17.pushdown_pb.CacheStatsR\x06caches\"\x9d\x03\n" +
 	"\rCatalogStatus\x12\x18\n" +
 	"\aserving\x18\x01 \x01(\bR\aserving\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -2685,7 +2703,11 @@ const file_pushdown_proto_rawDesc = "" +
 	"trust_mode\x18\x06 \x01(\x0e2\x16.pushdown_pb.TrustModeR\ttrustMode\x12F\n" +
 	"\x10volume_endpoints\x18\a \x03(\v2\x1b.pushdown_pb.VolumeEndpointR\x0fvolumeEndpoints\x12/\n" +
 	"\x06caches\x18\b \x03(\v2\x17.pushdown_pb.CacheStatsR\x06caches\x12&\n" +
-	"\x0fstarted_unix_ms\x18\t \x01(\x03R\rstartedUnixMs\"\xf0\x01\n" +
+	"\x0fstarted_unix_ms\x18\t \x01(\x03R\rstartedUnixMs\x12\x1f\n" +
+	"\viceberg_url\x18\n" +
+	" \x01(\tR\n" +
+	"icebergUrl\x12\x15\n" +
+	"\x06s3_url\x18\v \x01(\tR\x05s3Url\"\xf0\x01\n" +
 	"\fVolumeStatus\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12#\n" +

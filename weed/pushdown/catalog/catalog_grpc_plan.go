@@ -6,13 +6,16 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
 
 // Plan answers what a connector must read for a query over a table.
@@ -22,17 +25,35 @@ import (
 // the endpoint's trust mode decides: connector-trusted accepts them from
 // callers proven by mTLS or a signed token; catalog-validated checks each
 // file and its delete list against the snapshot's manifests.
+//
+// Order matters: the request's shape is checked first (bounded, nothing
+// looked up), then the caller is authenticated and authorized for the
+// table's folder, and only then is anything looked up — an unauthorized
+// caller gets the same PERMISSION_DENIED whether or not the table,
+// snapshot or column exists.
 func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
 	if err := checkShape(req, s.Config.Limits); err != nil {
 		return nil, err
 	}
-	if len(req.GetDataFiles()) > 0 && s.Trust.Mode == pushdown_pb.TrustMode_CONNECTOR_TRUSTED {
-		// Before anything else: an unproven caller learns nothing.
-		if err := s.Trust.authorizeConnector(ctx, req); err != nil {
+	name, err := tables.ParseName(req.GetWarehouse(), req.GetTable(), s.Config.Warehouse)
+	if err != nil {
+		return nil, err
+	}
+	caller, err := s.authenticate(ctx, "Plan", req)
+	if err != nil {
+		return nil, err
+	}
+	if caller != nil {
+		if err := caller.MayReadTable(name.Warehouse, name.Namespace, name.Table); err != nil {
 			return nil, err
 		}
 	}
-	tbl, err := s.Tables.Load(ctx, req.GetWarehouse(), req.GetTable())
+	if len(req.GetDataFiles()) > 0 && s.Trust.Mode == pushdown_pb.TrustMode_CONNECTOR_TRUSTED {
+		if err := s.Trust.authorizeConnector(ctx, caller, req); err != nil {
+			return nil, err
+		}
+	}
+	tbl, err := s.Tables.Load(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -104,18 +125,7 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 			return nil, perr.New(perr.Internal, "trust mode %s is not a mode for client-resolved plans", trust)
 		}
 	}
-	if err := s.Access.Authorize(ctx, req, func(yield func(string) bool) {
-		for i := range files {
-			if !yield(files[i].Path) {
-				return
-			}
-			for _, d := range applied[files[i].Path] {
-				if !yield(d.Path) {
-					return
-				}
-			}
-		}
-	}); err != nil {
+	if err := s.authorizeFiles(ctx, caller, files, applied); err != nil {
 		return nil, err
 	}
 	var src plan.DeleteSource
@@ -139,11 +149,64 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	return resp, nil
 }
 
+// authenticate establishes the caller (nil without a Guard: in-process
+// services in tests and benchmarks).
+func (s *Service) authenticate(ctx context.Context, method string, req proto.Message) (*access.Caller, error) {
+	if s.Guard == nil {
+		return nil, nil
+	}
+	return s.Guard.Authenticate(ctx, method, req)
+}
+
+// authorizeFiles checks the caller may read every data and delete file of
+// the plan, each inside a table bucket.
+func (s *Service) authorizeFiles(ctx context.Context, caller *access.Caller, files []plan.DataFile, applied map[string][]deletes.File) error {
+	if caller == nil {
+		return nil
+	}
+	checked := map[string]bool{}
+	check := func(loc string) error {
+		if checked[loc] {
+			return nil
+		}
+		checked[loc] = true
+		if _, err := caller.MayRead(ctx, loc); err != nil {
+			if perr.KindOf(err) == perr.PermissionDenied {
+				return perr.New(perr.PermissionDenied, "%w, so it may not plan over it", err)
+			}
+			return err
+		}
+		return nil
+	}
+	for i := range files {
+		if err := check(files[i].Path); err != nil {
+			return err
+		}
+		for _, d := range applied[files[i].Path] {
+			if err := check(d.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Length limits of the request's strings, checked before anything else.
+const (
+	MaxTableNameBytes  = 1024
+	MaxWarehouseBytes  = 255
+	MaxColumnPathBytes = 4096
+)
+
 // checkShape enforces the request-shape limits before any work.
 func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
 	switch {
 	case req.GetTable() == "":
 		return perr.New(perr.InvalidArgument, "Plan: table is empty (want namespace.table)")
+	case len(req.GetTable()) > MaxTableNameBytes:
+		return perr.New(perr.InvalidArgument, "Plan: table name of %d bytes exceeds the limit of %d", len(req.GetTable()), MaxTableNameBytes)
+	case len(req.GetWarehouse()) > MaxWarehouseBytes:
+		return perr.New(perr.InvalidArgument, "Plan: warehouse name of %d bytes exceeds the limit of %d", len(req.GetWarehouse()), MaxWarehouseBytes)
 	case len(req.GetPredicate()) > lim.MaxPredicateBytes:
 		return perr.New(perr.ResourceExhausted, "Plan: predicate of %d bytes exceeds the limit of %d", len(req.GetPredicate()), lim.MaxPredicateBytes)
 	case len(req.GetColumns()) > lim.MaxColumns:
@@ -157,9 +220,22 @@ func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
 	case req.GetVectorQuery() != nil && len(req.GetVectorQuery().GetVector()) > lim.MaxVectorLength:
 		return perr.New(perr.ResourceExhausted, "Plan: query vector of %d dimensions exceeds the limit of %d", len(req.GetVectorQuery().GetVector()), lim.MaxVectorLength)
 	}
+	for i, c := range req.GetColumns() {
+		if len(c.GetPath()) > MaxColumnPathBytes {
+			return perr.New(perr.InvalidArgument, "Plan: columns[%d]: path of %d bytes exceeds the limit of %d", i, len(c.GetPath()), MaxColumnPathBytes)
+		}
+	}
 	refs := 0
-	for _, d := range req.GetDataFiles() {
+	for i, d := range req.GetDataFiles() {
 		refs += len(d.GetDeletes())
+		if len(d.GetPath()) > access.MaxPathBytes {
+			return perr.New(perr.InvalidArgument, "Plan: data_files[%d]: path of %d bytes exceeds the limit of %d", i, len(d.GetPath()), access.MaxPathBytes)
+		}
+		for j, x := range d.GetDeletes() {
+			if len(x.GetPath()) > access.MaxPathBytes || len(x.GetReferencedDataFile()) > access.MaxPathBytes {
+				return perr.New(perr.InvalidArgument, "Plan: data_files[%d].deletes[%d]: path of %d bytes exceeds the limit of %d", i, j, max(len(x.GetPath()), len(x.GetReferencedDataFile())), access.MaxPathBytes)
+			}
+		}
 	}
 	if refs > lim.MaxDeleteRefs {
 		return perr.New(perr.ResourceExhausted, "Plan: %d delete file references exceed the limit of %d", refs, lim.MaxDeleteRefs)
@@ -228,7 +304,7 @@ func resolveColumns(cols []*pushdown_pb.ColumnRef, schema *iceberg.Schema) ([]in
 		}
 		f, ok := schema.FindFieldByName(c.GetPath())
 		if !ok {
-			return nil, perr.New(perr.InvalidArgument, "columns[%d]: no field %q in schema %d", i, c.GetPath(), schema.ID)
+			return nil, perr.New(perr.InvalidArgument, "columns[%d]: no field %s in schema %d", i, perr.Quote(c.GetPath()), schema.ID)
 		}
 		out = append(out, f.ID)
 	}

@@ -9,7 +9,10 @@ import (
 
 // Status reports whether the catalog serves and the volume endpoints it
 // routes to.
-func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pushdown_pb.CatalogStatus, error) {
+func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*pushdown_pb.CatalogStatus, error) {
+	if _, err := s.authenticate(ctx, "Status", req); err != nil {
+		return nil, err
+	}
 	out := &pushdown_pb.CatalogStatus{
 		Serving:       true,
 		Version:       version.String(),
@@ -18,6 +21,8 @@ func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pu
 		Masters:       s.Masters,
 		TrustMode:     s.TrustMode,
 		StartedUnixMs: s.started.UnixMilli(),
+		IcebergUrl:    s.IcebergURL,
+		S3Url:         s.S3URL,
 	}
 	if s.Footers != nil {
 		fs := s.Footers.Stats()

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
@@ -123,7 +124,15 @@ func (d *deleteSource) local(ctx context.Context, files []*plan.DataFile, batch 
 	for k, i := range batch {
 		g.Go(func() error {
 			f := files[i]
-			r, err := d.s.Deletes.Deleted(gctx, deleteTarget(f), d.applied[f.Path], d.schema, d.nm)
+			target := deleteTarget(f)
+			// The data file's identity (its footer, loaded once with the
+			// planner's own load) names where its bitmaps persist.
+			hash, err := d.s.Footers.Identify(gctx, f.Path, f.Size, f.RecordCount)
+			if err != nil {
+				return err
+			}
+			target.FooterHash = hash
+			r, err := d.s.Deletes.Deleted(gctx, target, d.applied[f.Path], d.schema, d.nm)
 			if err != nil {
 				return err
 			}
@@ -136,12 +145,23 @@ func (d *deleteSource) local(ctx context.Context, files []*plan.DataFile, batch 
 
 func (d *deleteSource) remote(ctx context.Context, addr string, files []*plan.DataFile, batch []int, schemaJSON, nmJSON []byte) ([]deletes.Result, error) {
 	req := &pushdown_pb.ComputeDeletesRequest{SchemaJson: schemaJSON, NameMappingJson: nmJSON, AllowBareDeletionVectors: d.s.Config.AllowBareDV}
+	var named []string
 	for _, i := range batch {
 		desc, err := descriptor.FromDataFile(files[i], d.applied[files[i].Path], nil)
 		if err != nil {
 			return nil, perr.New(perr.Internal, "describe %s: %v", files[i].Path, err)
 		}
 		req.DataFiles = append(req.DataFiles, desc)
+		named = append(named, files[i].Path)
+		for _, x := range d.applied[files[i].Path] {
+			named = append(named, x.Path)
+		}
+	}
+	// The call carries a service token scoped to the folders of the files
+	// it names.
+	ctx, err := d.s.Keys.WithToken(ctx, access.DirPrefixes(named))
+	if err != nil {
+		return nil, err
 	}
 	conn, err := d.s.Pool.Get(addr)
 	if err != nil {

@@ -20,10 +20,12 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -90,11 +92,22 @@ type Service struct {
 	// Deletes computes deletes on the catalog when no volume pushdown
 	// service beside the data is reachable.
 	Deletes *deletes.Computer
-	// Access authorizes plans by the caller's S3 identity; nil = no check
-	// (in-process services in tests and benchmarks).
-	Access  *Access
+	// Guard authorizes every call (cluster mTLS, service tokens, S3
+	// identities); nil = no check (in-process services in tests and
+	// benchmarks only).
+	Guard *access.Guard
+	// Keys sign the service tokens of the catalog's own calls to volume
+	// pushdown services (nil: calls carry none).
+	Keys *access.Keys
+	// Tracker invalidates cached footers, bitmaps and holders of rewritten
+	// files (nil: entries are trusted by path and size).
+	Tracker *freshness.Tracker
 	holders *lru.Cache[string, holder]
 	started time.Time
+
+	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
+	// this process, advertised by Status ("" when unknown).
+	IcebergURL, S3URL string
 }
 
 // holder is the cached volume server holding most of a file's bytes.
@@ -107,15 +120,16 @@ type holder struct {
 const HolderTTL = time.Minute
 
 // New returns a catalog Service reading through reader.
-func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Reader, cfg Config) *Service {
+func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Reader, cfg Config, tracker *freshness.Tracker) *Service {
 	open := func(ctx context.Context, id footer.Identity) (footer.Source, error) {
 		f, err := reader.Open(ctx, id.Path)
 		if err != nil {
 			return nil, err
 		}
-		return fileSource{f}, nil
+		return indexstore.Source(f), nil
 	}
 	cache := footer.NewCache("catalog", cfg.FooterCacheBytes, open)
+	cache.Tracker = tracker
 	if cfg.TrustMode == pushdown_pb.TrustMode_TRUST_MODE_UNSPECIFIED {
 		cfg.TrustMode = pushdown_pb.TrustMode_CONNECTOR_TRUSTED
 	}
@@ -128,9 +142,9 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		Address: address, Filer: filer, Watcher: watcher, TrustMode: cfg.TrustMode,
 		Config: cfg, Tables: tables.New(reader, cfg.Warehouse, cfg.MaxManifests), Footers: cache,
 		Planner: &plan.Planner{Cache: cache}, Trust: Trust{Mode: cfg.TrustMode, TokenKey: cfg.TokenKey},
-		Pool: pool, Reader: reader, holders: holders, started: time.Now(),
+		Pool: pool, Reader: reader, holders: holders, started: time.Now(), Tracker: tracker,
 		Deletes: deletes.NewComputer(indexstore.Opener(reader), indexstore.Filer{Reader: reader},
-			deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes}),
+			deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes, Tracker: tracker, Stat: reader.ETag}),
 	}
 }
 
@@ -142,7 +156,7 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 		return ""
 	}
 	h, ok := s.holders.Get(path)
-	if !ok || time.Since(h.at) > HolderTTL {
+	if !ok || time.Since(h.at) > HolderTTL || !s.Tracker.Fresh(path, h.at.UnixNano()) {
 		h = holder{at: time.Now()}
 		if f, err := s.Reader.Open(ctx, path); err == nil {
 			if hs, err := f.Holders(ctx); err == nil {
@@ -165,10 +179,3 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 	}
 	return ep.Address
 }
-
-type fileSource struct{ f *fileread.File }
-
-func (s fileSource) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	return s.f.ReadAtContext(ctx, p, off)
-}
-func (s fileSource) Size() int64 { return s.f.Size }

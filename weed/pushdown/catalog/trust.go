@@ -3,15 +3,11 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/seaweedfs/seaweedfs/weed/security"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -61,45 +57,28 @@ func (t Trust) Usable(tlsEnabled bool) bool {
 // authorizeConnector admits a connector-trusted request: the caller
 // presented a client certificate the server verified (the cluster's mTLS),
 // or a token signed with the cluster's filer signing key whose allowed
-// prefixes, when present, cover every file of the request.
-func (t Trust) authorizeConnector(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest) error {
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
-			return nil
+// prefixes, when present, cover every file of the request. An S3 identity
+// is not enough: it could omit delete files.
+func (t Trust) authorizeConnector(ctx context.Context, _ *access.Caller, req *pushdown_pb.ParquetPushdownRequest) error {
+	caller, err := (&access.Guard{Keys: access.NewKeys(t.TokenKey)}).Authenticate(ctx, "Plan", req)
+	if err != nil || caller.Kind == access.S3 {
+		if access.BearerToken(ctx) != "" && err != nil {
+			return perr.New(perr.PermissionDenied, "connector-trusted mode: %v", err)
 		}
-	}
-	tok := bearerToken(ctx)
-	if tok == "" {
 		if len(t.TokenKey) == 0 {
 			return perr.New(perr.PermissionDenied, "connector-trusted mode accepts client-resolved data files only over the cluster's gRPC mTLS ([grpc] ca and [grpc.s3] cert/key in security.toml) or with a bearer token signed with [jwt.filer_signing] key, and neither is configured; send no data_files (the catalog resolves the snapshot) or run the catalog with -pushdown.trustMode=catalog-validated")
 		}
 		return perr.New(perr.PermissionDenied, "connector-trusted mode: client-resolved data files need a client certificate (mTLS) or an \"authorization: Bearer <jwt>\" metadata entry signed with [jwt.filer_signing] key")
 	}
-	if len(t.TokenKey) == 0 {
-		return perr.New(perr.PermissionDenied, "connector-trusted mode: a bearer token was sent but the catalog has no [jwt.filer_signing] key to verify it")
-	}
-	claims := &security.SeaweedFilerClaims{}
-	parsed, err := security.DecodeJwt(t.TokenKey, security.EncodedJwt(tok), claims)
-	if err != nil || !parsed.Valid {
-		return perr.New(perr.PermissionDenied, "connector-trusted mode: bearer token refused: %v", err)
-	}
-	if claims.SessionId != "" {
-		return perr.New(perr.PermissionDenied, "connector-trusted mode: the bearer token is an S3 session credential, not a service token")
-	}
-	if len(claims.AllowedPrefixes) == 0 {
-		return nil
-	}
 	check := func(what, loc string) error {
-		fp, err := fileread.FilerPath(loc)
+		l, err := access.ParseLocation(loc)
 		if err != nil {
-			return perr.New(perr.InvalidArgument, "%s %q: %v", what, loc, err)
+			return perr.New(perr.KindOf(err), "%s: %w", what, err)
 		}
-		for _, pre := range claims.AllowedPrefixes {
-			if strings.HasPrefix(fp, pre) {
-				return nil
-			}
+		if !caller.Allows(l) {
+			return perr.New(perr.PermissionDenied, "%s %s is outside the token's allowed prefixes", what, perr.Quote(loc))
 		}
-		return perr.New(perr.PermissionDenied, "%s %s is outside the token's allowed prefixes %v", what, loc, claims.AllowedPrefixes)
+		return nil
 	}
 	for i, df := range req.GetDataFiles() {
 		if err := check(fmt.Sprintf("data_files[%d]", i), df.GetPath()); err != nil {
@@ -112,17 +91,4 @@ func (t Trust) authorizeConnector(ctx context.Context, req *pushdown_pb.ParquetP
 		}
 	}
 	return nil
-}
-
-func bearerToken(ctx context.Context) string {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return ""
-	}
-	for _, v := range md.Get("authorization") {
-		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-			return strings.TrimSpace(v[7:])
-		}
-	}
-	return ""
 }

@@ -7,7 +7,6 @@ import (
 	"os/signal"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 )
 
 func init() {
@@ -16,22 +15,9 @@ func init() {
 		short: `Generate the demo Iceberg table and load it into a cluster: Parquet files written with arrow-go
 (id unclustered, ts sorted, tenant_id confined to few files, status uniform, message, tags, embedding),
 uploaded through the S3 gateway and committed with iceberg-go through the Iceberg REST catalog.`,
-		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-seed S] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-seed S] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
 		run:   runDemo,
 	})
-}
-
-// endpointFlags registers the flags locating a cluster.
-func endpointFlags(fs interface {
-	String(name, value, usage string) *string
-}) func() lakeclient.Endpoints {
-	catalog := fs.String("catalog", DefaultCatalog, "catalog pushdown service address")
-	iceberg := fs.String("iceberg", "http://localhost:8181", "Iceberg REST catalog URL")
-	s3 := fs.String("s3", "http://localhost:8333", "S3 gateway URL")
-	warehouse := fs.String("warehouse", "warehouse", "table bucket")
-	return func() lakeclient.Endpoints {
-		return lakeclient.Endpoints{Catalog: *catalog, Iceberg: *iceberg, S3: *s3, Warehouse: *warehouse}.Defaults()
-	}
 }
 
 func runDemo(args []string) error {
@@ -57,7 +43,7 @@ func runDemo(args []string) error {
 	spec.Rows, spec.Files, spec.RowGroupRows, spec.PageBytes, spec.Indexed, spec.Seed = *rows, *files, *rowGroup, *page, idx, *seed
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	e := endpoints()
+	e := endpoints(ctx)
 	fmt.Printf("loading %s: %d rows in %d files (indexed: %s, seed %d) into %s through %s\n",
 		*tableName, spec.Rows, spec.Files, spec.Indexed, spec.Seed, e.Iceberg, e.S3)
 	res, err := demo.Load(ctx, demo.LoadOptions{Endpoints: e, Table: *tableName, Spec: spec, Replace: *replace, Progress: os.Stdout})

@@ -24,7 +24,7 @@ through the S3 gateway, rewriting every path onto the table's new location (as I
 rewrite-table-path does), and register it with the Iceberg REST catalog. The source folder is only read.
 Everything is checked before anything is uploaded: a path outside -strip-prefix or a missing file
 refuses the import.`,
-		usage: "-dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run] [-allow-size-mismatch] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "-dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run] [-allow-size-mismatch] [-skip-unreadable-snapshots] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
 		run:   runImport,
 	})
 }
@@ -38,6 +38,7 @@ func runImport(args []string) error {
 	replace := fs.Bool("replace", false, "drop an existing table of that name (after the upload succeeded)")
 	dryRun := fs.Bool("dry-run", false, "check and rewrite locally; upload and register nothing")
 	allowSize := fs.Bool("allow-size-mismatch", false, "import files whose size differs from their manifest entry (noted) instead of refusing the table")
+	skipUnreadable := fs.Bool(tableimport.SkipUnreadableFlag[1:], false, "import a table whose older snapshots name a missing or unreadable manifest list: leave those snapshots out (noted) instead of refusing; the current snapshot must be readable")
 	concurrency := fs.Int("concurrency", 8, "parallel uploads")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -52,8 +53,9 @@ func runImport(args []string) error {
 	bar := newUploadProgress(os.Stderr)
 	res, err := tableimport.Import(ctx, tableimport.Options{
 		Dir: *dir, Table: *tableName, StripPrefix: *strip, MetadataFile: *metadata,
-		Endpoints: endpoints(), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
-		Progress: bar.update, Log: os.Stderr,
+		Endpoints: endpoints(ctx), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
+		SkipUnreadableSnapshots: *skipUnreadable,
+		Progress:                bar.update, Log: os.Stderr,
 	})
 	bar.finish()
 	if err != nil {

@@ -50,7 +50,7 @@ func runPlan(args []string) error {
 	util.LoadSecurityConfiguration()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	e := endpoints()
+	e := endpoints(ctx)
 	req, err := BuildPlanRequest(ctx, e, *tableName, *snapshot, *where, *sel)
 	if err != nil {
 		return err

@@ -147,7 +147,7 @@ func runQuery(args []string) error {
 	}
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
-	opts := connector.Options{Endpoints: endpoints(), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force}
+	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"github.com/seaweedfs/seaweedfs/weed/util"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -52,15 +54,27 @@ func runStatus(args []string) error {
 	return nil
 }
 
-// FetchStatus calls PushdownCatalog.Status at address.
+// FetchStatus calls PushdownCatalog.Status at address, waiting (bounded by
+// ctx) for a service that is starting.
 func FetchStatus(ctx context.Context, address string) (*pushdown_pb.CatalogStatus, error) {
+	return fetchStatus(ctx, address, true)
+}
+
+func fetchStatus(ctx context.Context, address string, wait bool) (*pushdown_pb.CatalogStatus, error) {
 	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
 	defer pool.Close()
 	conn, err := pool.Get(address)
 	if err != nil {
 		return nil, err
 	}
-	st, err := pushdown_pb.NewPushdownCatalogClient(conn).Status(ctx, &pushdown_pb.StatusRequest{}, waitForReady())
+	req := &pushdown_pb.StatusRequest{}
+	// Signed with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY when set (a
+	// cluster with S3 identities answers only its identities).
+	sctx, err := lakeclient.Endpoints{}.Defaults().SignCall(ctx, address, "Status", req)
+	if err != nil {
+		return nil, err
+	}
+	st, err := pushdown_pb.NewPushdownCatalogClient(conn).Status(sctx, req, grpc.WaitForReady(wait))
 	if err != nil {
 		return nil, fmt.Errorf("catalog pushdown service at %s: %w", address, err)
 	}
@@ -76,6 +90,12 @@ func PrintStatus(w io.Writer, st *pushdown_pb.CatalogStatus) {
 	fmt.Fprintf(w, "catalog pushdown  %s  %s\n", st.GetAddress(), serving)
 	fmt.Fprintf(w, "  version         %s\n", st.GetVersion())
 	fmt.Fprintf(w, "  filer           %s\n", st.GetFiler())
+	if st.GetIcebergUrl() != "" {
+		fmt.Fprintf(w, "  iceberg REST    %s\n", st.GetIcebergUrl())
+	}
+	if st.GetS3Url() != "" {
+		fmt.Fprintf(w, "  S3 gateway      %s\n", st.GetS3Url())
+	}
 	if len(st.GetMasters()) > 0 {
 		fmt.Fprintf(w, "  masters         %v\n", st.GetMasters())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -49,6 +50,15 @@ const DefaultCacheBytes = 256 << 20
 type Options struct {
 	AllowBareDV bool  // accept deletion vectors without the deletion-vector-v1 framing
 	CacheBytes  int64 // memory cache bound; 0 = DefaultCacheBytes, < 0 = no memory cache
+	// Tracker, when set, makes cached bitmaps whose delete files changed
+	// since they were computed count as misses.
+	Tracker *freshness.Tracker
+	// Stat, when set, returns a file's current ETag: persisted bitmaps then
+	// record the ETags of the data file and of every delete file they were
+	// computed from and are trusted only while all of them still match,
+	// and nothing is persisted for a data file whose identity the service
+	// did not check (DataFile.FooterHash empty).
+	Stat func(ctx context.Context, location string) (etag string, err error)
 }
 
 // Computer computes and caches the deleted positions of data files:
@@ -83,7 +93,9 @@ func NewComputer(open Opener, store Store, o Options) *Computer {
 	if capacity < 0 {
 		capacity = 0
 	}
-	return &Computer{open: open, store: store, opt: o, lru: newBitmapLRU(capacity)}
+	lru := newBitmapLRU(capacity)
+	lru.tracker = o.Tracker
+	return &Computer{open: open, store: store, opt: o, lru: lru}
 }
 
 // Result is the outcome of Computer.Deleted.
@@ -168,20 +180,22 @@ func (r *Result) add(bm *roaring64.Bitmap, applied int, hit bool) {
 
 func (c *Computer) deletionVector(ctx context.Context, f File) (*roaring64.Bitmap, bool, error) {
 	key := "dv|" + f.Identity() + "|" + strconv.FormatInt(f.RecordCount, 10) + "|" + strconv.FormatBool(c.opt.AllowBareDV)
-	if bm := c.lookup(key, "dv"); bm != nil {
+	inputs := []string{f.Path}
+	if bm := c.lookup(key, "dv", inputs); bm != nil {
 		return bm, true, nil
 	}
 	v, err, _ := c.flight.Do(key, func() (any, error) {
-		if bm := c.lru.get(key); bm != nil {
+		if bm := c.lru.get(key, inputs); bm != nil {
 			return bm, nil
 		}
+		loaded := freshness.Now()
 		metricRequests.WithLabelValues("dv", "miss").Inc()
 		bm, err := ReadDV(ctx, c.open, f, DVOptions{AllowBare: c.opt.AllowBareDV, ExpectedCardinality: f.RecordCount})
 		if err != nil {
 			return nil, err
 		}
 		bm.RunOptimize()
-		c.lru.put(key, bm)
+		c.lru.put(key, bm, loaded)
 		c.computedDV.Add(1)
 		return bm, nil
 	})
@@ -204,7 +218,11 @@ func positionKey(d DataFile, fs []File) string {
 func (c *Computer) positions(ctx context.Context, d DataFile, fs []File) (*roaring64.Bitmap, bool, error) {
 	key := positionKey(d, fs)
 	sk := StoreKey{Data: d, Name: PositionStoreName}
-	if bm := c.lookup(key, "position"); bm != nil {
+	inputs := make([]string, len(fs))
+	for i, f := range fs {
+		inputs[i] = f.Path
+	}
+	if bm := c.lookup(key, "position", inputs); bm != nil {
 		return bm, true, nil
 	}
 	type out struct {
@@ -212,11 +230,12 @@ func (c *Computer) positions(ctx context.Context, d DataFile, fs []File) (*roari
 		hit bool
 	}
 	v, err, _ := c.flight.Do(key, func() (any, error) {
-		if bm := c.lru.get(key); bm != nil {
+		if bm := c.lru.get(key, inputs); bm != nil {
 			return out{bm, true}, nil
 		}
-		if bm := c.load(ctx, sk, key, "position"); bm != nil {
-			c.lru.put(key, bm)
+		loaded := freshness.Now()
+		if bm := c.load(ctx, sk, key, "position", inputs); bm != nil {
+			c.lru.put(key, bm, loaded)
 			return out{bm, true}, nil
 		}
 		bm := roaring64.New()
@@ -231,8 +250,8 @@ func (c *Computer) positions(ctx context.Context, d DataFile, fs []File) (*roari
 			bm.RemoveRange(uint64(d.RecordCount), math.MaxUint64)
 		}
 		bm.RunOptimize()
-		c.lru.put(key, bm)
-		c.save(ctx, sk, key, bm)
+		c.lru.put(key, bm, loaded)
+		c.save(ctx, sk, key, bm, inputs)
 		c.computedOther.Add(1)
 		return out{bm, false}, nil
 	})
@@ -253,12 +272,14 @@ func (c *Computer) equality(ctx context.Context, d DataFile, fs []File, schema *
 	var missing []int
 	for i, f := range fs {
 		keys[i] = equalityKey(d, f, equalityFingerprint(schema, nm, f.EqualityFieldIDs))
-		if bm := c.lookup(keys[i], "equality"); bm != nil {
+		inputs := []string{f.Path}
+		if bm := c.lookup(keys[i], "equality", inputs); bm != nil {
 			res.add(bm, 1, true)
 			continue
 		}
-		if bm := c.load(ctx, StoreKey{Data: d, Name: EqualityStoreName(f)}, keys[i], "equality"); bm != nil {
-			c.lru.put(keys[i], bm)
+		loaded := freshness.Now()
+		if bm := c.load(ctx, StoreKey{Data: d, Name: EqualityStoreName(f)}, keys[i], "equality", inputs); bm != nil {
+			c.lru.put(keys[i], bm, loaded)
 			res.add(bm, 1, true)
 			continue
 		}
@@ -274,6 +295,7 @@ func (c *Computer) equality(ctx context.Context, d DataFile, fs []File, schema *
 		flightKey[j] = keys[i]
 	}
 	v, err, _ := c.flight.Do(strings.Join(flightKey, "\x00"), func() (any, error) {
+		loaded := freshness.Now()
 		bms, err := equalityDeletedAll(ctx, c.open, d, todo, schema, nm)
 		if err != nil {
 			return nil, err
@@ -283,8 +305,8 @@ func (c *Computer) equality(ctx context.Context, d DataFile, fs []File, schema *
 				bm.RemoveRange(uint64(d.RecordCount), math.MaxUint64)
 			}
 			bm.RunOptimize()
-			c.lru.put(flightKey[j], bm)
-			c.save(ctx, StoreKey{Data: d, Name: EqualityStoreName(todo[j])}, flightKey[j], bm)
+			c.lru.put(flightKey[j], bm, loaded)
+			c.save(ctx, StoreKey{Data: d, Name: EqualityStoreName(todo[j])}, flightKey[j], bm, []string{todo[j].Path})
 			c.computedOther.Add(1)
 		}
 		return bms, nil
@@ -300,8 +322,8 @@ func (c *Computer) equality(ctx context.Context, d DataFile, fs []File, schema *
 
 // lookup returns the bitmap cached in memory under key, counting the
 // request.
-func (c *Computer) lookup(key, kind string) *roaring64.Bitmap {
-	if bm := c.lru.get(key); bm != nil {
+func (c *Computer) lookup(key, kind string, inputs []string) *roaring64.Bitmap {
+	if bm := c.lru.get(key, inputs); bm != nil {
 		c.hits.Add(1)
 		metricRequests.WithLabelValues(kind, "hit").Inc()
 		return bm
@@ -311,17 +333,19 @@ func (c *Computer) lookup(key, kind string) *roaring64.Bitmap {
 }
 
 // load reads a persisted bitmap; anything unreadable counts as absent.
-func (c *Computer) load(ctx context.Context, sk StoreKey, key, kind string) *roaring64.Bitmap {
+func (c *Computer) load(ctx context.Context, sk StoreKey, key, kind string, inputs []string) *roaring64.Bitmap {
 	if c.store != nil {
-		payload, err := c.store.Load(ctx, sk)
-		switch {
-		case err != nil:
-			glog.V(1).Infof("pushdown deletes: load %s of %s: %v (recomputing)", sk.Name, sk.Data.Path, err)
-		case payload != nil:
-			if bm, ok := DecodeStored(key, payload); ok {
-				c.storeHits.Add(1)
-				metricRequests.WithLabelValues(kind, "store_hit").Inc()
-				return bm
+		if stored, ok := c.storedKey(ctx, sk, key, inputs); ok {
+			payload, err := c.store.Load(ctx, sk)
+			switch {
+			case err != nil:
+				glog.V(1).Infof("pushdown deletes: load %s of %s: %v (recomputing)", sk.Name, sk.Data.Path, err)
+			case payload != nil:
+				if bm, ok := DecodeStored(stored, payload); ok {
+					c.storeHits.Add(1)
+					metricRequests.WithLabelValues(kind, "store_hit").Inc()
+					return bm
+				}
 			}
 		}
 	}
@@ -329,17 +353,48 @@ func (c *Computer) load(ctx context.Context, sk StoreKey, key, kind string) *roa
 	return nil
 }
 
-func (c *Computer) save(ctx context.Context, sk StoreKey, key string, bm *roaring64.Bitmap) {
+func (c *Computer) save(ctx context.Context, sk StoreKey, key string, bm *roaring64.Bitmap, inputs []string) {
 	if c.store == nil {
 		return
 	}
-	payload, err := EncodeStored(key, bm)
+	stored, ok := c.storedKey(ctx, sk, key, inputs)
+	if !ok {
+		return
+	}
+	payload, err := EncodeStored(stored, bm)
 	if err == nil {
 		err = c.store.Save(ctx, sk, payload)
 	}
 	if err != nil {
 		glog.V(1).Infof("pushdown deletes: save %s of %s: %v", sk.Name, sk.Data.Path, err)
 	}
+}
+
+// storedKey is the key a persisted payload is written under and checked
+// against: the cache key and, with Options.Stat, the current ETags of the
+// data file and of every delete file it was computed from. ok is false
+// when the payload must be neither trusted nor written (an unchecked data
+// file identity, or an input that cannot be stat'ed).
+func (c *Computer) storedKey(ctx context.Context, sk StoreKey, key string, inputs []string) (string, bool) {
+	if c.opt.Stat == nil {
+		return key, true
+	}
+	if sk.Data.FooterHash == "" {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString(key)
+	b.WriteString("|etags")
+	for _, p := range append([]string{sk.Data.Path}, inputs...) {
+		etag, err := c.opt.Stat(ctx, p)
+		if err != nil {
+			glog.V(1).Infof("pushdown deletes: stat %s: %v (not using persisted bitmaps of %s)", p, err, sk.Data.Path)
+			return "", false
+		}
+		b.WriteString("|")
+		b.WriteString(strconv.Quote(etag))
+	}
+	return b.String(), true
 }
 
 // CacheStats reports the memory cache: entries, bytes, capacity, and the
@@ -353,6 +408,7 @@ func (c *Computer) CacheStats() (entries, bytes, capacity, hits, misses, evictio
 // GetSizeInBytes plus the key).
 type bitmapLRU struct {
 	capacity int64
+	tracker  *freshness.Tracker
 
 	mu        sync.Mutex
 	bytes     int64
@@ -362,26 +418,36 @@ type bitmapLRU struct {
 }
 
 type lruEntry struct {
-	key  string
-	bm   *roaring64.Bitmap
-	size int64
+	key    string
+	bm     *roaring64.Bitmap
+	size   int64
+	loaded int64 // freshness.Now() before its inputs were read
 }
 
 func newBitmapLRU(capacity int64) *bitmapLRU {
 	return &bitmapLRU{capacity: capacity, order: list.New(), items: map[string]*list.Element{}}
 }
 
-func (l *bitmapLRU) get(key string) *roaring64.Bitmap {
+// get returns the bitmap of key unless one of the files it was computed
+// from (inputs) changed since.
+func (l *bitmapLRU) get(key string, inputs []string) *roaring64.Bitmap {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if el, ok := l.items[key]; ok {
+		e := el.Value.(*lruEntry)
+		for _, p := range inputs {
+			if !l.tracker.Fresh(p, e.loaded) {
+				l.remove(el)
+				return nil
+			}
+		}
 		l.order.MoveToFront(el)
-		return el.Value.(*lruEntry).bm
+		return e.bm
 	}
 	return nil
 }
 
-func (l *bitmapLRU) put(key string, bm *roaring64.Bitmap) {
+func (l *bitmapLRU) put(key string, bm *roaring64.Bitmap, loaded int64) {
 	size := int64(bm.GetSizeInBytes()) + int64(len(key))
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -391,7 +457,7 @@ func (l *bitmapLRU) put(key string, bm *roaring64.Bitmap) {
 	if old, ok := l.items[key]; ok {
 		l.remove(old)
 	}
-	l.items[key] = l.order.PushFront(&lruEntry{key: key, bm: bm, size: size})
+	l.items[key] = l.order.PushFront(&lruEntry{key: key, bm: bm, size: size, loaded: loaded})
 	l.bytes += size
 	metricBytes.Add(float64(size))
 	for l.bytes > l.capacity {

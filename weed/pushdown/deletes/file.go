@@ -1,6 +1,8 @@
 package deletes
 
 import (
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -101,12 +103,16 @@ type DataFile struct {
 	SpecID            int32
 	Partition         map[int]any
 	DataSeq           int64
+	// FooterHash is footer.Footer.Hash of the file as it is now (set by the
+	// service after checking the file exists and matches Size and
+	// RecordCount); "" = not checked, and nothing is persisted.
+	FooterHash string
 }
 
-// Identity is "<size>-<record_count>", the <identity> directory name of the
-// file's side indexes (<parent>/.index/<file_name>/<identity>/).
+// Identity is footer.IdentityDir of the file, the <identity> directory
+// name of its side indexes (<parent>/.index/<file_name>/<identity>/).
 func (d DataFile) Identity() string {
-	return strconv.FormatInt(d.Size, 10) + "-" + strconv.FormatInt(d.RecordCount, 10)
+	return footer.IdentityDir(d.Size, d.RecordCount, d.FooterHash)
 }
 
 // Source reads a file by ranges. ReadAt follows io.ReaderAt: it returns

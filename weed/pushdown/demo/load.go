@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/sync/errgroup"
@@ -53,6 +57,11 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
+	}
+	if created, err := lakeclient.EnsureTableBucket(ctx, o.Endpoints); err != nil {
+		return nil, err
+	} else if created {
+		fmt.Fprintf(progress, "created table bucket %q (it did not exist)\n", o.Endpoints.Defaults().Warehouse)
 	}
 	cat, err := lakeclient.NewIcebergCatalog(ctx, o.Endpoints)
 	if err != nil {
@@ -106,11 +115,21 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 		})
 	})
 	var mu sync.Mutex
-	paths := make([]string, o.Spec.Files)
+	dataFiles := make([]iceberg.DataFile, o.Spec.Files)
 	for w := 0; w < 8; w++ {
 		g.Go(func() error {
 			for f := range files {
 				key := fmt.Sprintf("%s/data/part-%05d.parquet", prefix, f.Index)
+				loc := "s3://" + bucket + "/" + key
+				// The manifest entry (size, column statistics) comes from
+				// the footer of the bytes in hand: iceberg-go's AddFiles
+				// would open each uploaded file with a whole-object GET
+				// and drop it after the footer, which the gateway logs as
+				// a reset connection per file.
+				df, err := table.FileToDataFile(gctx, localFile{path: loc, b: f.Bytes}, loc, tbl.Schema(), tbl.Spec(), 0, tbl.Properties())
+				if err != nil {
+					return fmt.Errorf("statistics of %s: %w", key, err)
+				}
 				if _, err := client.PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(f.Bytes)}); err != nil {
 					return fmt.Errorf("upload s3://%s/%s: %w", bucket, key, err)
 				}
@@ -119,7 +138,7 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 					idx = "page index + bloom filters on id, tenant_id"
 				}
 				mu.Lock()
-				paths[f.Index] = "s3://" + bucket + "/" + key
+				dataFiles[f.Index] = df
 				res.Bytes += int64(len(f.Bytes))
 				res.Rows += f.Rows
 				if o.Spec.Files <= 100 || (f.Index+1)%100 == 0 {
@@ -133,9 +152,11 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	res.Files = paths
+	for _, df := range dataFiles {
+		res.Files = append(res.Files, df.FilePath())
+	}
 	txn := tbl.NewTransaction()
-	if err := txn.AddFiles(ctx, res.Files, iceberg.Properties{"lakeweed.loader": "weed pushdown demo"}, false); err != nil {
+	if err := txn.AddDataFiles(ctx, dataFiles, iceberg.Properties{"lakeweed.loader": "weed pushdown demo"}); err != nil {
 		return nil, fmt.Errorf("add files to %s: %w", o.Table, err)
 	}
 	tbl, err = txn.Commit(ctx)
@@ -155,3 +176,37 @@ func splitS3(loc string) (bucket, prefix string, ok bool) {
 	bucket, prefix, found = strings.Cut(rest, "/")
 	return bucket, prefix, found && bucket != "" && prefix != ""
 }
+
+// localFile is a read-only iceberg-go IO holding one file's bytes under its
+// warehouse path, for reading the footer of a file about to be uploaded.
+type localFile struct {
+	path string
+	b    []byte
+}
+
+func (l localFile) Open(name string) (icebergio.File, error) {
+	if name != l.path {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &openBytes{Reader: bytes.NewReader(l.b), name: path.Base(name), size: int64(len(l.b))}, nil
+}
+
+func (l localFile) Remove(name string) error {
+	return &fs.PathError{Op: "remove", Path: name, Err: fs.ErrPermission}
+}
+
+// openBytes is an open localFile: its own fs.FileInfo.
+type openBytes struct {
+	*bytes.Reader
+	name string
+	size int64
+}
+
+func (f *openBytes) Close() error               { return nil }
+func (f *openBytes) Stat() (fs.FileInfo, error) { return f, nil }
+func (f *openBytes) Name() string               { return f.name }
+func (f *openBytes) Size() int64                { return f.size }
+func (f *openBytes) Mode() fs.FileMode          { return 0o444 }
+func (f *openBytes) ModTime() time.Time         { return time.Time{} }
+func (f *openBytes) IsDir() bool                { return false }
+func (f *openBytes) Sys() any                   { return nil }

@@ -138,6 +138,9 @@ type Watcher struct {
 	Interval time.Duration // between refreshes
 	Probe    time.Duration // Status probe timeout
 	GCAfter  time.Duration // unreachable this long → registry entry deleted
+	// Credentials, when set, adds the caller's proof (a service token) to
+	// the context of each Status probe.
+	Credentials func(ctx context.Context) (context.Context, error)
 
 	mu        sync.RWMutex
 	endpoints map[string]*Endpoint // by volume server
@@ -248,6 +251,12 @@ func (w *Watcher) probe(ctx context.Context, r Registration) *Endpoint {
 	}
 	pctx, cancel := context.WithTimeout(ctx, w.Probe)
 	defer cancel()
+	if w.Credentials != nil {
+		if pctx, err = w.Credentials(pctx); err != nil {
+			ep.LastError = err.Error()
+			return ep
+		}
+	}
 	st, err := pushdown_pb.NewPushdownVolumeClient(conn).Status(pctx, &pushdown_pb.StatusRequest{})
 	if err != nil {
 		ep.LastError = err.Error()

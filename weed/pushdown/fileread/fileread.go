@@ -165,9 +165,27 @@ func (f *File) Stats() Stats {
 
 // Open looks the file up and resolves its chunk manifests.
 func (r *Reader) Open(ctx context.Context, location string) (*File, error) {
-	fp, err := FilerPath(location)
+	fp, entry, err := r.lookupEntry(ctx, location)
 	if err != nil {
 		return nil, err
+	}
+	return r.OpenEntry(ctx, fp, entry)
+}
+
+// ETag returns the file's current ETag (one filer lookup, no chunk
+// resolution): what changes when its bytes are rewritten.
+func (r *Reader) ETag(ctx context.Context, location string) (string, error) {
+	_, entry, err := r.lookupEntry(ctx, location)
+	if err != nil {
+		return "", err
+	}
+	return filer.ETag(entry), nil
+}
+
+func (r *Reader) lookupEntry(ctx context.Context, location string) (string, *filer_pb.Entry, error) {
+	fp, err := FilerPath(location)
+	if err != nil {
+		return "", nil, err
 	}
 	dir, name := util.FullPath(fp).DirAndName()
 	var entry *filer_pb.Entry
@@ -181,11 +199,11 @@ func (r *Reader) Open(ctx context.Context, location string) (*File, error) {
 	})
 	if err != nil {
 		if errors.Is(err, filer_pb.ErrNotFound) {
-			return nil, fmt.Errorf("%s: %w", fp, ErrNotFound)
+			return "", nil, fmt.Errorf("%s: %w", fp, ErrNotFound)
 		}
-		return nil, fmt.Errorf("look up %s: %w", fp, err)
+		return "", nil, fmt.Errorf("look up %s: %w", fp, err)
 	}
-	return r.OpenEntry(ctx, fp, entry)
+	return fp, entry, nil
 }
 
 // OpenEntry opens an entry already looked up.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -64,6 +65,10 @@ type Cache struct {
 
 	flight singleflight.Group
 
+	// Tracker, when set, makes entries of paths changed since they were
+	// loaded count as misses (a rewrite of the same size is reloaded).
+	Tracker *freshness.Tracker
+
 	hits, misses, evictions, readBytes atomic.Int64
 	bloomHits, bloomMisses             atomic.Int64
 
@@ -77,6 +82,7 @@ type entry struct {
 	footer *Footer
 	bloom  *bloomEntry
 	size   int64
+	loaded int64 // freshness.Now() before the footer was read
 	// promoted is when the entry last moved to the front (unix ns): an
 	// entry promoted within promoteEvery is not moved again, so a plan over
 	// 10,000 hot files does not relink the list 10,000 times. Eviction
@@ -187,29 +193,47 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 	}
 	c.misses.Add(1)
 	c.mMiss.Inc()
-	v, err, _ := c.flight.Do(fmt.Sprintf("%s\x00%d", id.Path, id.Size), func() (any, error) {
+	// The load runs detached from this caller's cancellation (bounded by
+	// LoadTimeout): callers waiting for the same footer must not fail
+	// because the first of them gave up. Each caller waits on its own ctx.
+	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d", id.Path, id.Size), func() (any, error) {
 		if f := c.lookup(key); f != nil {
 			return f, nil
 		}
-		src, err := c.open(ctx, id)
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
+		defer cancel()
+		loaded := freshness.Now()
+		src, err := c.open(lctx, id)
 		if err != nil {
 			return nil, err
 		}
-		f, err := Load(ctx, id, src)
+		f, err := Load(lctx, id, src)
 		if err != nil {
 			return nil, err
 		}
 		c.recordRead(f.loadRead)
 		f.open = c.open
 		f.cache = c
-		c.insert(&entry{key: key, footer: f, size: f.size})
+		f.gen = generation.Add(1)
+		c.insert(&entry{key: key, footer: f, size: f.size, loaded: loaded})
 		return f, nil
 	})
-	if err != nil {
-		return nil, false, err
+	select {
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, false, r.Err
+		}
+		return r.Val.(*Footer), false, nil
 	}
-	return v.(*Footer), false, nil
 }
+
+// LoadTimeout bounds one footer load (shared by every caller waiting).
+const LoadTimeout = 2 * time.Minute
+
+// generation numbers footer loads.
+var generation atomic.Uint64
 
 // Peek returns the cached footer of id (counting a hit), or nil without
 // counting anything.
@@ -226,8 +250,15 @@ func (c *Cache) lookup(key cacheKey) *Footer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
+		e := el.Value.(*entry)
+		if !c.Tracker.Fresh(key.Path, e.loaded) {
+			c.lru.Remove(el)
+			delete(c.items, key)
+			c.bytes -= e.size
+			return nil
+		}
 		promote(c.lru, el)
-		return el.Value.(*entry).footer
+		return e.footer
 	}
 	return nil
 }
@@ -292,7 +323,7 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 			}
 		}
 	}
-	key := cacheKey{Identity: f.ID, bloom: true, rg: rg, col: col}
+	key := cacheKey{Identity: f.ID, bloom: true, rg: rg, col: col, gen: f.gen}
 	if e, ok := c.blooms.get(key); ok {
 		if slot != nil && f.cache == c {
 			w := weak.Make(e)
@@ -305,8 +336,10 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 	}
 	c.bloomMisses.Add(1)
 	c.mBloomMiss.Inc()
-	v, err, _ := c.flight.Do(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col), func() (any, error) {
-		bf, err := f.ReadBloomFilter(ctx, rg, col)
+	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col, f.gen), func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
+		defer cancel()
+		bf, err := f.ReadBloomFilter(lctx, rg, col)
 		if err != nil && perr.IsContext(err) {
 			return nil, err // not cached: the next query retries
 		}
@@ -323,9 +356,28 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 		}
 		return be, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		be := r.Val.(*bloomEntry)
+		return be.bf, be.err
 	}
-	be := v.(*bloomEntry)
-	return be.bf, be.err
+}
+
+// Identify checks the file at path exists with size bytes and rows rows
+// (rows < 0: any) and returns its footer hash — with path, size and rows the
+// identity side-index payloads and persisted bitmaps are kept under.
+func (c *Cache) Identify(ctx context.Context, path string, size, rows int64) (string, error) {
+	f, _, err := c.Get(ctx, Identity{Path: path, Size: size})
+	if err != nil {
+		return "", err
+	}
+	if rows >= 0 && f.NumRows() != rows {
+		return "", perr.New(perr.FailedPrecondition, "%s holds %d rows, the request says %d: the file changed or the request is wrong", path, f.NumRows(), rows)
+	}
+	return f.Hash, nil
 }

@@ -20,10 +20,13 @@ package footer
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -49,12 +52,27 @@ type Identity struct {
 	Size int64
 }
 
+// IdentityDir is the one identity rule of the project: the <identity>
+// folder name of a data file's side indexes and persisted delete bitmaps
+// (<parent>/.index/<file name>/<identity>/), "<size>-<rows>-<footer hash>".
+// A file rewritten with other bytes gets another folder, so what was built
+// for the old bytes is never found for the new ones. An empty hash (the
+// footer was not read) gives "<size>-<rows>", which nothing persists under.
+func IdentityDir(size, rows int64, hash string) string {
+	s := strconv.FormatInt(size, 10) + "-" + strconv.FormatInt(rows, 10)
+	if hash != "" {
+		s += "-" + hash
+	}
+	return s
+}
+
 // cacheKey identifies a cache entry: a footer (bloom == false) or the bloom
 // filter of one column chunk.
 type cacheKey struct {
 	Identity
 	bloom   bool
 	rg, col int
+	gen     uint64 // bloom entries: the generation of the footer they belong to
 }
 
 func (id Identity) key() cacheKey { return cacheKey{Identity: id} }
@@ -93,6 +111,11 @@ type Chunk struct {
 type Footer struct {
 	ID   Identity
 	Meta *metadata.FileMetaData
+	// Hash is the hex SHA-256 (first 16 bytes) of the Thrift FileMetaData
+	// bytes: with the path, size and row count it names this version of
+	// the file (IdentityDir), so a rewrite of the same size is told apart.
+	Hash string
+	gen  uint64 // unique per load: a reloaded footer never meets the old one's blooms
 	// Chunks[rg][col] is the layout of every column chunk.
 	Chunks       [][]Chunk
 	hasPageIndex bool
@@ -349,7 +372,8 @@ func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "%s: %v", id.Path, err)
 	}
-	f := &Footer{ID: id, Meta: md, Chunks: chunks, MetaOffset: metaOffset, MetaLength: metaLen}
+	sum := sha256.Sum256(raw)
+	f := &Footer{ID: id, Meta: md, Chunks: chunks, MetaOffset: metaOffset, MetaLength: metaLen, Hash: hex.EncodeToString(sum[:16])}
 	for _, rg := range chunks {
 		for _, c := range rg {
 			if c.OffsetIndex != nil {

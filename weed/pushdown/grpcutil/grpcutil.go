@@ -22,12 +22,14 @@ import (
 // MaxMessageBytes bounds request and response messages of both services.
 const MaxMessageBytes = 256 << 20
 
-// ServerOptions returns the gRPC server options for a pushdown service. TLS
-// follows SeaweedFS's security.toml: the [grpc.<component>] cert/key, with
-// client certificates checked against [grpc] ca when configured.
-func ServerOptions(component string) []grpc.ServerOption {
+// ServerOptions returns the gRPC server options for a pushdown service
+// receiving requests of at most maxRequest bytes (a larger one is refused
+// from its length prefix, before it is read). TLS follows SeaweedFS's
+// security.toml: the [grpc.<component>] cert/key, with client certificates
+// checked against [grpc] ca when configured.
+func ServerOptions(component string, maxRequest int) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxRecvMsgSize(maxRequest),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(UnaryErrorInterceptor),
 	}
@@ -56,7 +58,7 @@ func UnaryErrorInterceptor(ctx context.Context, req any, info *grpc.UnaryServerI
 	defer func() {
 		if r := recover(); r != nil {
 			glog.Errorf("pushdown: panic in %s: %v", info.FullMethod, r)
-			resp, err = nil, status.Errorf(codes.Internal, "internal error in %s: %v", info.FullMethod, r)
+			resp, err = nil, status.Error(codes.Internal, bounded(fmt.Sprintf("internal error in %s: %v", info.FullMethod, r)))
 		}
 	}()
 	resp, err = handler(ctx, req)
@@ -76,16 +78,35 @@ func ToStatus(err error) error {
 	var e *perr.Error
 	switch {
 	case errors.As(err, &e):
-		return status.Error(Code(e.Kind), err.Error())
+		return status.Error(Code(e.Kind), bounded(err.Error()))
 	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
+		return status.Error(codes.Canceled, bounded(err.Error()))
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
+		return status.Error(codes.DeadlineExceeded, bounded(err.Error()))
 	}
-	if _, ok := status.FromError(err); ok {
+	if st, ok := status.FromError(err); ok {
+		if len(st.Message()) > MaxErrorMessage {
+			return status.Error(st.Code(), bounded(st.Message()))
+		}
 		return err
 	}
-	return status.Error(codes.Internal, err.Error())
+	return status.Error(codes.Internal, bounded(err.Error()))
+}
+
+// MaxErrorMessage bounds a status message: messages quote client input
+// through perr.Quote, and this is the last line of defence against one
+// that does not.
+const MaxErrorMessage = 2048
+
+func bounded(msg string) string {
+	if len(msg) <= MaxErrorMessage {
+		return msg
+	}
+	cut := MaxErrorMessage
+	for cut > 0 && msg[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s… (message of %d bytes cut)", msg[:cut], len(msg))
 }
 
 // Code is the gRPC code of an error kind.

@@ -91,6 +91,15 @@ func Opener(reader *fileread.Reader) deletes.Opener {
 	}
 }
 
+// Source adapts an opened file to the readers of the delete engine and the
+// footer cache.
+func Source(f *fileread.File) interface {
+	deletes.Source
+	Size() int64
+} {
+	return source{f}
+}
+
 type source struct{ f *fileread.File }
 
 func (s source) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {

@@ -5,8 +5,6 @@ package lakeclient
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -26,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 )
 
 // Endpoints locate one cluster's services.
@@ -129,16 +128,20 @@ func NewIcebergCatalog(ctx context.Context, e Endpoints) (*rest.Catalog, error) 
 // identities) and returns ctx carrying the signature as gRPC metadata.
 // Without credentials ctx is returned as is (anonymous).
 func (e Endpoints) SignPlan(ctx context.Context, catalogAddr string, req *pushdown_pb.ParquetPushdownRequest) (context.Context, error) {
+	return e.SignCall(ctx, catalogAddr, "Plan", req)
+}
+
+// SignCall signs a call of method (as "Plan", "ReadRanges",
+// "ComputeDeletes", "Status") to the pushdown service at addr the same way.
+func (e Endpoints) SignCall(ctx context.Context, addr, method string, req proto.Message) (context.Context, error) {
 	if e.AccessKey == "" {
 		return ctx, nil
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	hash, err := access.PayloadHash(req)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(b)
-	hash := hex.EncodeToString(sum[:])
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+catalogAddr+"/pushdown/Plan", nil)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+access.SignedPath(method), nil)
 	if err != nil {
 		return nil, err
 	}

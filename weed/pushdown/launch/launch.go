@@ -57,6 +57,8 @@ type flags struct {
 	trustMode      *string
 	allowBareDV    *bool
 	deleteCacheMB  *int // volume side
+	maxRequestMB   *int
+	s3Config       *string // volume command: the S3 identity file
 }
 
 // catalogConfig turns the flags into the catalog's configuration.
@@ -127,10 +129,14 @@ func install(cmd *command.Command, k kind) {
 		f.trustMode = cmd.Flag.String("pushdown.trustMode", catalog.TrustConnector, "who may send client-resolved plans (data_files): "+catalog.TrustConnector+
 			" (accepted as given, only over the cluster's gRPC mTLS or with a token signed with security.toml's [jwt.filer_signing] key) or "+
 			catalog.TrustValidated+" (every file and delete list checked against the snapshot's manifests)")
+		f.maxRequestMB = cmd.Flag.Int("pushdown.maxRequestMB", pdserver.CatalogMaxRequestBytes>>20, "largest Plan request accepted, in MiB (a larger one is refused before it is read)")
 		f.allowBareDV = cmd.Flag.Bool("pushdown.allowBareDeletionVectors", false, "accept deletion vectors written as bare roaring bitmaps without the deletion-vector-v1 framing (length, magic, CRC) by older writers")
 	}
 	if k.volume {
 		f.volumePort = cmd.Flag.Int("pushdown.volume.port", 0, fmt.Sprintf("volume pushdown gRPC port (0 = volume gRPC port + %d)", VolumePortOffset))
+		if k.name == "volume" {
+			f.s3Config = cmd.Flag.String("pushdown.s3.config", "", "the S3 gateway's static identity file (its -s3.config), if it has one: calls signed with S3 credentials are checked against the same identities (identities kept in the filer are always used)")
+		}
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run
@@ -267,7 +273,8 @@ func (l *launcher) startCatalog() {
 	}
 	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
-		Config: cfg, S3ConfigFile: l.s3ConfigFile(),
+		Config: cfg, S3ConfigFile: l.s3ConfigFile(), MaxRequestBytes: *l.flags.maxRequestMB << 20,
+		IcebergURL: l.icebergURL(advertise), S3URL: l.s3URL(advertise),
 	})
 	if err != nil {
 		fatal(err)
@@ -275,12 +282,45 @@ func (l *launcher) startCatalog() {
 	register(func() { c.Stop(StopTimeout) })
 }
 
+// s3Flag is the name of an S3 gateway flag on this command: the s3
+// command's own flags, the other commands' s3.* flags.
+func (l *launcher) s3Flag(name string) string {
+	if l.kind.name == "s3" {
+		return name
+	}
+	return "s3." + name
+}
+
 // s3ConfigFile is the S3 gateway's static identity file flag.
 func (l *launcher) s3ConfigFile() string {
-	if l.kind.name == "s3" {
-		return l.str("config")
+	if l.kind.name == "volume" {
+		return *l.flags.s3Config
 	}
-	return l.str("s3.config")
+	return l.str(l.s3Flag("config"))
+}
+
+// s3URL is the S3 gateway's URL at the advertised host: https when it
+// serves TLS on its main port.
+func (l *launcher) s3URL(host string) string {
+	port := l.num(l.s3Flag("port"))
+	if port == 0 {
+		return ""
+	}
+	scheme := "http"
+	if l.str(l.s3Flag("cert.file")) != "" && l.num(l.s3Flag("port.https")) == 0 {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// icebergURL is the Iceberg REST catalog's URL at the advertised host, ""
+// when the command runs none.
+func (l *launcher) icebergURL(host string) string {
+	port := l.num(l.s3Flag("port.iceberg"))
+	if port == 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 func (l *launcher) volumeAddresses() (httpAddr string, grpcAddr string, masters []pb.ServerAddress) {
@@ -319,7 +359,7 @@ func (l *launcher) startVolume() {
 	advertise, bind := l.ip()
 	opts := pdserver.VolumePushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: port, VolumeServer: httpAddr, Masters: masters,
-		DeleteCacheBytes: int64(*l.flags.deleteCacheMB) << 20,
+		DeleteCacheBytes: int64(*l.flags.deleteCacheMB) << 20, S3ConfigFile: l.s3ConfigFile(),
 	}
 	if l.kind.name != "volume" && (l.kind.name == "mini" || l.boolean("filer")) {
 		opts.Filer = l.filerAddress()

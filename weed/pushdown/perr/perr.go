@@ -87,3 +87,21 @@ func KindOf(err error) Kind {
 func IsContext(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
+
+// MaxQuoted is how much of a client-supplied string an error message
+// quotes.
+const MaxQuoted = 64
+
+// Quote quotes client input for an error message: at most MaxQuoted bytes
+// of it, and its length when it is longer, so a message never echoes an
+// unbounded string back.
+func Quote(s string) string {
+	if len(s) <= MaxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := MaxQuoted
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}

@@ -164,6 +164,11 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 	if field, ok := fc.table.Schema.FindFieldByID(l.FieldID); ok && field.InitialDefault != nil {
 		return prune.ColumnStats{}, true
 	}
+	if fc.table.identitySource(l.FieldID) {
+		// Rows read the file's identity-partition value (the manifest tier
+		// decided on it), not NULL.
+		return prune.ColumnStats{}, true
+	}
 	return prune.AllNull(), true
 }
 
@@ -262,4 +267,17 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		return prune.CannotMatch
 	})
 	return v, ctxErr
+}
+
+// identitySource reports whether some partition spec of the table
+// partitions by identity on field id.
+func (t *Table) identitySource(id int) bool {
+	for _, spec := range t.Specs {
+		for _, pf := range spec.FieldsBySourceID(id) {
+			if _, ok := pf.Transform.(iceberg.IdentityTransform); ok {
+				return true
+			}
+		}
+	}
+	return false
 }

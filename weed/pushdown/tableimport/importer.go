@@ -34,7 +34,10 @@ type Options struct {
 	// AllowSizeMismatch imports files whose size differs from their
 	// manifest entry's file_size_in_bytes instead of refusing the table.
 	AllowSizeMismatch bool
-	Concurrency       int // parallel uploads (default 8)
+	// SkipUnreadableSnapshots leaves out the snapshots whose manifest list
+	// cannot be read (see PrepareOptions).
+	SkipUnreadableSnapshots bool
+	Concurrency             int // parallel uploads (default 8)
 	// Progress is called as bytes are uploaded (may be nil).
 	Progress func(done, total int64)
 	// Log receives one line per step (may be nil).
@@ -78,7 +81,7 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 	e := o.Endpoints.Defaults()
 	location := TableLocation(e.Warehouse, ident, uuid.New())
 	plan, err := Prepare(PrepareOptions{Dir: o.Dir, StripPrefix: o.StripPrefix, MetadataFile: o.MetadataFile, Location: location,
-		AllowSizeMismatch: o.AllowSizeMismatch})
+		AllowSizeMismatch: o.AllowSizeMismatch, SkipUnreadableSnapshots: o.SkipUnreadableSnapshots})
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +97,11 @@ func Import(ctx context.Context, o Options) (*Result, error) {
 		return res, nil
 	}
 
+	if created, err := lakeclient.EnsureTableBucket(ctx, e); err != nil {
+		return nil, fmt.Errorf("%w; nothing was imported", err)
+	} else if created {
+		logf("created table bucket %q (it did not exist)", e.Warehouse)
+	}
 	cat, err := lakeclient.NewIcebergCatalog(ctx, e)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", e.Iceberg, err)
@@ -284,6 +292,9 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "  rewritten: %d paths in %d files\n", r.PathsRewritten, r.rewrittenFiles())
 	fmt.Fprintf(&b, "  location:  %s\n", r.Location)
 	fmt.Fprintf(&b, "  metadata:  %s\n", r.MetadataLocation)
+	if r.SkippedSnapshots > 0 {
+		fmt.Fprintf(&b, "  skipped:   %d unreadable snapshots (see the note above)\n", r.SkippedSnapshots)
+	}
 	if r.Unreferenced > 0 {
 		fmt.Fprintf(&b, "  left out:  %d files in the folder that the table does not reference\n", r.Unreferenced)
 	}

@@ -49,6 +49,7 @@ type Plan struct {
 	PathsRewritten   int
 	Objects          []Object
 	Unreferenced     int      // files in the folder no metadata names (not copied)
+	SkippedSnapshots int      // unreadable snapshots left out (SkipUnreadableSnapshots)
 	Notes            []string // things the user should know (skipped history files...)
 	staging          string
 }
@@ -83,6 +84,7 @@ func (p *Plan) Close() error {
 // imported when there is any.
 type ProblemsError struct {
 	Problems []string
+	Hint     string // how to import anyway, when there is a way
 }
 
 func (e *ProblemsError) Error() string {
@@ -92,8 +94,12 @@ func (e *ProblemsError) Error() string {
 		more = fmt.Sprintf("\n  ... and %d more", len(shown)-maxProblemsInMessage)
 		shown = shown[:maxProblemsInMessage]
 	}
-	return fmt.Sprintf("refusing to import: %d problem(s) in the source table, nothing was imported:\n  %s%s",
-		len(e.Problems), strings.Join(shown, "\n  "), more)
+	hint := ""
+	if e.Hint != "" {
+		hint = "\n" + e.Hint
+	}
+	return fmt.Sprintf("refusing to import: %d problem(s) in the source table, nothing was imported:\n  %s%s%s",
+		len(e.Problems), strings.Join(shown, "\n  "), more, hint)
 }
 
 // PrepareOptions say what to prepare.
@@ -106,6 +112,11 @@ type PrepareOptions struct {
 	// manifest entry says (noted, not refused). Readers that trust the
 	// manifest's size (to find a Parquet footer) may fail on them.
 	AllowSizeMismatch bool
+	// SkipUnreadableSnapshots leaves out (with a note) the snapshots whose
+	// manifest list, or a manifest it names, is missing or does not decode,
+	// instead of refusing the table. The current snapshot and branch heads
+	// must still be readable.
+	SkipUnreadableSnapshots bool
 }
 
 // sourceFile is one distinct file the table names.
@@ -254,6 +265,17 @@ func (p *preparer) note(orig, kind, context string, needed bool, declaredSize in
 
 func (p *preparer) run(doc *jsonObject, mdPath, keyPrefix string) error {
 	plan := p.plan
+	unreadable := p.unreadableSnapshots(doc)
+	if p.o.SkipUnreadableSnapshots && len(unreadable) > 0 {
+		p.dropSnapshots(doc, unreadable)
+	}
+	refusal := func() error {
+		e := &ProblemsError{Problems: p.problems}
+		if !p.o.SkipUnreadableSnapshots && len(unreadable) > 0 && !p.currentUnreadable(doc, unreadable) {
+			e.Hint = fmt.Sprintf("%d snapshot(s) cannot be read but the current one can: %s imports the readable snapshots and notes the others", len(unreadable), SkipUnreadableFlag)
+		}
+		return e
+	}
 	refs, n := rewriteMetadataDoc(doc, p.rl, func(what, path string, err error) {
 		p.problem("metadata %s: %v", what, err)
 	})
@@ -384,7 +406,7 @@ func (p *preparer) run(doc *jsonObject, mdPath, keyPrefix string) error {
 		previous = append(previous, previousMetadata{f: f, doc: obj})
 	}
 	if len(p.problems) > 0 {
-		return &ProblemsError{Problems: p.problems}
+		return refusal()
 	}
 
 	// Everything is there: rewrite into the staging folder.
@@ -463,7 +485,7 @@ func (p *preparer) run(doc *jsonObject, mdPath, keyPrefix string) error {
 		plan.Objects = append(plan.Objects, Object{Key: key(rel), Source: dst, Size: rw.size, Kind: f.kind, Rewritten: true})
 	}
 	if len(p.problems) > 0 {
-		return &ProblemsError{Problems: p.problems}
+		return refusal()
 	}
 	// Manifest entries name files by their own spelling; map each spelling.
 	bySpelling := func(orig string) (rewrittenDeleteFile, bool) {
@@ -536,7 +558,7 @@ func (p *preparer) run(doc *jsonObject, mdPath, keyPrefix string) error {
 		plan.Objects = append(plan.Objects, Object{Key: key(rel), Source: dst, Size: int64(len(b)), Kind: KindManifestList, Rewritten: true})
 	}
 	if len(p.problems) > 0 {
-		return &ProblemsError{Problems: p.problems}
+		return refusal()
 	}
 
 	// Files copied byte for byte.

@@ -67,27 +67,60 @@ type Table struct {
 	Meta             table.Metadata
 }
 
-// SplitName splits "ns.table" (multi-level namespaces: "a.b.table") into
-// the namespace directory and table name, as s3tables stores them.
-func SplitName(name string) (ns, tbl string, err error) {
+// Name is a validated table name: nothing in it can leave the warehouse.
+type Name struct {
+	Warehouse string // table bucket
+	Namespace string // "a" or "a.b" for multi-level namespaces, as s3tables stores them
+	Table     string
+	Full      string // namespace.table as requested
+}
+
+// ParseName validates a request's warehouse (defaultWarehouse when empty)
+// and "ns.table" (multi-level namespaces: "a.b.table") without looking
+// anything up: every part non-empty, no "/" or "\\", no "." or ".." parts,
+// no control characters.
+func ParseName(warehouse, name, defaultWarehouse string) (Name, error) {
+	if warehouse == "" {
+		warehouse = defaultWarehouse
+	}
+	if err := checkPart("warehouse", warehouse); err != nil {
+		return Name{}, err
+	}
 	i := strings.LastIndexByte(name, '.')
 	if i <= 0 || i == len(name)-1 {
-		return "", "", perr.New(perr.InvalidArgument, "table %q: want namespace.table", name)
+		return Name{}, perr.New(perr.InvalidArgument, "table %s: want namespace.table", perr.Quote(name))
 	}
-	return name[:i], name[i+1:], nil
+	for _, p := range strings.Split(name, ".") {
+		if err := checkPart("table "+perr.Quote(name)+": name part", p); err != nil {
+			return Name{}, err
+		}
+	}
+	return Name{Warehouse: warehouse, Namespace: name[:i], Table: name[i+1:], Full: name}, nil
+}
+
+func checkPart(what, p string) error {
+	switch {
+	case p == "":
+		return perr.New(perr.InvalidArgument, "%s is empty", what)
+	case p == "." || p == "..":
+		return perr.New(perr.InvalidArgument, "%s %q is not a name", what, p)
+	case strings.ContainsAny(p, "/\\"):
+		return perr.New(perr.InvalidArgument, "%s %s holds a path separator", what, perr.Quote(p))
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] == 0x7f {
+			return perr.New(perr.InvalidArgument, "%s %s holds a control character", what, perr.Quote(p))
+		}
+	}
+	return nil
 }
 
 // Load resolves the table's current metadata.
-func (r *Resolver) Load(ctx context.Context, warehouse, name string) (*Table, error) {
-	if warehouse == "" {
-		warehouse = r.DefaultWarehouse
-	}
-	ns, tbl, err := SplitName(name)
-	if err != nil {
-		return nil, err
-	}
+func (r *Resolver) Load(ctx context.Context, n Name) (*Table, error) {
+	warehouse, ns, tbl := n.Warehouse, n.Namespace, n.Table
+	name := perr.Quote(n.Full) // as messages name it
 	var entry *filer_pb.Entry
-	err = r.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
+	err := r.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
 		resp, err := filer_pb.LookupEntry(ctx, c, &filer_pb.LookupDirectoryEntryRequest{Directory: s3tables.GetNamespacePath(warehouse, ns), Name: tbl})
 		if err != nil {
 			return err
@@ -97,13 +130,13 @@ func (r *Resolver) Load(ctx context.Context, warehouse, name string) (*Table, er
 	})
 	if err != nil {
 		if errors.Is(err, filer_pb.ErrNotFound) {
-			return nil, perr.New(perr.NotFound, "table %s not found in warehouse %q", name, warehouse)
+			return nil, perr.New(perr.NotFound, "table %s not found in warehouse %s", name, perr.Quote(warehouse))
 		}
 		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("look up table %s: %w", name, err))
 	}
 	ext := entry.GetExtended()
 	if s3tables.EntryType(ext) != s3tables.EntryTypeTable {
-		return nil, perr.New(perr.NotFound, "%s in warehouse %q is not a table", name, warehouse)
+		return nil, perr.New(perr.NotFound, "%s in warehouse %s is not a table", name, perr.Quote(warehouse))
 	}
 	if c := string(ext[s3tables.ExtendedKeyDeleting]); c != "" {
 		return nil, perr.New(perr.NotFound, "table %s is not ready (%s in progress)", name, c)
@@ -122,7 +155,7 @@ func (r *Resolver) Load(ctx context.Context, warehouse, name string) (*Table, er
 	if err != nil {
 		return nil, err
 	}
-	return &Table{Warehouse: warehouse, Name: name, MetadataLocation: rec.MetadataLocation, Meta: md}, nil
+	return &Table{Warehouse: warehouse, Name: n.Full, MetadataLocation: rec.MetadataLocation, Meta: md}, nil
 }
 
 func (r *Resolver) metadataAt(ctx context.Context, loc string) (table.Metadata, error) {

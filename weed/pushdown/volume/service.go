@@ -1,20 +1,31 @@
 // Package volume implements the PushdownVolume gRPC service that runs beside
 // a volume server: the "hands" of the design. It reads file bytes next to the
-// data (preferring the chunks its own volume server holds) and, as later
-// tiers land, evaluates side indexes, delete bitmaps and vector distances.
+// data (preferring the chunks its own volume server holds) and computes
+// delete bitmaps there; side indexes and vector distances come next.
 //
-//	catalog / connector ──gRPC──▶ Service ──▶ fileread.Reader ──▶ local volume server
-//	                                                     └──────▶ other replicas
+//	catalog / connector ──gRPC──▶ access.Guard: who calls? may it read each file named?
+//	                                   │ (only files inside table buckets)
+//	                                   ▼
+//	                              Service ──▶ fileread.Reader ──▶ local volume server
+//	                                   │                   └──▶ other replicas
+//	                                   └──▶ footer.Cache: a data file's identity before anything is written under its .index/
 package volume
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // Limits bound what one request may ask of the service.
@@ -31,6 +42,10 @@ var DefaultLimits = Limits{MaxReadRanges: 100000, MaxReadBytes: 128 << 20, MaxDe
 // DefaultDeleteCacheBytes is the default memory for cached delete bitmaps.
 const DefaultDeleteCacheBytes = 256 << 20
 
+// FooterCacheBytes bounds the footers the service keeps to check data file
+// identities.
+const FooterCacheBytes = 32 << 20
+
 // Service implements pushdown_pb.PushdownVolumeServer.
 type Service struct {
 	pushdown_pb.UnimplementedPushdownVolumeServer
@@ -40,10 +55,16 @@ type Service struct {
 	Filer        string // filer this service reads through
 	Reader       *fileread.Reader
 	Limits       Limits
+	// Guard authorizes every call (required: a service without one refuses
+	// all calls).
+	Guard *access.Guard
+	// Tracker invalidates cached footers and bitmaps of rewritten files.
+	Tracker *freshness.Tracker
 	// DeleteCacheBytes bounds the in-memory delete bitmap cache.
 	DeleteCacheBytes int64
 	started          time.Time
 
+	footers                    *footer.Cache
 	open                       deletes.Opener
 	store                      deletes.Store
 	mu                         sync.Mutex
@@ -52,7 +73,28 @@ type Service struct {
 
 // New returns a Service reading through reader.
 func New(address, volumeServer, filer string, reader *fileread.Reader) *Service {
+	open := func(ctx context.Context, id footer.Identity) (footer.Source, error) {
+		f, err := reader.Open(ctx, id.Path)
+		if err != nil {
+			return nil, err
+		}
+		return indexstore.Source(f), nil
+	}
 	return &Service{Address: address, VolumeServer: volumeServer, Filer: filer, Reader: reader,
 		Limits: DefaultLimits, DeleteCacheBytes: DefaultDeleteCacheBytes, started: time.Now(),
-		open: indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
+		footers: footer.NewCache("volume", FooterCacheBytes, open),
+		open:    indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
+}
+
+// SetTracker makes the service's caches follow t.
+func (s *Service) SetTracker(t *freshness.Tracker) {
+	s.Tracker = t
+	s.footers.Tracker = t
+}
+
+func (s *Service) authenticate(ctx context.Context, method string, req proto.Message) (*access.Caller, error) {
+	if s.Guard == nil {
+		return nil, perr.New(perr.PermissionDenied, "%s: this volume pushdown service has no access guard configured and serves no one", method)
+	}
+	return s.Guard.Authenticate(ctx, method, req)
 }

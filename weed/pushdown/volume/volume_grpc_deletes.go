@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/apache/iceberg-go"
@@ -12,6 +13,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -19,6 +21,11 @@ import (
 // delete files the catalog resolved for each: deletion vectors, merged
 // position-delete bitmaps and per-pair equality-delete bitmaps are cached
 // here and persisted beside the data (.index/).
+//
+// The caller must be allowed to read every data and delete file named, all
+// inside table buckets; a data file must exist and match the size and
+// record count the request gives before anything is computed for it, and
+// persisted bitmaps live under its current identity only.
 func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDeletesRequest) (*pushdown_pb.ComputeDeletesResponse, error) {
 	if n := len(req.GetDataFiles()); n > s.Limits.MaxDeleteFiles {
 		return nil, perr.New(perr.ResourceExhausted, "ComputeDeletes: %d data files exceed the limit of %d per call", n, s.Limits.MaxDeleteFiles)
@@ -29,6 +36,20 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 	}
 	if refs > s.Limits.MaxDeleteRefs {
 		return nil, perr.New(perr.ResourceExhausted, "ComputeDeletes: %d delete file references exceed the limit of %d per call", refs, s.Limits.MaxDeleteRefs)
+	}
+	caller, err := s.authenticate(ctx, "ComputeDeletes", req)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range req.GetDataFiles() {
+		if _, err := caller.MayRead(ctx, d.GetPath()); err != nil {
+			return nil, perr.New(perr.KindOf(err), "ComputeDeletes: data_files[%d]: %w", i, err)
+		}
+		for j, x := range d.GetDeletes() {
+			if _, err := caller.MayRead(ctx, x.GetPath()); err != nil {
+				return nil, perr.New(perr.KindOf(err), "ComputeDeletes: data_files[%d].deletes[%d]: %w", i, j, err)
+			}
+		}
 	}
 	var schema *iceberg.Schema
 	if len(req.GetSchemaJson()) > 0 {
@@ -60,6 +81,13 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 		}
 		tasks[i] = task{deletes.DataFile{Path: f.Path, Size: f.Size, RecordCount: f.RecordCount, SpecID: f.SpecID, DataSeq: f.DataSeq}, dels}
 	}
+	targets := make([]*deletes.DataFile, len(tasks))
+	for i := range tasks {
+		targets[i] = &tasks[i].data
+	}
+	if err := s.checkIdentities(ctx, targets); err != nil {
+		return nil, err
+	}
 	computer := s.deletes(req.GetAllowBareDeletionVectors())
 	out := make([]*pushdown_pb.DeletedPositions, len(tasks))
 	g, gctx := errgroup.WithContext(ctx)
@@ -86,6 +114,28 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 	return &pushdown_pb.ComputeDeletesResponse{Files: out}, nil
 }
 
+// checkIdentities checks every data file exists and is the version the
+// request describes (size, record count), and records its footer hash: the
+// identity its persisted bitmaps live under.
+func (s *Service) checkIdentities(ctx context.Context, files []*deletes.DataFile) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, d := range files {
+		g.Go(func() error {
+			hash, err := s.footers.Identify(gctx, d.Path, d.Size, d.RecordCount)
+			if errors.Is(err, fileread.ErrNotFound) {
+				return perr.New(perr.PermissionDenied, "ComputeDeletes: data file %s does not exist: deletes are computed only for existing data files", perr.Quote(d.Path))
+			}
+			if err != nil {
+				return fmt.Errorf("ComputeDeletes: %w", err)
+			}
+			d.FooterHash = hash
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // deletes returns the delete engine: strict, or accepting bare deletion
 // vectors (a separate engine, so its cache never answers strict calls).
 func (s *Service) deletes(allowBare bool) *deletes.Computer {
@@ -93,12 +143,12 @@ func (s *Service) deletes(allowBare bool) *deletes.Computer {
 	defer s.mu.Unlock()
 	if allowBare {
 		if s.bareDeletes == nil {
-			s.bareDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{AllowBareDV: true, CacheBytes: s.DeleteCacheBytes})
+			s.bareDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{AllowBareDV: true, CacheBytes: s.DeleteCacheBytes, Tracker: s.Tracker, Stat: s.Reader.ETag})
 		}
 		return s.bareDeletes
 	}
 	if s.strictDeletes == nil {
-		s.strictDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{CacheBytes: s.DeleteCacheBytes})
+		s.strictDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{CacheBytes: s.DeleteCacheBytes, Tracker: s.Tracker, Stat: s.Reader.ETag})
 	}
 	return s.strictDeletes
 }

@@ -5,14 +5,19 @@ import (
 	"errors"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
-// ReadRanges reads byte ranges of one file, preferring local chunks.
+// ReadRanges reads byte ranges of one file, preferring local chunks. The
+// caller must be allowed to read the file, which must be in a table bucket.
 func (s *Service) ReadRanges(ctx context.Context, req *pushdown_pb.ReadRangesRequest) (*pushdown_pb.ReadRangesResponse, error) {
 	if req.GetPath() == "" {
 		return nil, perr.New(perr.InvalidArgument, "ReadRanges: path is empty")
+	}
+	if len(req.GetPath()) > access.MaxPathBytes {
+		return nil, perr.New(perr.InvalidArgument, "ReadRanges: path of %d bytes exceeds the limit of %d", len(req.GetPath()), access.MaxPathBytes)
 	}
 	if n := len(req.GetRanges()); n > s.Limits.MaxReadRanges {
 		return nil, perr.New(perr.ResourceExhausted, "ReadRanges: %d ranges requested, the limit is %d", n, s.Limits.MaxReadRanges)
@@ -29,7 +34,15 @@ func (s *Service) ReadRanges(ctx context.Context, req *pushdown_pb.ReadRangesReq
 		}
 		ranges[i] = fileread.Range{Offset: r.GetOffset(), Length: r.GetLength()}
 	}
-	f, err := s.Reader.Open(ctx, req.GetPath())
+	caller, err := s.authenticate(ctx, "ReadRanges", req)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := caller.MayRead(ctx, req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.Reader.Open(ctx, loc.FilerPath)
 	if err != nil {
 		return nil, classifyOpen(err)
 	}

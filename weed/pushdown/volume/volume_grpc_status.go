@@ -9,7 +9,10 @@ import (
 )
 
 // Status reports the service, the volume server beside it and its caches.
-func (s *Service) Status(ctx context.Context, _ *pushdown_pb.StatusRequest) (*pushdown_pb.VolumeStatus, error) {
+func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*pushdown_pb.VolumeStatus, error) {
+	if _, err := s.authenticate(ctx, "Status", req); err != nil {
+		return nil, err
+	}
 	st := s.Reader.Stats()
 	caches := []*pushdown_pb.CacheStats{
 		{Name: "reads.local_bytes", Bytes: st.BytesLocal},

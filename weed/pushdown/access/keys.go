@@ -1,0 +1,186 @@
+package access
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/security"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// ServiceKeyDir and ServiceKeyName locate the cluster's service key in the
+// filer when security.toml configures no [jwt.filer_signing] key.
+const (
+	ServiceKeyDir  = "/etc/pushdown"
+	ServiceKeyName = "service.key"
+)
+
+// TokenTTL is how long a service token minted for one call is valid.
+const TokenTTL = 2 * time.Minute
+
+// MaxTokenBytes bounds a bearer token before it is parsed.
+const MaxTokenBytes = 64 << 10
+
+// Keys sign and verify service tokens (HS256, SeaweedFS's filer claims).
+type Keys struct {
+	key security.SigningKey
+}
+
+// NewKeys uses key (security.toml's [jwt.filer_signing] key).
+func NewKeys(key []byte) *Keys { return &Keys{key: key} }
+
+// FilerFunc runs fn with a filer client.
+type FilerFunc func(fn func(filer_pb.SeaweedFilerClient) error) error
+
+// LoadKeys returns the [jwt.filer_signing] key when configured; otherwise
+// the cluster's service key in the filer, created on first use.
+func LoadKeys(ctx context.Context, configured string, filer FilerFunc) (*Keys, error) {
+	if configured != "" {
+		return NewKeys([]byte(configured)), nil
+	}
+	var key []byte
+	err := filer(func(c filer_pb.SeaweedFilerClient) error {
+		for attempt := 0; attempt < 3; attempt++ {
+			resp, err := filer_pb.LookupEntry(ctx, c, &filer_pb.LookupDirectoryEntryRequest{Directory: ServiceKeyDir, Name: ServiceKeyName})
+			if err == nil {
+				if k := strings.TrimSpace(string(resp.Entry.GetContent())); len(k) >= 32 {
+					key = []byte(k)
+					return nil
+				}
+				return fmt.Errorf("%s/%s holds no usable key (%d bytes); remove it to have a new one made", ServiceKeyDir, ServiceKeyName, len(resp.Entry.GetContent()))
+			}
+			if !errors.Is(err, filer_pb.ErrNotFound) {
+				return err
+			}
+			raw := make([]byte, 32)
+			if _, err := rand.Read(raw); err != nil {
+				return err
+			}
+			now := time.Now().Unix()
+			_, err = c.CreateEntry(ctx, &filer_pb.CreateEntryRequest{Directory: ServiceKeyDir, OExcl: true, Entry: &filer_pb.Entry{
+				Name: ServiceKeyName, Content: []byte(hex.EncodeToString(raw)),
+				Attributes: &filer_pb.FuseAttributes{Mtime: now, Crtime: now, FileMode: 0o600, FileSize: 64},
+			}})
+			if err != nil {
+				// Another service made it first: read theirs.
+				continue
+			}
+		}
+		return fmt.Errorf("could not create or read %s/%s", ServiceKeyDir, ServiceKeyName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pushdown service key: %w", err)
+	}
+	return NewKeys(key), nil
+}
+
+// Token mints a service token valid for TokenTTL, allowing reads under
+// prefixes (filer paths; none = every table bucket).
+func (k *Keys) Token(prefixes []string) (string, error) {
+	if k == nil || len(k.key) == 0 {
+		return "", nil
+	}
+	claims := security.SeaweedFilerClaims{AllowedPrefixes: prefixes,
+		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(TokenTTL)), Issuer: "lakeweed-pushdown"}}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(k.key))
+}
+
+// Verify checks a bearer token and returns its allowed prefixes.
+func (k *Keys) Verify(tok string) ([]string, error) {
+	if k == nil || len(k.key) == 0 {
+		return nil, perr.New(perr.PermissionDenied, "a bearer token was sent but this service has no key to verify it")
+	}
+	if len(tok) > MaxTokenBytes {
+		return nil, perr.New(perr.PermissionDenied, "bearer token of %d bytes exceeds %d", len(tok), MaxTokenBytes)
+	}
+	claims := &security.SeaweedFilerClaims{}
+	parsed, err := security.DecodeJwt(k.key, security.EncodedJwt(tok), claims)
+	if err != nil || !parsed.Valid {
+		msg := "invalid"
+		if err != nil {
+			msg = err.Error()
+			if len(msg) > 200 {
+				msg = msg[:200]
+			}
+		}
+		return nil, perr.New(perr.PermissionDenied, "bearer token refused: %s", msg)
+	}
+	if claims.SessionId != "" {
+		return nil, perr.New(perr.PermissionDenied, "the bearer token is an S3 session credential, not a service token")
+	}
+	return claims.AllowedPrefixes, nil
+}
+
+// BearerToken returns the "authorization: Bearer <token>" of the incoming
+// call, or "".
+func BearerToken(ctx context.Context) string {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ""
+	}
+	for _, v := range md.Get("authorization") {
+		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+			return strings.TrimSpace(v[7:])
+		}
+	}
+	return ""
+}
+
+// WithToken returns ctx carrying a service token for prefixes on its
+// outgoing calls (ctx unchanged when k has no key). No prefixes allow
+// nothing; WithClusterToken allows every table bucket.
+func (k *Keys) WithToken(ctx context.Context, prefixes []string) (context.Context, error) {
+	if len(prefixes) == 0 {
+		prefixes = []string{noPath}
+	}
+	return k.withToken(ctx, prefixes)
+}
+
+// WithClusterToken returns ctx carrying an unscoped service token (for
+// calls that name no file, such as Status probes).
+func (k *Keys) WithClusterToken(ctx context.Context) (context.Context, error) {
+	return k.withToken(ctx, nil)
+}
+
+// noPath is a prefix no valid location has (ParseLocation refuses control
+// characters).
+const noPath = "\x00"
+
+func (k *Keys) withToken(ctx context.Context, prefixes []string) (context.Context, error) {
+	tok, err := k.Token(prefixes)
+	if err != nil {
+		return nil, perr.New(perr.Internal, "sign service token: %v", err)
+	}
+	if tok == "" {
+		return ctx, nil
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok), nil
+}
+
+// DirPrefixes returns the distinct parent folders ("/buckets/b/…/") of
+// locations, the prefixes a token for calls on them allows.
+func DirPrefixes(locs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range locs {
+		loc, err := ParseLocation(l)
+		if err != nil {
+			continue // refused by the callee anyway
+		}
+		dir := loc.FilerPath[:strings.LastIndexByte(loc.FilerPath, '/')+1]
+		if !seen[dir] {
+			seen[dir] = true
+			out = append(out, dir)
+		}
+	}
+	return out
+}
