@@ -2513,6 +2513,985 @@ func (x *ReadRangesResponse) GetBytesRemote() int64 {
 	return 0
 }
 
+// IndexSpec is one side index a table wants: the lakeweed.indexes table
+// property holds a JSON list of {"field-id", "kind", "params"}.
+type IndexSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FieldId       int32                  `protobuf:"varint,1,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"` // btree | bloom | page_index
+	Params        map[string]string      `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexSpec) Reset() {
+	*x = IndexSpec{}
+	mi := &file_pushdown_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexSpec) ProtoMessage() {}
+
+func (x *IndexSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexSpec.ProtoReflect.Descriptor instead.
+func (*IndexSpec) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *IndexSpec) GetFieldId() int32 {
+	if x != nil {
+		return x.FieldId
+	}
+	return 0
+}
+
+func (x *IndexSpec) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IndexSpec) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+type BuildIndexesRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	DataFiles       []*DataFileDescriptor  `protobuf:"bytes,1,rep,name=data_files,json=dataFiles,proto3" json:"data_files,omitempty"`                     // path, size_bytes, record_count
+	Indexes         []*IndexSpec           `protobuf:"bytes,2,rep,name=indexes,proto3" json:"indexes,omitempty"`                                          // built for every data file
+	SchemaJson      []byte                 `protobuf:"bytes,3,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`                  // the table schema (field types)
+	NameMappingJson []byte                 `protobuf:"bytes,4,opt,name=name_mapping_json,json=nameMappingJson,proto3" json:"name_mapping_json,omitempty"` // for files without field ids
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BuildIndexesRequest) Reset() {
+	*x = BuildIndexesRequest{}
+	mi := &file_pushdown_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuildIndexesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuildIndexesRequest) ProtoMessage() {}
+
+func (x *BuildIndexesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuildIndexesRequest.ProtoReflect.Descriptor instead.
+func (*BuildIndexesRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BuildIndexesRequest) GetDataFiles() []*DataFileDescriptor {
+	if x != nil {
+		return x.DataFiles
+	}
+	return nil
+}
+
+func (x *BuildIndexesRequest) GetIndexes() []*IndexSpec {
+	if x != nil {
+		return x.Indexes
+	}
+	return nil
+}
+
+func (x *BuildIndexesRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+func (x *BuildIndexesRequest) GetNameMappingJson() []byte {
+	if x != nil {
+		return x.NameMappingJson
+	}
+	return nil
+}
+
+type BuiltIndex struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DataFile      string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
+	FieldId       int32                  `protobuf:"varint,2,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Identity      string                 `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`                          // <size>-<rows>-<footer hash> it was built against
+	PayloadPath   string                 `protobuf:"bytes,5,opt,name=payload_path,json=payloadPath,proto3" json:"payload_path,omitempty"` // s3://… of the committed payload
+	PayloadBytes  int64                  `protobuf:"varint,6,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
+	BuildMicros   int64                  `protobuf:"varint,7,opt,name=build_micros,json=buildMicros,proto3" json:"build_micros,omitempty"`
+	Error         string                 `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"` // non-empty: the build failed (nothing visible)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BuiltIndex) Reset() {
+	*x = BuiltIndex{}
+	mi := &file_pushdown_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuiltIndex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuiltIndex) ProtoMessage() {}
+
+func (x *BuiltIndex) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuiltIndex.ProtoReflect.Descriptor instead.
+func (*BuiltIndex) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BuiltIndex) GetDataFile() string {
+	if x != nil {
+		return x.DataFile
+	}
+	return ""
+}
+
+func (x *BuiltIndex) GetFieldId() int32 {
+	if x != nil {
+		return x.FieldId
+	}
+	return 0
+}
+
+func (x *BuiltIndex) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BuiltIndex) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *BuiltIndex) GetPayloadPath() string {
+	if x != nil {
+		return x.PayloadPath
+	}
+	return ""
+}
+
+func (x *BuiltIndex) GetPayloadBytes() int64 {
+	if x != nil {
+		return x.PayloadBytes
+	}
+	return 0
+}
+
+func (x *BuiltIndex) GetBuildMicros() int64 {
+	if x != nil {
+		return x.BuildMicros
+	}
+	return 0
+}
+
+func (x *BuiltIndex) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type BuildIndexesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Built         []*BuiltIndex          `protobuf:"bytes,1,rep,name=built,proto3" json:"built,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BuildIndexesResponse) Reset() {
+	*x = BuildIndexesResponse{}
+	mi := &file_pushdown_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuildIndexesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuildIndexesResponse) ProtoMessage() {}
+
+func (x *BuildIndexesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuildIndexesResponse.ProtoReflect.Descriptor instead.
+func (*BuildIndexesResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BuildIndexesResponse) GetBuilt() []*BuiltIndex {
+	if x != nil {
+		return x.Built
+	}
+	return nil
+}
+
+// IndexProbe names one committed payload to evaluate.
+type IndexProbe struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DataFile      string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
+	SizeBytes     int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	RecordCount   int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
+	FieldId       int32                  `protobuf:"varint,4,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
+	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	Identity      string                 `protobuf:"bytes,6,opt,name=identity,proto3" json:"identity,omitempty"` // the identity the registry says it was built against
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexProbe) Reset() {
+	*x = IndexProbe{}
+	mi := &file_pushdown_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexProbe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexProbe) ProtoMessage() {}
+
+func (x *IndexProbe) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexProbe.ProtoReflect.Descriptor instead.
+func (*IndexProbe) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *IndexProbe) GetDataFile() string {
+	if x != nil {
+		return x.DataFile
+	}
+	return ""
+}
+
+func (x *IndexProbe) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *IndexProbe) GetRecordCount() int64 {
+	if x != nil {
+		return x.RecordCount
+	}
+	return 0
+}
+
+func (x *IndexProbe) GetFieldId() int32 {
+	if x != nil {
+		return x.FieldId
+	}
+	return 0
+}
+
+func (x *IndexProbe) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IndexProbe) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+type EvaluateIndexesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Probes        []*IndexProbe          `protobuf:"bytes,1,rep,name=probes,proto3" json:"probes,omitempty"`
+	PredicateKind PredicateKind          `protobuf:"varint,2,opt,name=predicate_kind,json=predicateKind,proto3,enum=pushdown_pb.PredicateKind" json:"predicate_kind,omitempty"`
+	Predicate     []byte                 `protobuf:"bytes,3,opt,name=predicate,proto3" json:"predicate,omitempty"` // the plan's predicate; leaves on a probe's field are evaluated
+	SchemaJson    []byte                 `protobuf:"bytes,4,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvaluateIndexesRequest) Reset() {
+	*x = EvaluateIndexesRequest{}
+	mi := &file_pushdown_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvaluateIndexesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvaluateIndexesRequest) ProtoMessage() {}
+
+func (x *EvaluateIndexesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvaluateIndexesRequest.ProtoReflect.Descriptor instead.
+func (*EvaluateIndexesRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *EvaluateIndexesRequest) GetProbes() []*IndexProbe {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+func (x *EvaluateIndexesRequest) GetPredicateKind() PredicateKind {
+	if x != nil {
+		return x.PredicateKind
+	}
+	return PredicateKind_PREDICATE_UNSPECIFIED
+}
+
+func (x *EvaluateIndexesRequest) GetPredicate() []byte {
+	if x != nil {
+		return x.Predicate
+	}
+	return nil
+}
+
+func (x *EvaluateIndexesRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+type LeafAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Probe         int32                  `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"` // index into probes
+	Leaf          string                 `protobuf:"bytes,2,opt,name=leaf,proto3" json:"leaf,omitempty"`    // the leaf, as the predicate package prints it
+	Unknown       bool                   `protobuf:"varint,3,opt,name=unknown,proto3" json:"unknown,omitempty"`
+	Exact         bool                   `protobuf:"varint,4,opt,name=exact,proto3" json:"exact,omitempty"`
+	Positions     []byte                 `protobuf:"bytes,5,opt,name=positions,proto3" json:"positions,omitempty"` // portable roaring64, file-absolute
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeafAnswer) Reset() {
+	*x = LeafAnswer{}
+	mi := &file_pushdown_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeafAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeafAnswer) ProtoMessage() {}
+
+func (x *LeafAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeafAnswer.ProtoReflect.Descriptor instead.
+func (*LeafAnswer) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *LeafAnswer) GetProbe() int32 {
+	if x != nil {
+		return x.Probe
+	}
+	return 0
+}
+
+func (x *LeafAnswer) GetLeaf() string {
+	if x != nil {
+		return x.Leaf
+	}
+	return ""
+}
+
+func (x *LeafAnswer) GetUnknown() bool {
+	if x != nil {
+		return x.Unknown
+	}
+	return false
+}
+
+func (x *LeafAnswer) GetExact() bool {
+	if x != nil {
+		return x.Exact
+	}
+	return false
+}
+
+func (x *LeafAnswer) GetPositions() []byte {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+type ProbeError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Probe         int32                  `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // missing | stale | corrupt | failed
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeError) Reset() {
+	*x = ProbeError{}
+	mi := &file_pushdown_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeError) ProtoMessage() {}
+
+func (x *ProbeError) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeError.ProtoReflect.Descriptor instead.
+func (*ProbeError) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ProbeError) GetProbe() int32 {
+	if x != nil {
+		return x.Probe
+	}
+	return 0
+}
+
+func (x *ProbeError) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ProbeError) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type EvaluateIndexesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Answers       []*LeafAnswer          `protobuf:"bytes,1,rep,name=answers,proto3" json:"answers,omitempty"`
+	Errors        []*ProbeError          `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvaluateIndexesResponse) Reset() {
+	*x = EvaluateIndexesResponse{}
+	mi := &file_pushdown_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvaluateIndexesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvaluateIndexesResponse) ProtoMessage() {}
+
+func (x *EvaluateIndexesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvaluateIndexesResponse.ProtoReflect.Descriptor instead.
+func (*EvaluateIndexesResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *EvaluateIndexesResponse) GetAnswers() []*LeafAnswer {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *EvaluateIndexesResponse) GetErrors() []*ProbeError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+type BuildTableIndexesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Warehouse     string                 `protobuf:"bytes,1,opt,name=warehouse,proto3" json:"warehouse,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	Wait          bool                   `protobuf:"varint,3,opt,name=wait,proto3" json:"wait,omitempty"` // answer when every build finished
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BuildTableIndexesRequest) Reset() {
+	*x = BuildTableIndexesRequest{}
+	mi := &file_pushdown_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuildTableIndexesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuildTableIndexesRequest) ProtoMessage() {}
+
+func (x *BuildTableIndexesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuildTableIndexesRequest.ProtoReflect.Descriptor instead.
+func (*BuildTableIndexesRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *BuildTableIndexesRequest) GetWarehouse() string {
+	if x != nil {
+		return x.Warehouse
+	}
+	return ""
+}
+
+func (x *BuildTableIndexesRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *BuildTableIndexesRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
+type BuildTableIndexesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int64                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`         // live data files
+	Scheduled     int64                  `protobuf:"varint,2,opt,name=scheduled,proto3" json:"scheduled,omitempty"` // builds started
+	Built         int64                  `protobuf:"varint,3,opt,name=built,proto3" json:"built,omitempty"`         // finished (wait)
+	Failed        int64                  `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Errors        []string               `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty"` // first few failures
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BuildTableIndexesResponse) Reset() {
+	*x = BuildTableIndexesResponse{}
+	mi := &file_pushdown_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BuildTableIndexesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BuildTableIndexesResponse) ProtoMessage() {}
+
+func (x *BuildTableIndexesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BuildTableIndexesResponse.ProtoReflect.Descriptor instead.
+func (*BuildTableIndexesResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *BuildTableIndexesResponse) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *BuildTableIndexesResponse) GetScheduled() int64 {
+	if x != nil {
+		return x.Scheduled
+	}
+	return 0
+}
+
+func (x *BuildTableIndexesResponse) GetBuilt() int64 {
+	if x != nil {
+		return x.Built
+	}
+	return 0
+}
+
+func (x *BuildTableIndexesResponse) GetFailed() int64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *BuildTableIndexesResponse) GetErrors() []string {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+type ListIndexesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Warehouse     string                 `protobuf:"bytes,1,opt,name=warehouse,proto3" json:"warehouse,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIndexesRequest) Reset() {
+	*x = ListIndexesRequest{}
+	mi := &file_pushdown_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIndexesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIndexesRequest) ProtoMessage() {}
+
+func (x *ListIndexesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIndexesRequest.ProtoReflect.Descriptor instead.
+func (*ListIndexesRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListIndexesRequest) GetWarehouse() string {
+	if x != nil {
+		return x.Warehouse
+	}
+	return ""
+}
+
+func (x *ListIndexesRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type IndexEntry struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	DataFile       string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
+	FieldId        int32                  `protobuf:"varint,2,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
+	Kind           string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Identity       string                 `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`
+	PayloadPath    string                 `protobuf:"bytes,5,opt,name=payload_path,json=payloadPath,proto3" json:"payload_path,omitempty"`
+	PayloadBytes   int64                  `protobuf:"varint,6,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
+	State          string                 `protobuf:"bytes,7,opt,name=state,proto3" json:"state,omitempty"` // building | committed | stale | missing | corrupt | failed
+	Reason         string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	BuiltUnixMs    int64                  `protobuf:"varint,9,opt,name=built_unix_ms,json=builtUnixMs,proto3" json:"built_unix_ms,omitempty"`
+	VerifiedUnixMs int64                  `protobuf:"varint,10,opt,name=verified_unix_ms,json=verifiedUnixMs,proto3" json:"verified_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *IndexEntry) Reset() {
+	*x = IndexEntry{}
+	mi := &file_pushdown_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexEntry) ProtoMessage() {}
+
+func (x *IndexEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
+func (*IndexEntry) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *IndexEntry) GetDataFile() string {
+	if x != nil {
+		return x.DataFile
+	}
+	return ""
+}
+
+func (x *IndexEntry) GetFieldId() int32 {
+	if x != nil {
+		return x.FieldId
+	}
+	return 0
+}
+
+func (x *IndexEntry) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *IndexEntry) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *IndexEntry) GetPayloadPath() string {
+	if x != nil {
+		return x.PayloadPath
+	}
+	return ""
+}
+
+func (x *IndexEntry) GetPayloadBytes() int64 {
+	if x != nil {
+		return x.PayloadBytes
+	}
+	return 0
+}
+
+func (x *IndexEntry) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *IndexEntry) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *IndexEntry) GetBuiltUnixMs() int64 {
+	if x != nil {
+		return x.BuiltUnixMs
+	}
+	return 0
+}
+
+func (x *IndexEntry) GetVerifiedUnixMs() int64 {
+	if x != nil {
+		return x.VerifiedUnixMs
+	}
+	return 0
+}
+
+type ListIndexesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Wanted        []*IndexSpec           `protobuf:"bytes,1,rep,name=wanted,proto3" json:"wanted,omitempty"`
+	Entries       []*IndexEntry          `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	FilesTotal    int64                  `protobuf:"varint,3,opt,name=files_total,json=filesTotal,proto3" json:"files_total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIndexesResponse) Reset() {
+	*x = ListIndexesResponse{}
+	mi := &file_pushdown_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIndexesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIndexesResponse) ProtoMessage() {}
+
+func (x *ListIndexesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIndexesResponse.ProtoReflect.Descriptor instead.
+func (*ListIndexesResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListIndexesResponse) GetWanted() []*IndexSpec {
+	if x != nil {
+		return x.Wanted
+	}
+	return nil
+}
+
+func (x *ListIndexesResponse) GetEntries() []*IndexEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListIndexesResponse) GetFilesTotal() int64 {
+	if x != nil {
+		return x.FilesTotal
+	}
+	return 0
+}
+
 var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
@@ -2742,7 +3721,94 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tfile_size\x18\x02 \x01(\x03R\bfileSize\x12\x1f\n" +
 	"\vbytes_local\x18\x03 \x01(\x03R\n" +
 	"bytesLocal\x12!\n" +
-	"\fbytes_remote\x18\x04 \x01(\x03R\vbytesRemote*Z\n" +
+	"\fbytes_remote\x18\x04 \x01(\x03R\vbytesRemote\"\xb1\x01\n" +
+	"\tIndexSpec\x12\x19\n" +
+	"\bfield_id\x18\x01 \x01(\x05R\afieldId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12:\n" +
+	"\x06params\x18\x03 \x03(\v2\".pushdown_pb.IndexSpec.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x01\n" +
+	"\x13BuildIndexesRequest\x12>\n" +
+	"\n" +
+	"data_files\x18\x01 \x03(\v2\x1f.pushdown_pb.DataFileDescriptorR\tdataFiles\x120\n" +
+	"\aindexes\x18\x02 \x03(\v2\x16.pushdown_pb.IndexSpecR\aindexes\x12\x1f\n" +
+	"\vschema_json\x18\x03 \x01(\fR\n" +
+	"schemaJson\x12*\n" +
+	"\x11name_mapping_json\x18\x04 \x01(\fR\x0fnameMappingJson\"\xf5\x01\n" +
+	"\n" +
+	"BuiltIndex\x12\x1b\n" +
+	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x19\n" +
+	"\bfield_id\x18\x02 \x01(\x05R\afieldId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1a\n" +
+	"\bidentity\x18\x04 \x01(\tR\bidentity\x12!\n" +
+	"\fpayload_path\x18\x05 \x01(\tR\vpayloadPath\x12#\n" +
+	"\rpayload_bytes\x18\x06 \x01(\x03R\fpayloadBytes\x12!\n" +
+	"\fbuild_micros\x18\a \x01(\x03R\vbuildMicros\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"E\n" +
+	"\x14BuildIndexesResponse\x12-\n" +
+	"\x05built\x18\x01 \x03(\v2\x17.pushdown_pb.BuiltIndexR\x05built\"\xb6\x01\n" +
+	"\n" +
+	"IndexProbe\x12\x1b\n" +
+	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\frecord_count\x18\x03 \x01(\x03R\vrecordCount\x12\x19\n" +
+	"\bfield_id\x18\x04 \x01(\x05R\afieldId\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x1a\n" +
+	"\bidentity\x18\x06 \x01(\tR\bidentity\"\xcb\x01\n" +
+	"\x16EvaluateIndexesRequest\x12/\n" +
+	"\x06probes\x18\x01 \x03(\v2\x17.pushdown_pb.IndexProbeR\x06probes\x12A\n" +
+	"\x0epredicate_kind\x18\x02 \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
+	"\tpredicate\x18\x03 \x01(\fR\tpredicate\x12\x1f\n" +
+	"\vschema_json\x18\x04 \x01(\fR\n" +
+	"schemaJson\"\x84\x01\n" +
+	"\n" +
+	"LeafAnswer\x12\x14\n" +
+	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12\x12\n" +
+	"\x04leaf\x18\x02 \x01(\tR\x04leaf\x12\x18\n" +
+	"\aunknown\x18\x03 \x01(\bR\aunknown\x12\x14\n" +
+	"\x05exact\x18\x04 \x01(\bR\x05exact\x12\x1c\n" +
+	"\tpositions\x18\x05 \x01(\fR\tpositions\"P\n" +
+	"\n" +
+	"ProbeError\x12\x14\n" +
+	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"}\n" +
+	"\x17EvaluateIndexesResponse\x121\n" +
+	"\aanswers\x18\x01 \x03(\v2\x17.pushdown_pb.LeafAnswerR\aanswers\x12/\n" +
+	"\x06errors\x18\x02 \x03(\v2\x17.pushdown_pb.ProbeErrorR\x06errors\"b\n" +
+	"\x18BuildTableIndexesRequest\x12\x1c\n" +
+	"\twarehouse\x18\x01 \x01(\tR\twarehouse\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x12\n" +
+	"\x04wait\x18\x03 \x01(\bR\x04wait\"\x95\x01\n" +
+	"\x19BuildTableIndexesResponse\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x1c\n" +
+	"\tscheduled\x18\x02 \x01(\x03R\tscheduled\x12\x14\n" +
+	"\x05built\x18\x03 \x01(\x03R\x05built\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x03R\x06failed\x12\x16\n" +
+	"\x06errors\x18\x05 \x03(\tR\x06errors\"H\n" +
+	"\x12ListIndexesRequest\x12\x1c\n" +
+	"\twarehouse\x18\x01 \x01(\tR\twarehouse\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\xb8\x02\n" +
+	"\n" +
+	"IndexEntry\x12\x1b\n" +
+	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x19\n" +
+	"\bfield_id\x18\x02 \x01(\x05R\afieldId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1a\n" +
+	"\bidentity\x18\x04 \x01(\tR\bidentity\x12!\n" +
+	"\fpayload_path\x18\x05 \x01(\tR\vpayloadPath\x12#\n" +
+	"\rpayload_bytes\x18\x06 \x01(\x03R\fpayloadBytes\x12\x14\n" +
+	"\x05state\x18\a \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x12\"\n" +
+	"\rbuilt_unix_ms\x18\t \x01(\x03R\vbuiltUnixMs\x12(\n" +
+	"\x10verified_unix_ms\x18\n" +
+	" \x01(\x03R\x0everifiedUnixMs\"\x99\x01\n" +
+	"\x13ListIndexesResponse\x12.\n" +
+	"\x06wanted\x18\x01 \x03(\v2\x16.pushdown_pb.IndexSpecR\x06wanted\x121\n" +
+	"\aentries\x18\x02 \x03(\v2\x17.pushdown_pb.IndexEntryR\aentries\x12\x1f\n" +
+	"\vfiles_total\x18\x03 \x01(\x03R\n" +
+	"filesTotal*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -2767,15 +3833,19 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x16TRUST_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10CATALOG_RESOLVED\x10\x01\x12\x15\n" +
 	"\x11CONNECTOR_TRUSTED\x10\x02\x12\x15\n" +
-	"\x11CATALOG_VALIDATED\x10\x032\xaa\x01\n" +
+	"\x11CATALOG_VALIDATED\x10\x032\xdf\x02\n" +
 	"\x0fPushdownCatalog\x12S\n" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
-	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x002\x81\x02\n" +
+	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x00\x12_\n" +
+	"\fBuildIndexes\x12%.pushdown_pb.BuildTableIndexesRequest\x1a&.pushdown_pb.BuildTableIndexesResponse\"\x00\x12R\n" +
+	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xb8\x03\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
 	"ReadRanges\x12\x1e.pushdown_pb.ReadRangesRequest\x1a\x1f.pushdown_pb.ReadRangesResponse\"\x00\x12[\n" +
-	"\x0eComputeDeletes\x12\".pushdown_pb.ComputeDeletesRequest\x1a#.pushdown_pb.ComputeDeletesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"\x0eComputeDeletes\x12\".pushdown_pb.ComputeDeletesRequest\x1a#.pushdown_pb.ComputeDeletesResponse\"\x00\x12U\n" +
+	"\fBuildIndexes\x12 .pushdown_pb.BuildIndexesRequest\x1a!.pushdown_pb.BuildIndexesResponse\"\x00\x12^\n" +
+	"\x0fEvaluateIndexes\x12#.pushdown_pb.EvaluateIndexesRequest\x1a$.pushdown_pb.EvaluateIndexesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -2790,38 +3860,53 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_pushdown_proto_goTypes = []any{
-	(PredicateKind)(0),              // 0: pushdown_pb.PredicateKind
-	(DeleteContent)(0),              // 1: pushdown_pb.DeleteContent
-	(FileFormat)(0),                 // 2: pushdown_pb.FileFormat
-	(VectorMetric)(0),               // 3: pushdown_pb.VectorMetric
-	(TrustMode)(0),                  // 4: pushdown_pb.TrustMode
-	(*ParquetPushdownRequest)(nil),  // 5: pushdown_pb.ParquetPushdownRequest
-	(*DataFileDescriptor)(nil),      // 6: pushdown_pb.DataFileDescriptor
-	(*DeleteFileRef)(nil),           // 7: pushdown_pb.DeleteFileRef
-	(*ColumnRef)(nil),               // 8: pushdown_pb.ColumnRef
-	(*VectorQuery)(nil),             // 9: pushdown_pb.VectorQuery
-	(*ParquetPushdownResponse)(nil), // 10: pushdown_pb.ParquetPushdownResponse
-	(*PlannedFile)(nil),             // 11: pushdown_pb.PlannedFile
-	(*FileRange)(nil),               // 12: pushdown_pb.FileRange
-	(*RowGroupRef)(nil),             // 13: pushdown_pb.RowGroupRef
-	(*RowRange)(nil),                // 14: pushdown_pb.RowRange
-	(*PageRef)(nil),                 // 15: pushdown_pb.PageRef
-	(*RowRef)(nil),                  // 16: pushdown_pb.RowRef
-	(*ScoredRowRef)(nil),            // 17: pushdown_pb.ScoredRowRef
-	(*TierStats)(nil),               // 18: pushdown_pb.TierStats
-	(*PushdownStats)(nil),           // 19: pushdown_pb.PushdownStats
-	(*StatusRequest)(nil),           // 20: pushdown_pb.StatusRequest
-	(*CacheStats)(nil),              // 21: pushdown_pb.CacheStats
-	(*VolumeEndpoint)(nil),          // 22: pushdown_pb.VolumeEndpoint
-	(*CatalogStatus)(nil),           // 23: pushdown_pb.CatalogStatus
-	(*VolumeStatus)(nil),            // 24: pushdown_pb.VolumeStatus
-	(*ReadRangesRequest)(nil),       // 25: pushdown_pb.ReadRangesRequest
-	(*ComputeDeletesRequest)(nil),   // 26: pushdown_pb.ComputeDeletesRequest
-	(*DeletedPositions)(nil),        // 27: pushdown_pb.DeletedPositions
-	(*ComputeDeletesResponse)(nil),  // 28: pushdown_pb.ComputeDeletesResponse
-	(*ReadRangesResponse)(nil),      // 29: pushdown_pb.ReadRangesResponse
+	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
+	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
+	(FileFormat)(0),                   // 2: pushdown_pb.FileFormat
+	(VectorMetric)(0),                 // 3: pushdown_pb.VectorMetric
+	(TrustMode)(0),                    // 4: pushdown_pb.TrustMode
+	(*ParquetPushdownRequest)(nil),    // 5: pushdown_pb.ParquetPushdownRequest
+	(*DataFileDescriptor)(nil),        // 6: pushdown_pb.DataFileDescriptor
+	(*DeleteFileRef)(nil),             // 7: pushdown_pb.DeleteFileRef
+	(*ColumnRef)(nil),                 // 8: pushdown_pb.ColumnRef
+	(*VectorQuery)(nil),               // 9: pushdown_pb.VectorQuery
+	(*ParquetPushdownResponse)(nil),   // 10: pushdown_pb.ParquetPushdownResponse
+	(*PlannedFile)(nil),               // 11: pushdown_pb.PlannedFile
+	(*FileRange)(nil),                 // 12: pushdown_pb.FileRange
+	(*RowGroupRef)(nil),               // 13: pushdown_pb.RowGroupRef
+	(*RowRange)(nil),                  // 14: pushdown_pb.RowRange
+	(*PageRef)(nil),                   // 15: pushdown_pb.PageRef
+	(*RowRef)(nil),                    // 16: pushdown_pb.RowRef
+	(*ScoredRowRef)(nil),              // 17: pushdown_pb.ScoredRowRef
+	(*TierStats)(nil),                 // 18: pushdown_pb.TierStats
+	(*PushdownStats)(nil),             // 19: pushdown_pb.PushdownStats
+	(*StatusRequest)(nil),             // 20: pushdown_pb.StatusRequest
+	(*CacheStats)(nil),                // 21: pushdown_pb.CacheStats
+	(*VolumeEndpoint)(nil),            // 22: pushdown_pb.VolumeEndpoint
+	(*CatalogStatus)(nil),             // 23: pushdown_pb.CatalogStatus
+	(*VolumeStatus)(nil),              // 24: pushdown_pb.VolumeStatus
+	(*ReadRangesRequest)(nil),         // 25: pushdown_pb.ReadRangesRequest
+	(*ComputeDeletesRequest)(nil),     // 26: pushdown_pb.ComputeDeletesRequest
+	(*DeletedPositions)(nil),          // 27: pushdown_pb.DeletedPositions
+	(*ComputeDeletesResponse)(nil),    // 28: pushdown_pb.ComputeDeletesResponse
+	(*ReadRangesResponse)(nil),        // 29: pushdown_pb.ReadRangesResponse
+	(*IndexSpec)(nil),                 // 30: pushdown_pb.IndexSpec
+	(*BuildIndexesRequest)(nil),       // 31: pushdown_pb.BuildIndexesRequest
+	(*BuiltIndex)(nil),                // 32: pushdown_pb.BuiltIndex
+	(*BuildIndexesResponse)(nil),      // 33: pushdown_pb.BuildIndexesResponse
+	(*IndexProbe)(nil),                // 34: pushdown_pb.IndexProbe
+	(*EvaluateIndexesRequest)(nil),    // 35: pushdown_pb.EvaluateIndexesRequest
+	(*LeafAnswer)(nil),                // 36: pushdown_pb.LeafAnswer
+	(*ProbeError)(nil),                // 37: pushdown_pb.ProbeError
+	(*EvaluateIndexesResponse)(nil),   // 38: pushdown_pb.EvaluateIndexesResponse
+	(*BuildTableIndexesRequest)(nil),  // 39: pushdown_pb.BuildTableIndexesRequest
+	(*BuildTableIndexesResponse)(nil), // 40: pushdown_pb.BuildTableIndexesResponse
+	(*ListIndexesRequest)(nil),        // 41: pushdown_pb.ListIndexesRequest
+	(*IndexEntry)(nil),                // 42: pushdown_pb.IndexEntry
+	(*ListIndexesResponse)(nil),       // 43: pushdown_pb.ListIndexesResponse
+	nil,                               // 44: pushdown_pb.IndexSpec.ParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -2853,21 +3938,39 @@ var file_pushdown_proto_depIdxs = []int32{
 	12, // 26: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
 	6,  // 27: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	27, // 28: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	5,  // 29: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 30: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	20, // 31: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 32: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 33: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	10, // 34: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 35: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	24, // 36: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 37: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 38: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	34, // [34:39] is the sub-list for method output_type
-	29, // [29:34] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	44, // 29: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	6,  // 30: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	30, // 31: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
+	32, // 32: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
+	34, // 33: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	0,  // 34: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	36, // 35: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	37, // 36: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	30, // 37: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	42, // 38: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	5,  // 39: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 40: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	39, // 41: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	41, // 42: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	20, // 43: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 44: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 45: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	31, // 46: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	35, // 47: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	10, // 48: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 49: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	40, // 50: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	43, // 51: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	24, // 52: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 53: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 54: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	33, // 55: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	38, // 56: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	48, // [48:57] is the sub-list for method output_type
+	39, // [39:48] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -2883,7 +3986,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   25,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -32,8 +32,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	PushdownCatalog_Plan_FullMethodName   = "/pushdown_pb.PushdownCatalog/Plan"
-	PushdownCatalog_Status_FullMethodName = "/pushdown_pb.PushdownCatalog/Status"
+	PushdownCatalog_Plan_FullMethodName         = "/pushdown_pb.PushdownCatalog/Plan"
+	PushdownCatalog_Status_FullMethodName       = "/pushdown_pb.PushdownCatalog/Status"
+	PushdownCatalog_BuildIndexes_FullMethodName = "/pushdown_pb.PushdownCatalog/BuildIndexes"
+	PushdownCatalog_ListIndexes_FullMethodName  = "/pushdown_pb.PushdownCatalog/ListIndexes"
 )
 
 // PushdownCatalogClient is the client API for PushdownCatalog service.
@@ -44,6 +46,12 @@ type PushdownCatalogClient interface {
 	Plan(ctx context.Context, in *ParquetPushdownRequest, opts ...grpc.CallOption) (*ParquetPushdownResponse, error)
 	// Status reports whether the catalog serves and what it discovered.
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*CatalogStatus, error)
+	// BuildIndexes builds the side indexes a table wants (its
+	// lakeweed.indexes property) for the live data files that lack them, on
+	// the volume pushdown services holding the files.
+	BuildIndexes(ctx context.Context, in *BuildTableIndexesRequest, opts ...grpc.CallOption) (*BuildTableIndexesResponse, error)
+	// ListIndexes reports the side-index registry of a table.
+	ListIndexes(ctx context.Context, in *ListIndexesRequest, opts ...grpc.CallOption) (*ListIndexesResponse, error)
 }
 
 type pushdownCatalogClient struct {
@@ -74,6 +82,26 @@ func (c *pushdownCatalogClient) Status(ctx context.Context, in *StatusRequest, o
 	return out, nil
 }
 
+func (c *pushdownCatalogClient) BuildIndexes(ctx context.Context, in *BuildTableIndexesRequest, opts ...grpc.CallOption) (*BuildTableIndexesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BuildTableIndexesResponse)
+	err := c.cc.Invoke(ctx, PushdownCatalog_BuildIndexes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pushdownCatalogClient) ListIndexes(ctx context.Context, in *ListIndexesRequest, opts ...grpc.CallOption) (*ListIndexesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListIndexesResponse)
+	err := c.cc.Invoke(ctx, PushdownCatalog_ListIndexes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownCatalogServer is the server API for PushdownCatalog service.
 // All implementations must embed UnimplementedPushdownCatalogServer
 // for forward compatibility.
@@ -82,6 +110,12 @@ type PushdownCatalogServer interface {
 	Plan(context.Context, *ParquetPushdownRequest) (*ParquetPushdownResponse, error)
 	// Status reports whether the catalog serves and what it discovered.
 	Status(context.Context, *StatusRequest) (*CatalogStatus, error)
+	// BuildIndexes builds the side indexes a table wants (its
+	// lakeweed.indexes property) for the live data files that lack them, on
+	// the volume pushdown services holding the files.
+	BuildIndexes(context.Context, *BuildTableIndexesRequest) (*BuildTableIndexesResponse, error)
+	// ListIndexes reports the side-index registry of a table.
+	ListIndexes(context.Context, *ListIndexesRequest) (*ListIndexesResponse, error)
 	mustEmbedUnimplementedPushdownCatalogServer()
 }
 
@@ -97,6 +131,12 @@ func (UnimplementedPushdownCatalogServer) Plan(context.Context, *ParquetPushdown
 }
 func (UnimplementedPushdownCatalogServer) Status(context.Context, *StatusRequest) (*CatalogStatus, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedPushdownCatalogServer) BuildIndexes(context.Context, *BuildTableIndexesRequest) (*BuildTableIndexesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BuildIndexes not implemented")
+}
+func (UnimplementedPushdownCatalogServer) ListIndexes(context.Context, *ListIndexesRequest) (*ListIndexesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListIndexes not implemented")
 }
 func (UnimplementedPushdownCatalogServer) mustEmbedUnimplementedPushdownCatalogServer() {}
 func (UnimplementedPushdownCatalogServer) testEmbeddedByValue()                         {}
@@ -155,6 +195,42 @@ func _PushdownCatalog_Status_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownCatalog_BuildIndexes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BuildTableIndexesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownCatalogServer).BuildIndexes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownCatalog_BuildIndexes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownCatalogServer).BuildIndexes(ctx, req.(*BuildTableIndexesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PushdownCatalog_ListIndexes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListIndexesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownCatalogServer).ListIndexes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownCatalog_ListIndexes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownCatalogServer).ListIndexes(ctx, req.(*ListIndexesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownCatalog_ServiceDesc is the grpc.ServiceDesc for PushdownCatalog service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -170,15 +246,25 @@ var PushdownCatalog_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Status",
 			Handler:    _PushdownCatalog_Status_Handler,
 		},
+		{
+			MethodName: "BuildIndexes",
+			Handler:    _PushdownCatalog_BuildIndexes_Handler,
+		},
+		{
+			MethodName: "ListIndexes",
+			Handler:    _PushdownCatalog_ListIndexes_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "pushdown.proto",
 }
 
 const (
-	PushdownVolume_Status_FullMethodName         = "/pushdown_pb.PushdownVolume/Status"
-	PushdownVolume_ReadRanges_FullMethodName     = "/pushdown_pb.PushdownVolume/ReadRanges"
-	PushdownVolume_ComputeDeletes_FullMethodName = "/pushdown_pb.PushdownVolume/ComputeDeletes"
+	PushdownVolume_Status_FullMethodName          = "/pushdown_pb.PushdownVolume/Status"
+	PushdownVolume_ReadRanges_FullMethodName      = "/pushdown_pb.PushdownVolume/ReadRanges"
+	PushdownVolume_ComputeDeletes_FullMethodName  = "/pushdown_pb.PushdownVolume/ComputeDeletes"
+	PushdownVolume_BuildIndexes_FullMethodName    = "/pushdown_pb.PushdownVolume/BuildIndexes"
+	PushdownVolume_EvaluateIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/EvaluateIndexes"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -195,6 +281,14 @@ type PushdownVolumeClient interface {
 	// resolved by the catalog). Bitmaps are cached here and persisted beside
 	// the data under .index/.
 	ComputeDeletes(ctx context.Context, in *ComputeDeletesRequest, opts ...grpc.CallOption) (*ComputeDeletesResponse, error)
+	// BuildIndexes builds side-index payloads of data files held by this
+	// volume server, transactionally: written under a temporary name, read
+	// back and verified, then renamed into
+	// <parent>/.index/<file>/<identity>/<kind>.fid_<field id>.
+	BuildIndexes(ctx context.Context, in *BuildIndexesRequest, opts ...grpc.CallOption) (*BuildIndexesResponse, error)
+	// EvaluateIndexes answers predicate leaves from side-index payloads:
+	// row positions (portable roaring64) that might match, exact or not.
+	EvaluateIndexes(ctx context.Context, in *EvaluateIndexesRequest, opts ...grpc.CallOption) (*EvaluateIndexesResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -235,6 +329,26 @@ func (c *pushdownVolumeClient) ComputeDeletes(ctx context.Context, in *ComputeDe
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) BuildIndexes(ctx context.Context, in *BuildIndexesRequest, opts ...grpc.CallOption) (*BuildIndexesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BuildIndexesResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_BuildIndexes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pushdownVolumeClient) EvaluateIndexes(ctx context.Context, in *EvaluateIndexesRequest, opts ...grpc.CallOption) (*EvaluateIndexesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EvaluateIndexesResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_EvaluateIndexes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -249,6 +363,14 @@ type PushdownVolumeServer interface {
 	// resolved by the catalog). Bitmaps are cached here and persisted beside
 	// the data under .index/.
 	ComputeDeletes(context.Context, *ComputeDeletesRequest) (*ComputeDeletesResponse, error)
+	// BuildIndexes builds side-index payloads of data files held by this
+	// volume server, transactionally: written under a temporary name, read
+	// back and verified, then renamed into
+	// <parent>/.index/<file>/<identity>/<kind>.fid_<field id>.
+	BuildIndexes(context.Context, *BuildIndexesRequest) (*BuildIndexesResponse, error)
+	// EvaluateIndexes answers predicate leaves from side-index payloads:
+	// row positions (portable roaring64) that might match, exact or not.
+	EvaluateIndexes(context.Context, *EvaluateIndexesRequest) (*EvaluateIndexesResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -267,6 +389,12 @@ func (UnimplementedPushdownVolumeServer) ReadRanges(context.Context, *ReadRanges
 }
 func (UnimplementedPushdownVolumeServer) ComputeDeletes(context.Context, *ComputeDeletesRequest) (*ComputeDeletesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ComputeDeletes not implemented")
+}
+func (UnimplementedPushdownVolumeServer) BuildIndexes(context.Context, *BuildIndexesRequest) (*BuildIndexesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BuildIndexes not implemented")
+}
+func (UnimplementedPushdownVolumeServer) EvaluateIndexes(context.Context, *EvaluateIndexesRequest) (*EvaluateIndexesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EvaluateIndexes not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -343,6 +471,42 @@ func _PushdownVolume_ComputeDeletes_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_BuildIndexes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BuildIndexesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).BuildIndexes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_BuildIndexes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).BuildIndexes(ctx, req.(*BuildIndexesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PushdownVolume_EvaluateIndexes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EvaluateIndexesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).EvaluateIndexes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_EvaluateIndexes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).EvaluateIndexes(ctx, req.(*EvaluateIndexesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -361,6 +525,14 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ComputeDeletes",
 			Handler:    _PushdownVolume_ComputeDeletes_Handler,
+		},
+		{
+			MethodName: "BuildIndexes",
+			Handler:    _PushdownVolume_BuildIndexes_Handler,
+		},
+		{
+			MethodName: "EvaluateIndexes",
+			Handler:    _PushdownVolume_EvaluateIndexes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

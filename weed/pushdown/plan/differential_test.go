@@ -523,6 +523,9 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 			req.Files[0].HasDeletes = true
 			req.Deletes = fixedDeletes{randomDeletes(r, f.df)}
 		}
+		if i%2 == 0 {
+			req.SideIndex = sideIndexFor(r, f.df, e)
+		}
 		resp, plans, err := p.Plan(context.Background(), req)
 		if err != nil {
 			t.Fatalf("plan %s: %v", e, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
@@ -146,4 +147,47 @@ func checkDeletedPositions(t testing.TB, name string, fp *FilePlan, resp *pushdo
 			t.Fatalf("%s: row group %d is wholly deleted but planned", name, ref.RowGroup)
 		}
 	}
+}
+
+// sideIndexFor answers some leaves (chosen by r) the way a side index
+// would — the matching positions plus random false positives — and says
+// nothing of the others: the side_index tier must never drop a matching row
+// given sound leaf answers.
+func sideIndexFor(r *rand.Rand, df *decodedFile, e predicate.Expr) SideIndexSource {
+	answers := map[*predicate.Leaf]indexing.Answer{}
+	predicate.Walk(e, func(l *predicate.Leaf) {
+		if r.IntN(3) == 0 {
+			answers[l] = indexing.Answer{Unknown: true}
+			return
+		}
+		bm := roaring64.New()
+		for i := int64(0); i < df.Rows; i++ {
+			if predicate.Matches(l, df.Row(i)) || r.IntN(20) == 0 {
+				bm.Add(uint64(i))
+			}
+		}
+		answers[l] = indexing.Answer{Positions: bm}
+	})
+	return fixedSideIndex{e: e, answers: answers}
+}
+
+type fixedSideIndex struct {
+	e       predicate.Expr
+	answers map[*predicate.Leaf]indexing.Answer
+}
+
+func (s fixedSideIndex) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+	out := make([]*roaring64.Bitmap, len(files))
+	pos, ok := indexing.Combine(s.e, func(l *predicate.Leaf) indexing.Answer {
+		if a, ok := s.answers[l]; ok {
+			return a
+		}
+		return indexing.Answer{Unknown: true}
+	})
+	if ok {
+		for i := range out {
+			out[i] = pos
+		}
+	}
+	return out, SideIndexNotes{}, nil
 }

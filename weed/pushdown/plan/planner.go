@@ -102,6 +102,17 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		tiers[TierDeletes].dur += time.Since(t0)
 		deletesDone <- err
 	}()
+	sideDone := make(chan error, 1)
+	go func() {
+		if !hasPredicate || o.Disable[TierSideIndex] {
+			sideDone <- nil
+			return
+		}
+		t0 := time.Now()
+		err := computeSideIndex(ctx, req.SideIndex, live)
+		tiers[TierSideIndex].dur += time.Since(t0)
+		sideDone <- err
+	}()
 
 	// Footers of the surviving files not cached: cold loads in parallel.
 	var mu sync.Mutex
@@ -126,9 +137,14 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	}
 	if err := g.Wait(); err != nil {
 		<-deletesDone
+		<-sideDone
 		return nil, nil, err
 	}
 	if err := <-deletesDone; err != nil {
+		<-sideDone
+		return nil, nil, err
+	}
+	if err := <-sideDone; err != nil {
 		return nil, nil, err
 	}
 	for _, fp := range live {
@@ -346,6 +362,9 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	for _, u := range fc.used {
 		fp.Used = append(fp.Used, u.String())
 	}
+	if !o.Disable[TierSideIndex] {
+		p.applySideIndex(fp, local)
+	}
 	return p.applyDeletes(fp, local)
 }
 
@@ -363,6 +382,14 @@ func (p *Planner) applyDeletes(fp *FilePlan, local map[string]*tierCounter) erro
 	if fp.Deleted == nil || fp.Deleted.IsEmpty() {
 		return nil
 	}
+	narrowRowGroups(fp, local[TierDeletes], func(rgp *RowGroupPlan, first, n int64) { PruneByDeletes(rgp, fp.Deleted, first, n) })
+	return nil
+}
+
+// narrowRowGroups runs one file-level tier over a file's row groups
+// (prune gets each row group's plan, first file position and row count)
+// and counts what it pruned.
+func narrowRowGroups(fp *FilePlan, c *tierCounter, prune func(rgp *RowGroupPlan, first, n int64)) {
 	t0 := time.Now()
 	md := fp.Footer.Meta
 	var first int64
@@ -372,7 +399,7 @@ func (p *Planner) applyDeletes(fp *FilePlan, local map[string]*tierCounter) erro
 		n := md.RowGroup(rg).NumRows()
 		rgp := &fp.RowGroups[rg]
 		wasSkipped := rgp.Skip
-		PruneByDeletes(rgp, fp.Deleted, first, n)
+		prune(rgp, first, n)
 		if rgp.Skip && !wasSkipped {
 			pruned++
 		}
@@ -381,13 +408,11 @@ func (p *Planner) applyDeletes(fp *FilePlan, local map[string]*tierCounter) erro
 		}
 		first += n
 	}
-	c := local[TierDeletes]
 	c.rowGroups += pruned
 	if alive == 0 && pruned > 0 {
 		c.files++
 	}
 	c.dur += time.Since(t0)
-	return nil
 }
 
 // computeDeletes asks src for the deleted positions of the files that have

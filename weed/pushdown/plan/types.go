@@ -37,7 +37,7 @@ const (
 )
 
 // Tiers in planning order.
-var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex, TierDeletes}
+var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex, TierSideIndex, TierDeletes}
 
 // ManifestStats are a data file's column metrics from its manifest entry
 // (maps keyed by field id; nil maps mean "not recorded").
@@ -104,6 +104,8 @@ type Request struct {
 	// Deletes computes deleted positions of files with HasDeletes set; nil
 	// when no file has deletes.
 	Deletes DeleteSource
+	// SideIndex answers the predicate from side indexes; nil = none.
+	SideIndex SideIndexSource
 }
 
 // RowGroupPlan is the access plan of one row group.
@@ -125,6 +127,9 @@ type FilePlan struct {
 	RowGroups []RowGroupPlan
 	// Deleted are the file's deleted positions (file-absolute); nil = none.
 	Deleted *roaring64.Bitmap
+	// SideIndex are the positions the side indexes say might match
+	// (file-absolute); nil = they say nothing.
+	SideIndex *roaring64.Bitmap
 	// Why a tier could not be used on this file (for indexes_missing).
 	Missing []string
 	Used    []string

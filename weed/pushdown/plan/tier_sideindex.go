@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"context"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// TierSideIndex narrows by side indexes (weed/pushdown/indexing): the
+// volume pushdown services holding the payloads answer the predicate's
+// leaves with row positions, combined per file (AND ∩, OR ∪, unknown =
+// identity under AND, absorbing under OR).
+const TierSideIndex = "side_index"
+
+// SideIndexSource answers the predicate from side indexes.
+type SideIndexSource interface {
+	// Select returns, index-aligned with files, the file-absolute row
+	// positions that might match (nil: the indexes say nothing of that
+	// file), and notes of what was used and what was missing.
+	Select(ctx context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error)
+}
+
+// SideIndexNotes say which indexes answered and which could not.
+type SideIndexNotes struct {
+	// Used and Missing are per file, index-aligned with the files asked.
+	Used, Missing [][]string
+}
+
+// MinSideIndexGap is the shortest run of non-matching rows that splits a
+// planned row range (shorter gaps stay inside it: the residual drops
+// them), so row ranges stay few.
+const MinSideIndexGap = 64
+
+// PruneBySideIndex narrows a row group's plan to the rows that might match
+// (positions, file-absolute): a row group none of whose planned rows might
+// match is skipped; runs of at least MinSideIndexGap rows that cannot
+// match are cut out of the planned ranges. It only ever narrows.
+func PruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64) {
+	if rgp.Skip || positions == nil || n <= 0 {
+		return
+	}
+	rows := rgp.Rows
+	if rows == nil {
+		rows = All(n)
+	}
+	var out []RowRange
+	for _, r := range rows {
+		out = append(out, matchingRanges(positions, first, r)...)
+	}
+	set := normalize(out)
+	switch {
+	case len(set) == 0:
+		rgp.Skip, rgp.SkipTier = true, TierSideIndex
+	case set.Covers(n):
+	case rgp.Rows == nil || set.Rows() < rows.Rows():
+		rgp.Rows = set
+	}
+}
+
+// matchingRanges are the parts of r (row-group-local, the group starting at
+// file position first) holding positions, merged across gaps shorter than
+// MinSideIndexGap.
+func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange) []RowRange {
+	lo, hi := uint64(first+r.Start), uint64(first+r.End)
+	if rangeCardinality(positions, lo, hi) == 0 {
+		return nil
+	}
+	var out []RowRange
+	it := positions.Iterator()
+	it.AdvanceIfNeeded(lo)
+	start, end := int64(-1), int64(-1)
+	for it.HasNext() {
+		p := it.Next()
+		if p >= hi {
+			break
+		}
+		local := int64(p) - first
+		if start >= 0 && local-end < MinSideIndexGap {
+			end = local + 1
+			continue
+		}
+		if start >= 0 {
+			out = append(out, RowRange{start, end})
+		}
+		start, end = local, local+1
+	}
+	if start >= 0 {
+		out = append(out, RowRange{start, end})
+	}
+	return out
+}
+
+// applySideIndex runs the side_index tier over a file's row groups.
+func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter) {
+	if fp.SideIndex == nil {
+		return
+	}
+	narrowRowGroups(fp, local[TierSideIndex], func(rgp *RowGroupPlan, first, n int64) { PruneBySideIndex(rgp, fp.SideIndex, first, n) })
+}
+
+// computeSideIndex asks src about the surviving files.
+func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan) error {
+	if src == nil || len(live) == 0 {
+		return nil
+	}
+	files := make([]*DataFile, len(live))
+	for i, fp := range live {
+		files[i] = fp.File
+	}
+	bms, notes, err := src.Select(ctx, files)
+	if err != nil {
+		return err
+	}
+	if len(bms) != len(files) {
+		return perr.New(perr.Internal, "side index source returned %d answers for %d files", len(bms), len(files))
+	}
+	for i, fp := range live {
+		fp.SideIndex = bms[i]
+		if i < len(notes.Used) {
+			fp.Used = append(fp.Used, notes.Used[i]...)
+		}
+		if i < len(notes.Missing) {
+			fp.Missing = append(fp.Missing, notes.Missing[i]...)
+		}
+	}
+	return nil
+}
