@@ -2795,7 +2795,8 @@ type IndexProbe struct {
 	RecordCount   int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
 	FieldId       int32                  `protobuf:"varint,4,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
 	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
-	Identity      string                 `protobuf:"bytes,6,opt,name=identity,proto3" json:"identity,omitempty"` // the identity the registry says it was built against
+	Identity      string                 `protobuf:"bytes,6,opt,name=identity,proto3" json:"identity,omitempty"`                                                                       // the identity the registry says it was built against
+	Params        map[string]string      `protobuf:"bytes,7,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // the build parameters it was built with
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2870,6 +2871,13 @@ func (x *IndexProbe) GetIdentity() string {
 		return x.Identity
 	}
 	return ""
+}
+
+func (x *IndexProbe) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
 }
 
 type EvaluateIndexesRequest struct {
@@ -3747,7 +3755,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\fbuild_micros\x18\a \x01(\x03R\vbuildMicros\x12\x14\n" +
 	"\x05error\x18\b \x01(\tR\x05error\"E\n" +
 	"\x14BuildIndexesResponse\x12-\n" +
-	"\x05built\x18\x01 \x03(\v2\x17.pushdown_pb.BuiltIndexR\x05built\"\xb6\x01\n" +
+	"\x05built\x18\x01 \x03(\v2\x17.pushdown_pb.BuiltIndexR\x05built\"\xae\x02\n" +
 	"\n" +
 	"IndexProbe\x12\x1b\n" +
 	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x1d\n" +
@@ -3756,7 +3764,11 @@ const file_pushdown_proto_rawDesc = "" +
 	"\frecord_count\x18\x03 \x01(\x03R\vrecordCount\x12\x19\n" +
 	"\bfield_id\x18\x04 \x01(\x05R\afieldId\x12\x12\n" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x1a\n" +
-	"\bidentity\x18\x06 \x01(\tR\bidentity\"\xcb\x01\n" +
+	"\bidentity\x18\x06 \x01(\tR\bidentity\x12;\n" +
+	"\x06params\x18\a \x03(\v2#.pushdown_pb.IndexProbe.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcb\x01\n" +
 	"\x16EvaluateIndexesRequest\x12/\n" +
 	"\x06probes\x18\x01 \x03(\v2\x17.pushdown_pb.IndexProbeR\x06probes\x12A\n" +
 	"\x0epredicate_kind\x18\x02 \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
@@ -3860,7 +3872,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -3907,6 +3919,7 @@ var file_pushdown_proto_goTypes = []any{
 	(*IndexEntry)(nil),                // 42: pushdown_pb.IndexEntry
 	(*ListIndexesResponse)(nil),       // 43: pushdown_pb.ListIndexesResponse
 	nil,                               // 44: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 45: pushdown_pb.IndexProbe.ParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -3942,35 +3955,36 @@ var file_pushdown_proto_depIdxs = []int32{
 	6,  // 30: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	30, // 31: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
 	32, // 32: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	34, // 33: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	0,  // 34: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	36, // 35: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
-	37, // 36: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	30, // 37: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	42, // 38: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	5,  // 39: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 40: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	39, // 41: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	41, // 42: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	20, // 43: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 44: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 45: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	31, // 46: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	35, // 47: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	10, // 48: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 49: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	40, // 50: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	43, // 51: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	24, // 52: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 53: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 54: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	33, // 55: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	38, // 56: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	48, // [48:57] is the sub-list for method output_type
-	39, // [39:48] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	45, // 33: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	34, // 34: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	0,  // 35: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	36, // 36: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	37, // 37: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	30, // 38: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	42, // 39: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	5,  // 40: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 41: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	39, // 42: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	41, // 43: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	20, // 44: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 45: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 46: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	31, // 47: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	35, // 48: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	10, // 49: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 50: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	40, // 51: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	43, // 52: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	24, // 53: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 54: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 55: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	33, // 56: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	38, // 57: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	49, // [49:58] is the sub-list for method output_type
+	40, // [40:49] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -3986,7 +4000,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

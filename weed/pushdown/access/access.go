@@ -229,5 +229,18 @@ func (c *Caller) MayReadTable(warehouse, namespacePath, table string) error {
 	return nil
 }
 
+// MayWriteTable checks, before the table is looked up, that an S3 caller
+// may write the table's folder (building or dropping its side indexes
+// changes what the cluster stores for it).
+func (c *Caller) MayWriteTable(warehouse, namespacePath, table string) error {
+	if c.Kind != S3 {
+		return nil
+	}
+	if err := c.s3.mayWrite(warehouse, namespacePath+"/"+table+"/"); err != nil {
+		return perr.New(perr.PermissionDenied, "identity %q may not write table %s in warehouse %s", c.Name, perr.Quote(strings.ReplaceAll(namespacePath, "/", ".")+"."+table), perr.Quote(warehouse))
+	}
+	return nil
+}
+
 // String describes the caller for logs.
 func (c *Caller) String() string { return fmt.Sprintf("%s %q", c.Kind, c.Name) }

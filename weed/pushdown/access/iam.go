@@ -114,6 +114,13 @@ func (c *s3Caller) mayRead(bucket, key string) error {
 	return nil
 }
 
+func (c *s3Caller) mayWrite(bucket, key string) error {
+	if code := c.iam.VerifyActionPermission(c.req, c.ident, s3_constants.ACTION_WRITE, bucket, key); code != s3err.ErrNone {
+		return perr.New(perr.PermissionDenied, "identity %q may not write %s", c.name(), perr.Quote("s3://"+bucket+"/"+key))
+	}
+	return nil
+}
+
 func (a *IAM) authenticate(ctx context.Context, method string, req proto.Message) (*s3Caller, error) {
 	r, err := signedRequest(ctx, method, req)
 	if err != nil {

@@ -2,8 +2,8 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"google.golang.org/protobuf/proto"
@@ -132,14 +132,18 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if len(applied) > 0 {
 		src = &deleteSource{s: s, applied: applied, schema: schema, nm: tbl.Meta.NameMapping()}
 	}
-	resp, _, err := s.Planner.Plan(ctx, plan.Request{
+	preq := plan.Request{
 		Table:      plan.Table{Schema: schema, Specs: specs, NameMapping: tbl.Meta.NameMapping()},
 		Files:      files,
 		Predicate:  e,
 		Projection: projection,
 		Options:    s.Config.Plan,
 		Deletes:    src,
-	})
+	}
+	if side := s.newSideIndexSource(tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), schema, req, e); side != nil {
+		preq.SideIndex = side
+	}
+	resp, _, err := s.Planner.Plan(ctx, preq)
 	if err != nil {
 		return nil, err
 	}
@@ -253,38 +257,11 @@ func optional[T any](p *T) *T { return p }
 
 // decodePredicate decodes and binds the request's predicate.
 func decodePredicate(req *pushdown_pb.ParquetPushdownRequest, schema *iceberg.Schema, lim Limits) (predicate.Expr, error) {
-	if len(req.GetPredicate()) == 0 {
-		if req.GetPredicateKind() != pushdown_pb.PredicateKind_PREDICATE_UNSPECIFIED {
-			return nil, perr.New(perr.InvalidArgument, "Plan: predicate_kind is %s but the predicate is empty", req.GetPredicateKind())
-		}
-		return predicate.Const{Value: true}, nil
+	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, lim.Predicate)
+	if err != nil && perr.KindOf(err) == perr.InvalidArgument && !strings.HasPrefix(err.Error(), "predicate:") {
+		return nil, perr.New(perr.InvalidArgument, "Plan: %w", err)
 	}
-	var raw predicate.Expr
-	var err error
-	switch req.GetPredicateKind() {
-	case pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT:
-		raw, err = predicate.DecodeSubstrait(req.GetPredicate(), schema)
-	case pushdown_pb.PredicateKind_PREDICATE_ICEBERG:
-		raw, err = predicate.DecodeIcebergJSON(req.GetPredicate(), schema)
-	default:
-		return nil, perr.New(perr.InvalidArgument, "Plan: predicate_kind is %s; want PREDICATE_SUBSTRAIT or PREDICATE_ICEBERG", req.GetPredicateKind())
-	}
-	if err != nil {
-		return nil, bindError(err)
-	}
-	e, err := predicate.Bind(raw, schema, lim.Predicate)
-	if err != nil {
-		return nil, bindError(err)
-	}
-	return e, nil
-}
-
-func bindError(err error) error {
-	var be *predicate.BindError
-	if errors.As(err, &be) {
-		return perr.New(perr.InvalidArgument, "predicate: %s", be.Msg)
-	}
-	return err
+	return e, err
 }
 
 // resolveColumns maps the projection to field ids: by id when set (which

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
@@ -27,6 +28,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -102,8 +104,11 @@ type Service struct {
 	// Tracker invalidates cached footers, bitmaps and holders of rewritten
 	// files (nil: entries are trusted by path and size).
 	Tracker *freshness.Tracker
-	holders *lru.Cache[string, holder]
-	started time.Time
+	// Registry records the side indexes built for each table's files.
+	Registry *indexing.Registry
+	builds   *buildQueue
+	holders  *lru.Cache[string, holder]
+	started  time.Time
 
 	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
 	// this process, advertised by Status ("" when unknown).
@@ -143,6 +148,8 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		Config: cfg, Tables: tables.New(reader, cfg.Warehouse, cfg.MaxManifests), Footers: cache,
 		Planner: &plan.Planner{Cache: cache}, Trust: Trust{Mode: cfg.TrustMode, TokenKey: cfg.TokenKey},
 		Pool: pool, Reader: reader, holders: holders, started: time.Now(), Tracker: tracker,
+		builds:   newBuildQueue(),
+		Registry: indexing.NewRegistry(func(fn func(filer_pb.SeaweedFilerClient) error) error { return reader.WithFilerClient(false, fn) }),
 		Deletes: deletes.NewComputer(indexstore.Opener(reader), indexstore.Filer{Reader: reader},
 			deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes, Tracker: tracker, Stat: reader.ETag}),
 	}

@@ -26,7 +26,7 @@ func register(s *subcommand) { subcommands[s.name] = s }
 
 // Command is the `weed pushdown` command.
 var Command = &command.Command{
-	UsageLine: "pushdown <status|plan|query|demo> [flags]",
+	UsageLine: "pushdown <status|plan|query|index|demo|import> [flags]",
 	Short:     "client of the Parquet pushdown services (status, plan, query, demo loader)",
 	Long: `pushdown talks to the catalog pushdown service of a lakeweed cluster.
 
@@ -37,6 +37,9 @@ var Command = &command.Command{
       what a query must read: files, row groups, pages, byte ranges, pruning per tier.
   weed pushdown query -sql "SELECT … FROM ns.table [WHERE …] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown]
       read a table through the plan: only planned byte ranges, through the S3 gateway.
+  weed pushdown index create|list|drop -table ns.table [-column C -kind btree|bloom|page_index] [-wait] [-json]
+      side indexes: record which the table wants (its lakeweed.indexes property) and build
+      them beside the data; list files indexed of total, states and payload bytes.
   weed pushdown demo -table ns.name [-rows N] [-files F] [-indexed all|half|none] [-seed S] ...
       writes a generated Iceberg table through the REST catalog and S3 gateway.
   weed pushdown import -dir <table folder> -table ns.name [-strip-prefix P] [-metadata FILE] [-replace] [-dry-run]

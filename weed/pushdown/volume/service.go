@@ -13,7 +13,9 @@ package volume
 
 import (
 	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -24,6 +26,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
@@ -46,6 +49,9 @@ const DefaultDeleteCacheBytes = 256 << 20
 // identities.
 const FooterCacheBytes = 32 << 20
 
+// DefaultIndexCacheBytes bounds opened side-index payloads kept in memory.
+const DefaultIndexCacheBytes = 256 << 20
+
 // Service implements pushdown_pb.PushdownVolumeServer.
 type Service struct {
 	pushdown_pb.UnimplementedPushdownVolumeServer
@@ -65,6 +71,9 @@ type Service struct {
 	started          time.Time
 
 	footers                    *footer.Cache
+	indexes                    *indexing.IndexCache
+	buildSlots                 chan struct{} // one per core: CPU-bound builds never exceed them
+	buildsDone, buildsFailed   atomic.Int64
 	open                       deletes.Opener
 	store                      deletes.Store
 	mu                         sync.Mutex
@@ -82,7 +91,8 @@ func New(address, volumeServer, filer string, reader *fileread.Reader) *Service 
 	}
 	return &Service{Address: address, VolumeServer: volumeServer, Filer: filer, Reader: reader,
 		Limits: DefaultLimits, DeleteCacheBytes: DefaultDeleteCacheBytes, started: time.Now(),
-		footers: footer.NewCache("volume", FooterCacheBytes, open),
+		footers: footer.NewCache("volume", FooterCacheBytes, open), indexes: indexing.NewIndexCache(DefaultIndexCacheBytes),
+		buildSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
 		open:    indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
 }
 

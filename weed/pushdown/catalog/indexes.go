@@ -1,0 +1,236 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/iceberg-go"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+)
+
+// sideIndexSource answers a plan's predicate from the side indexes the
+// registry says are committed: one EvaluateIndexes call per volume
+// endpoint holding the payloads, never a payload byte read here. Anything
+// missing — no entry, an endpoint down, a stale or corrupt payload —
+// answers "unknown" for its leaves and is named in indexes_missing.
+type sideIndexSource struct {
+	s         *Service
+	tableUUID string
+	specs     []indexing.Spec // wanted by the table, on fields the predicate uses
+	schema    *iceberg.Schema
+	req       *pushdown_pb.ParquetPushdownRequest
+	e         predicate.Expr
+}
+
+// newSideIndexSource returns the source of a plan, or nil when the table
+// wants no index on a field the predicate uses.
+func (s *Service) newSideIndexSource(tableUUID string, props iceberg.Properties, schema *iceberg.Schema, req *pushdown_pb.ParquetPushdownRequest, e predicate.Expr) *sideIndexSource {
+	if s.Registry == nil || len(req.GetPredicate()) == 0 {
+		return nil
+	}
+	wanted, err := indexing.Wanted(props)
+	if err != nil {
+		glog.V(1).Infof("pushdown: table %s: %v", tableUUID, err)
+		return nil
+	}
+	fields := map[int]bool{}
+	predicate.Walk(e, func(l *predicate.Leaf) { fields[l.FieldID] = true })
+	var specs []indexing.Spec
+	for _, sp := range wanted {
+		if _, ok := sideindex.Lookup(sp.Kind); ok && fields[sp.FieldID] && sp.Kind != "page_index" {
+			specs = append(specs, sp)
+		}
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	return &sideIndexSource{s: s, tableUUID: tableUUID, specs: specs, schema: schema, req: req, e: e}
+}
+
+type probeRef struct {
+	file  int
+	spec  indexing.Spec
+	entry indexing.Entry
+}
+
+func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) ([]*roaring64.Bitmap, plan.SideIndexNotes, error) {
+	out := make([]*roaring64.Bitmap, len(files))
+	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files))}
+	byEndpoint := map[string][]probeRef{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i, f := range files {
+		g.Go(func() error {
+			for _, sp := range src.specs {
+				name := specName(src.schema, sp)
+				e, ok, err := src.s.Registry.Lookup(gctx, src.tableUUID, f.Path, sp.Kind, sp.FieldID)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				switch {
+				case !ok:
+					notes.Missing[i] = append(notes.Missing[i], name+": not built")
+				case e.State != indexing.StateCommitted:
+					notes.Missing[i] = append(notes.Missing[i], name+": "+e.State)
+				default:
+					addr := src.s.endpointFor(gctx, f.Path)
+					if addr == "" {
+						notes.Missing[i] = append(notes.Missing[i], name+": no healthy volume pushdown service holds it")
+					} else {
+						byEndpoint[addr] = append(byEndpoint[addr], probeRef{file: i, spec: sp, entry: e})
+					}
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, notes, err
+	}
+	schemaJSON, err := json.Marshal(src.schema)
+	if err != nil {
+		return nil, notes, perr.New(perr.Internal, "encode schema: %v", err)
+	}
+	// answers[file][leaf] intersects what every index of the leaf's field said.
+	answers := make([]map[string]indexing.Answer, len(files))
+	for i := range answers {
+		answers[i] = map[string]indexing.Answer{}
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for addr, probes := range byEndpoint {
+		for lo := 0; lo < len(probes); lo += 1024 {
+			batch := probes[lo:min(len(probes), lo+1024)]
+			g.Go(func() error {
+				resp, err := src.evaluate(gctx, addr, files, batch, schemaJSON)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					if perr.IsContext(err) {
+						return err
+					}
+					glog.Warningf("pushdown: volume pushdown service %s could not evaluate side indexes (%v); planning without them", addr, err)
+					for _, p := range batch {
+						notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: volume pushdown service %s unavailable", specName(src.schema, p.spec), addr))
+					}
+					return nil
+				}
+				failed := map[int32]bool{}
+				for _, pe := range resp.GetErrors() {
+					if pe.GetProbe() < 0 || int(pe.GetProbe()) >= len(batch) {
+						continue
+					}
+					p := batch[pe.GetProbe()]
+					failed[pe.GetProbe()] = true
+					notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: %s (%s)", specName(src.schema, p.spec), pe.GetState(), pe.GetReason()))
+					src.s.markEntry(src.tableUUID, p.entry, pe.GetState(), pe.GetReason())
+				}
+				usedProbe := map[int32]bool{}
+				for _, la := range resp.GetAnswers() {
+					if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] || la.GetUnknown() {
+						continue
+					}
+					p := batch[la.GetProbe()]
+					bm := roaring64.New()
+					if _, err := bm.ReadFrom(bytes.NewReader(la.GetPositions())); err != nil {
+						glog.Warningf("pushdown: volume pushdown service %s answered undecodable positions for %s of %s; ignoring them", addr, p.spec.Key(), files[p.file].Path)
+						continue
+					}
+					m := answers[p.file]
+					if prev, ok := m[la.GetLeaf()]; ok {
+						bm.And(prev.Positions)
+					}
+					m[la.GetLeaf()] = indexing.Answer{Positions: bm, Exact: la.GetExact()}
+					if !usedProbe[la.GetProbe()] {
+						usedProbe[la.GetProbe()] = true
+						notes.Used[p.file] = append(notes.Used[p.file], specName(src.schema, p.spec))
+					}
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, notes, err
+	}
+	for i := range files {
+		if len(answers[i]) == 0 {
+			continue
+		}
+		m := answers[i]
+		if pos, ok := indexing.Combine(src.e, func(l *predicate.Leaf) indexing.Answer {
+			if a, ok := m[l.String()]; ok {
+				return a
+			}
+			return indexing.Answer{Unknown: true}
+		}); ok {
+			out[i] = pos
+		}
+		sort.Strings(notes.Used[i])
+	}
+	return out, notes, nil
+}
+
+func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*plan.DataFile, batch []probeRef, schemaJSON []byte) (*pushdown_pb.EvaluateIndexesResponse, error) {
+	req := &pushdown_pb.EvaluateIndexesRequest{PredicateKind: src.req.GetPredicateKind(), Predicate: src.req.GetPredicate(), SchemaJson: schemaJSON}
+	var named []string
+	for _, p := range batch {
+		f := files[p.file]
+		req.Probes = append(req.Probes, &pushdown_pb.IndexProbe{DataFile: f.Path, SizeBytes: f.Size, RecordCount: f.RecordCount,
+			FieldId: int32(p.spec.FieldID), Kind: p.spec.Kind, Identity: p.entry.Identity, Params: p.spec.Params})
+		named = append(named, f.Path)
+	}
+	ctx, err := src.s.Keys.WithToken(ctx, access.DirPrefixes(named))
+	if err != nil {
+		return nil, err
+	}
+	conn, err := src.s.Pool.Get(addr)
+	if err != nil {
+		return nil, perr.Wrap(perr.Unavailable, err)
+	}
+	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).EvaluateIndexes(ctx, req)
+	if err != nil {
+		return nil, grpcutil.FromStatus("volume pushdown service "+addr, err)
+	}
+	return resp, nil
+}
+
+// markEntry records in the registry that an entry could not be used.
+func (s *Service) markEntry(tableUUID string, e indexing.Entry, state, reason string) {
+	if state == "" || state == e.State {
+		return
+	}
+	e.State, e.Reason = state, reason
+	go func() {
+		if err := s.Registry.Put(context.Background(), tableUUID, e); err != nil {
+			glog.V(1).Infof("pushdown: mark %s: %v", e, err)
+		}
+	}()
+}
+
+// specName names an index in notes: kind(column).
+func specName(schema *iceberg.Schema, sp indexing.Spec) string {
+	name := fmt.Sprintf("field %d", sp.FieldID)
+	if f, ok := schema.FindFieldByID(sp.FieldID); ok {
+		name = f.Name
+	}
+	return sp.Kind + "(" + name + ")"
+}

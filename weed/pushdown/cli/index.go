@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+)
+
+func init() {
+	register(&subcommand{
+		name:  "index",
+		short: "side indexes of a table: create, list, drop",
+		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index [-wait]
+weed pushdown index list -table ns.t [-json]
+weed pushdown index drop -table ns.t -column C -kind K`,
+		run: runIndex,
+	})
+}
+
+func runIndex(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("want create, list or drop (see weed pushdown index -h)")
+	}
+	sub, args := args[0], args[1:]
+	fs := newFlags(subcommands["index"])
+	endpoints := endpointFlags(fs)
+	tableName := fs.String("table", "", "table, as namespace.table")
+	column := fs.String("column", "", "column (dotted path for nested fields)")
+	kind := fs.String("kind", "", "index kind: "+strings.Join(kindNames(), ", "))
+	wait := fs.Bool("wait", false, "create: wait until every existing file is indexed")
+	asJSON := fs.Bool("json", false, "list: print JSON")
+	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tableName == "" {
+		return fmt.Errorf("-table is required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	e := endpoints(ctx)
+	switch sub {
+	case "create", "drop":
+		if *column == "" || *kind == "" {
+			return fmt.Errorf("%s needs -column and -kind", sub)
+		}
+		if _, ok := sideindex.Lookup(*kind); !ok {
+			return fmt.Errorf("unknown kind %q (want %s)", *kind, strings.Join(kindNames(), ", "))
+		}
+		specs, err := updateWanted(ctx, e, *tableName, *column, *kind, sub == "create")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s wants %d side indexes: %s\n", *tableName, len(specs), indexing.Encode(specs))
+		if sub == "drop" {
+			return nil
+		}
+		t0 := time.Now()
+		resp, err := buildIndexes(ctx, e, *tableName, *wait)
+		if err != nil {
+			return err
+		}
+		if !*wait {
+			fmt.Fprintf(os.Stderr, "builds scheduled in the background; follow them with weed pushdown index list -table %s\n", *tableName)
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "%d files: %d indexes built, %d failed of %d scheduled in %s\n", resp.GetFiles(), resp.GetBuilt(), resp.GetFailed(), resp.GetScheduled(), time.Since(t0).Round(time.Millisecond))
+		for _, m := range resp.GetErrors() {
+			fmt.Fprintf(os.Stderr, "  %s\n", m)
+		}
+		if resp.GetFailed() > 0 {
+			return fmt.Errorf("%d builds failed", resp.GetFailed())
+		}
+		return nil
+	case "list":
+		resp, err := listIndexes(ctx, e, *tableName)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			b, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true, Multiline: true}.Marshal(resp)
+			if err != nil {
+				return err
+			}
+			fmt.Println(string(b))
+			return nil
+		}
+		PrintIndexes(os.Stdout, resp)
+		return nil
+	}
+	return fmt.Errorf("unknown index subcommand %q: want create, list or drop", sub)
+}
+
+func kindNames() []string {
+	var out []string
+	for _, k := range sideindex.Kinds() {
+		out = append(out, k.Name())
+	}
+	return out
+}
+
+// updateWanted adds (or removes) an index on column to the table's
+// lakeweed.indexes property through the Iceberg REST catalog.
+func updateWanted(ctx context.Context, e lakeclient.Endpoints, tableName, column, kind string, add bool) ([]indexing.Spec, error) {
+	cat, err := lakeclient.NewIcebergCatalog(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	id, err := lakeclient.ParseIdentifier(tableName)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := cat.LoadTable(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", tableName, err)
+	}
+	field, ok := tbl.Schema().FindFieldByName(column)
+	if !ok {
+		return nil, fmt.Errorf("table %s has no column %q", tableName, column)
+	}
+	if k, _ := sideindex.Lookup(kind); add && !k.Supports(field.Type) {
+		return nil, fmt.Errorf("a %s index cannot index column %s of type %s", kind, column, field.Type)
+	}
+	specs, err := indexing.Wanted(tbl.Properties())
+	if err != nil {
+		return nil, err
+	}
+	out := specs[:0]
+	for _, sp := range specs {
+		if sp.FieldID == field.ID && sp.Kind == kind {
+			continue
+		}
+		out = append(out, sp)
+	}
+	if add {
+		out = append(out, indexing.Spec{FieldID: field.ID, Kind: kind})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{indexing.Property: indexing.Encode(out)}); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("record the wanted indexes on %s: %w", tableName, err)
+	}
+	return out, nil
+}
+
+
+func buildIndexes(ctx context.Context, e lakeclient.Endpoints, tableName string, wait bool) (*pushdown_pb.BuildTableIndexesResponse, error) {
+	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
+	defer pool.Close()
+	conn, err := pool.Get(e.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	req := &pushdown_pb.BuildTableIndexesRequest{Warehouse: e.Warehouse, Table: tableName, Wait: wait}
+	ctx, err = e.SignCall(ctx, e.Catalog, "BuildIndexes", req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := pushdown_pb.NewPushdownCatalogClient(conn).BuildIndexes(ctx, req, waitForReady())
+	if err != nil {
+		return nil, fmt.Errorf("catalog pushdown service at %s: %w", e.Catalog, err)
+	}
+	return resp, nil
+}
+
+func listIndexes(ctx context.Context, e lakeclient.Endpoints, tableName string) (*pushdown_pb.ListIndexesResponse, error) {
+	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
+	defer pool.Close()
+	conn, err := pool.Get(e.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	req := &pushdown_pb.ListIndexesRequest{Warehouse: e.Warehouse, Table: tableName}
+	ctx, err = e.SignCall(ctx, e.Catalog, "ListIndexes", req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := pushdown_pb.NewPushdownCatalogClient(conn).ListIndexes(ctx, req, waitForReady())
+	if err != nil {
+		return nil, fmt.Errorf("catalog pushdown service at %s: %w", e.Catalog, err)
+	}
+	return resp, nil
+}
+
+// PrintIndexes writes, per wanted index, files indexed of total, counts
+// by state and payload bytes.
+func PrintIndexes(w io.Writer, resp *pushdown_pb.ListIndexesResponse) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD ID\tKIND\tFILES INDEXED\tSTATES\tPAYLOAD BYTES")
+	for _, sp := range resp.GetWanted() {
+		states := map[string]int{}
+		var bytes, indexed int64
+		for _, e := range resp.GetEntries() {
+			if e.GetFieldId() != sp.GetFieldId() || e.GetKind() != sp.GetKind() {
+				continue
+			}
+			states[e.GetState()]++
+			if e.GetState() == indexing.StateCommitted {
+				indexed++
+				bytes += e.GetPayloadBytes()
+			}
+		}
+		var parts []string
+		for s, n := range states {
+			parts = append(parts, fmt.Sprintf("%s %d", s, n))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(tw, "%d\t%s\t%d of %d\t%s\t%d\n", sp.GetFieldId(), sp.GetKind(), indexed, resp.GetFilesTotal(), strings.Join(parts, ", "), bytes)
+	}
+	tw.Flush()
+}

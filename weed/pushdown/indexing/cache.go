@@ -1,0 +1,60 @@
+package indexing
+
+import (
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+)
+
+// IndexCache keeps opened payloads in memory, bounded by the bytes they
+// hold (golang-lru's LRU, evicting the oldest while over capacity).
+type IndexCache struct {
+	mu       sync.Mutex
+	capacity int64
+	bytes    int64
+	sizes    map[string]int64
+	lru      *lru.Cache[string, sideindex.Index]
+}
+
+// NewIndexCache holds at most capacity bytes of opened indexes.
+func NewIndexCache(capacity int64) *IndexCache {
+	c := &IndexCache{capacity: capacity, sizes: map[string]int64{}}
+	c.lru, _ = lru.NewWithEvict[string, sideindex.Index](1<<20, func(k string, _ sideindex.Index) {
+		c.bytes -= c.sizes[k]
+		delete(c.sizes, k)
+	})
+	return c
+}
+
+// Get returns the cached index of key.
+func (c *IndexCache) Get(key string) (sideindex.Index, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Get(key)
+}
+
+// Add caches idx (of size bytes) under key; one larger than the whole
+// cache is not kept.
+func (c *IndexCache) Add(key string, idx sideindex.Index, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size > c.capacity {
+		return
+	}
+	c.lru.Remove(key)
+	c.sizes[key] = size
+	c.bytes += size
+	c.lru.Add(key, idx)
+	for c.bytes > c.capacity && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
+	}
+}
+
+// Stats are the cache's entries, bytes and capacity.
+func (c *IndexCache) Stats() (entries, bytes, capacity int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int64(c.lru.Len()), c.bytes, c.capacity
+}

@@ -1,0 +1,405 @@
+package volume
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/util"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+)
+
+// Limits of the side-index RPCs.
+const (
+	MaxBuildFiles    = 256
+	MaxBuildIndexes  = 32
+	MaxProbes        = 4096
+	MaxPredicateSize = 1 << 20
+	MaxPayloadBytes  = 1 << 30
+)
+
+// BuildIndexes builds side-index payloads of data files on a worker pool
+// that uses every core, each transactionally: written under a temporary
+// name, read back and opened (header and checksum verified), then renamed
+// into <parent>/.index/<file>/<identity>/<kind>.fid_<id>. A failed build
+// leaves nothing visible.
+func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexesRequest) (*pushdown_pb.BuildIndexesResponse, error) {
+	switch {
+	case len(req.GetDataFiles()) > MaxBuildFiles:
+		return nil, perr.New(perr.ResourceExhausted, "BuildIndexes: %d data files exceed the limit of %d per call", len(req.GetDataFiles()), MaxBuildFiles)
+	case len(req.GetIndexes()) > MaxBuildIndexes:
+		return nil, perr.New(perr.ResourceExhausted, "BuildIndexes: %d indexes exceed the limit of %d per call", len(req.GetIndexes()), MaxBuildIndexes)
+	}
+	caller, err := s.authenticate(ctx, "BuildIndexes", req)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range req.GetDataFiles() {
+		if _, err := caller.MayRead(ctx, d.GetPath()); err != nil {
+			return nil, perr.New(perr.KindOf(err), "BuildIndexes: data_files[%d]: %w", i, err)
+		}
+	}
+	schema, nm, err := schemaOf(req.GetSchemaJson(), req.GetNameMappingJson())
+	if err != nil {
+		return nil, err
+	}
+	if schema == nil {
+		return nil, perr.New(perr.InvalidArgument, "BuildIndexes: schema_json is required")
+	}
+	type job struct {
+		file int
+		spec *pushdown_pb.IndexSpec
+		out  *pushdown_pb.BuiltIndex
+	}
+	var jobs []job
+	resp := &pushdown_pb.BuildIndexesResponse{}
+	for fi, d := range req.GetDataFiles() {
+		for _, sp := range req.GetIndexes() {
+			b := &pushdown_pb.BuiltIndex{DataFile: d.GetPath(), FieldId: sp.GetFieldId(), Kind: sp.GetKind()}
+			resp.Built = append(resp.Built, b)
+			jobs = append(jobs, job{fi, sp, b})
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, j := range jobs {
+		g.Go(func() error {
+			select {
+			case s.buildSlots <- struct{}{}:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			defer func() { <-s.buildSlots }()
+			t0 := time.Now()
+			d := req.GetDataFiles()[j.file]
+			if err := s.buildOne(gctx, d, j.spec, schema, nm, j.out); err != nil {
+				if perr.IsContext(err) {
+					return err
+				}
+				j.out.Error = boundedReason(err)
+				s.buildsFailed.Add(1)
+				glog.V(1).Infof("pushdown: build %s of field %d of %s: %v", j.spec.GetKind(), j.spec.GetFieldId(), d.GetPath(), err)
+			} else {
+				s.buildsDone.Add(1)
+			}
+			j.out.BuildMicros = time.Since(t0).Microseconds()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescriptor, sp *pushdown_pb.IndexSpec, schema *iceberg.Schema, nm iceberg.NameMapping, out *pushdown_pb.BuiltIndex) error {
+	kind, ok := sideindex.Lookup(sp.GetKind())
+	if !ok {
+		return perr.New(perr.InvalidArgument, "unknown side-index kind %s", perr.Quote(sp.GetKind()))
+	}
+	field, ok := schema.FindFieldByID(int(sp.GetFieldId()))
+	if !ok {
+		return perr.New(perr.InvalidArgument, "field id %d is not in the schema", sp.GetFieldId())
+	}
+	if !kind.Supports(field.Type) {
+		return perr.New(perr.InvalidArgument, "a %s index cannot index column %s of type %s", kind.Name(), perr.Quote(field.Name), field.Type)
+	}
+	ft, _, err := s.footers.Get(ctx, footerID(d))
+	if err != nil {
+		return err
+	}
+	if d.GetRecordCount() >= 0 && ft.NumRows() != d.GetRecordCount() {
+		return perr.New(perr.FailedPrecondition, "%s holds %d rows, the request says %d", d.GetPath(), ft.NumRows(), d.GetRecordCount())
+	}
+	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
+	col, ok := cm.Leaf(int(sp.GetFieldId()))
+	if !ok {
+		return perr.New(perr.FailedPrecondition, "%s stores no column for field %d (%s)", d.GetPath(), sp.GetFieldId(), perr.Quote(field.Name))
+	}
+	f, err := s.Reader.Open(ctx, d.GetPath())
+	if err != nil {
+		return classifyOpen(err)
+	}
+	identity := identityOf(d, ft.Hash)
+	in := sideindex.Input{File: d.GetPath(), Identity: identity, Footer: ft, Source: sourceOf(f), FieldID: int(sp.GetFieldId()),
+		Type: field.Type, Column: col, Params: sp.GetParams()}
+	payload, err := kind.Build(ctx, in)
+	if err != nil {
+		return err
+	}
+	if len(payload) > MaxPayloadBytes {
+		return perr.New(perr.ResourceExhausted, "the %s payload of %s would be %d bytes, over %d", kind.Name(), d.GetPath(), len(payload), MaxPayloadBytes)
+	}
+	final := indexing.PayloadPath(d.GetPath(), identity, kind.Name(), int(sp.GetFieldId()))
+	want := sideindex.Header{Kind: kind.Name(), FieldID: int(sp.GetFieldId()), IcebergType: field.Type.String(), DataFile: d.GetPath(),
+		Identity: identity, Params: sp.GetParams(), Rows: ft.NumRows()}
+	if err := s.commitPayload(ctx, kind, final, payload, want); err != nil {
+		return err
+	}
+	out.Identity, out.PayloadPath, out.PayloadBytes = identity, final, int64(len(payload))
+	return nil
+}
+
+// commitPayload writes payload under a temporary name beside final, reads
+// it back and opens it, then renames it into place; on any failure the
+// temporary file is removed and nothing is visible.
+func (s *Service) commitPayload(ctx context.Context, kind sideindex.Kind, final string, payload []byte, want sideindex.Header) (err error) {
+	fp, err := fileread.FilerPath(final)
+	if err != nil {
+		return perr.New(perr.InvalidArgument, "payload location: %v", err)
+	}
+	dir, name := util.FullPath(fp).DirAndName()
+	s.collectLeftovers(ctx, dir)
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	tmpName := indexing.TempPrefix + name + "-" + hex.EncodeToString(suffix)
+	tmp := dir + "/" + tmpName
+	if err := s.Reader.WriteFile(ctx, tmp, payload); err != nil {
+		return perr.Wrap(perr.Unavailable, err)
+	}
+	defer func() {
+		if err != nil {
+			s.removeFile(context.WithoutCancel(ctx), dir, tmpName)
+		}
+	}()
+	back, err := s.readAll(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(back, payload) {
+		return perr.New(perr.Corrupt, "the payload read back from %s differs from what was written", tmp)
+	}
+	if _, err := kind.Open(ctx, back, want); err != nil {
+		return perr.New(perr.Corrupt, "the payload written to %s does not open: %v", tmp, err)
+	}
+	s.removeFile(ctx, dir, name) // a rebuild replaces the old payload
+	return s.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
+		_, err := c.AtomicRenameEntry(ctx, &filer_pb.AtomicRenameEntryRequest{OldDirectory: dir, OldName: tmpName, NewDirectory: dir, NewName: name})
+		if err != nil {
+			return perr.Wrap(perr.Unavailable, fmt.Errorf("rename %s into place: %w", tmp, err))
+		}
+		return nil
+	})
+}
+
+// LeftoverAge is how old a temporary payload must be to be collected.
+const LeftoverAge = 10 * time.Minute
+
+// collectLeftovers removes temporary payloads of builds that crashed.
+func (s *Service) collectLeftovers(ctx context.Context, dir string) {
+	var stale []string
+	_ = s.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
+		return filer_pb.SeaweedList(ctx, c, dir, indexing.TempPrefix, func(e *filer_pb.Entry, _ bool) error {
+			if strings.HasPrefix(e.Name, indexing.TempPrefix) && time.Since(time.Unix(e.GetAttributes().GetMtime(), 0)) > LeftoverAge {
+				stale = append(stale, e.Name)
+			}
+			return nil
+		}, "", false, 1000)
+	})
+	for _, n := range stale {
+		glog.V(0).Infof("pushdown: removing %s/%s, left by a build that did not finish", dir, n)
+		s.removeFile(ctx, dir, n)
+	}
+}
+
+func (s *Service) removeFile(ctx context.Context, dir, name string) {
+	_ = s.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
+		return filer_pb.DoRemove(ctx, c, dir, name, true, false, true, false, nil)
+	})
+}
+
+func (s *Service) readAll(ctx context.Context, loc string) ([]byte, error) {
+	f, err := s.Reader.Open(ctx, loc)
+	if err != nil {
+		return nil, classifyOpen(err)
+	}
+	if f.Size > MaxPayloadBytes {
+		return nil, perr.New(perr.ResourceExhausted, "%s is %d bytes, over %d", loc, f.Size, MaxPayloadBytes)
+	}
+	buf := make([]byte, f.Size)
+	if _, err := f.ReadAtContext(ctx, buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, perr.Wrap(perr.Unavailable, err)
+	}
+	return buf, nil
+}
+
+// EvaluateIndexes answers the predicate's leaves on each probe's field from
+// the probe's payload. A payload that is missing, stale (the data file's
+// identity moved on), corrupt or unreadable is reported in errors — the
+// catalog then plans without it.
+func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.EvaluateIndexesRequest) (*pushdown_pb.EvaluateIndexesResponse, error) {
+	switch {
+	case len(req.GetProbes()) > MaxProbes:
+		return nil, perr.New(perr.ResourceExhausted, "EvaluateIndexes: %d probes exceed the limit of %d per call", len(req.GetProbes()), MaxProbes)
+	case len(req.GetPredicate()) > MaxPredicateSize:
+		return nil, perr.New(perr.ResourceExhausted, "EvaluateIndexes: predicate of %d bytes exceeds %d", len(req.GetPredicate()), MaxPredicateSize)
+	}
+	caller, err := s.authenticate(ctx, "EvaluateIndexes", req)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range req.GetProbes() {
+		if _, err := caller.MayRead(ctx, p.GetDataFile()); err != nil {
+			return nil, perr.New(perr.KindOf(err), "EvaluateIndexes: probes[%d]: %w", i, err)
+		}
+	}
+	schema, _, err := schemaOf(req.GetSchemaJson(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if schema == nil {
+		return nil, perr.New(perr.InvalidArgument, "EvaluateIndexes: schema_json is required")
+	}
+	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, predicate.DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	var leaves []*predicate.Leaf
+	predicate.Walk(e, func(l *predicate.Leaf) { leaves = append(leaves, l) })
+	resp := &pushdown_pb.EvaluateIndexesResponse{}
+	type result struct {
+		answers []*pushdown_pb.LeafAnswer
+		err     *pushdown_pb.ProbeError
+	}
+	results := make([]result, len(req.GetProbes()))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, p := range req.GetProbes() {
+		g.Go(func() error {
+			idx, state, err := s.openIndex(gctx, p, schema)
+			if err != nil {
+				if perr.IsContext(err) {
+					return err
+				}
+				results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: state, Reason: boundedReason(err)}
+				return nil
+			}
+			for _, l := range leaves {
+				if l.FieldID != int(p.GetFieldId()) {
+					continue
+				}
+				a, err := idx.Eval(gctx, l)
+				la := &pushdown_pb.LeafAnswer{Probe: int32(i), Leaf: l.String()}
+				switch {
+				case err != nil:
+					la.Unknown = true
+					glog.V(1).Infof("pushdown: %s index of %s cannot answer %s: %v", p.GetKind(), p.GetDataFile(), l, err)
+				case a.Unknown || a.Positions == nil:
+					la.Unknown = true
+				default:
+					var buf bytes.Buffer
+					a.Positions.RunOptimize()
+					if _, err := a.Positions.WriteTo(&buf); err != nil {
+						return perr.New(perr.Internal, "encode positions: %v", err)
+					}
+					la.Positions, la.Exact = buf.Bytes(), a.Exact
+				}
+				results[i].answers = append(results[i].answers, la)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		resp.Answers = append(resp.Answers, r.answers...)
+		if r.err != nil {
+			resp.Errors = append(resp.Errors, r.err)
+		}
+	}
+	return resp, nil
+}
+
+// openIndex returns the opened payload of a probe (cached by payload path
+// and identity), checking the data file is still the version it was built
+// against. The state names why it cannot be used.
+func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, schema *iceberg.Schema) (sideindex.Index, string, error) {
+	kind, ok := sideindex.Lookup(p.GetKind())
+	if !ok {
+		return nil, indexing.StateFailed, fmt.Errorf("unknown kind %s", perr.Quote(p.GetKind()))
+	}
+	field, ok := schema.FindFieldByID(int(p.GetFieldId()))
+	if !ok {
+		return nil, indexing.StateStale, fmt.Errorf("field id %d is not in the schema", p.GetFieldId())
+	}
+	hash, err := s.footers.Identify(ctx, p.GetDataFile(), p.GetSizeBytes(), p.GetRecordCount())
+	if err != nil {
+		return nil, indexing.StateStale, err
+	}
+	identity := identityOf(&pushdown_pb.DataFileDescriptor{SizeBytes: p.GetSizeBytes(), RecordCount: p.GetRecordCount()}, hash)
+	if identity != p.GetIdentity() {
+		return nil, indexing.StateStale, fmt.Errorf("the data file is now %s, the index was built against %s", identity, p.GetIdentity())
+	}
+	loc := indexing.PayloadPath(p.GetDataFile(), identity, kind.Name(), int(p.GetFieldId()))
+	key := loc + "\x00" + identity + "\x00" + fmt.Sprint(p.GetParams())
+	if idx, ok := s.indexes.Get(key); ok {
+		return idx, "", nil
+	}
+	payload, err := s.readAll(ctx, loc)
+	if err != nil {
+		return nil, indexing.StateMissing, err
+	}
+	want := sideindex.Header{Kind: kind.Name(), FieldID: int(p.GetFieldId()), IcebergType: field.Type.String(), DataFile: p.GetDataFile(),
+		Identity: identity, Params: p.GetParams(), Rows: p.GetRecordCount()}
+	idx, err := kind.Open(ctx, payload, want)
+	if err != nil {
+		return nil, indexing.StateCorrupt, err
+	}
+	s.indexes.Add(key, idx, idx.Bytes())
+	return idx, "", nil
+}
+
+func identityOf(d *pushdown_pb.DataFileDescriptor, hash string) string {
+	return footer.IdentityDir(d.GetSizeBytes(), d.GetRecordCount(), hash)
+}
+
+func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, error) {
+	var schema *iceberg.Schema
+	if len(schemaJSON) > 0 {
+		schema = new(iceberg.Schema)
+		if err := json.Unmarshal(schemaJSON, schema); err != nil {
+			return nil, nil, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
+		}
+	}
+	var nm iceberg.NameMapping
+	if len(nmJSON) > 0 {
+		if err := json.Unmarshal(nmJSON, &nm); err != nil {
+			return nil, nil, perr.New(perr.InvalidArgument, "name_mapping_json: %v", boundedReason(err))
+		}
+	}
+	return schema, nm, nil
+}
+
+func boundedReason(err error) string {
+	msg := err.Error()
+	if len(msg) > 512 {
+		msg = msg[:512] + "…"
+	}
+	return msg
+}
+
+func footerID(d *pushdown_pb.DataFileDescriptor) footer.Identity {
+	return footer.Identity{Path: d.GetPath(), Size: d.GetSizeBytes()}
+}
+
+func sourceOf(f *fileread.File) footer.Source { return indexstore.Source(f) }
