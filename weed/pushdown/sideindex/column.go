@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -182,4 +183,18 @@ func parseDescr(s string) (*schema.Column, error) {
 		return nil, fmt.Errorf("column descriptor not readable: %v", err)
 	}
 	return d.column()
+}
+
+// parseType parses an Iceberg primitive type as Type.String() renders it
+// (the same spelling as its JSON form).
+func parseType(s string) (iceberg.Type, error) {
+	b, _ := json.Marshal(map[string]any{"id": 1, "name": "f", "required": false, "type": s})
+	var f iceberg.NestedField
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	if _, ok := value.KindOf(f.Type); !ok {
+		return nil, fmt.Errorf("type %s has no order", short(s))
+	}
+	return f.Type, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/apache/iceberg-go/puffin"
 )
@@ -191,11 +192,16 @@ func writePuffin(h Header, fileProps map[string]string, blobs []puffinBlob) ([]b
 	return buf.Bytes(), nil
 }
 
-// puffinDigest covers the file properties (but the checksum) and every
+// puffinDigest covers the file properties of lakeweed (but the checksum;
+// the writer adds its own, e.g. created-by) and every
 // blob (type, properties, bytes).
 func puffinDigest(props map[string]string, blobs []puffinBlob) string {
-	p := maps.Clone(props)
-	delete(p, checksumKey)
+	p := map[string]string{}
+	for k, v := range props {
+		if strings.HasPrefix(k, "lakeweed.") && k != checksumKey {
+			p[k] = v
+		}
+	}
 	pj, _ := json.Marshal(p)
 	parts := [][]byte{pj}
 	for _, b := range blobs {
