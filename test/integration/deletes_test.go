@@ -39,13 +39,23 @@ var deleteParts = []string{"a", "b", "c"}
 // (null every 17th), name "n<id>".
 func deleteRows(t *testing.T, from, to int64) arrow.Table {
 	t.Helper()
+	ids := make([]int64, 0, to-from)
+	for id := from; id < to; id++ {
+		ids = append(ids, id)
+	}
+	return deleteRowsOf(t, ids)
+}
+
+// deleteRowsOf builds the rows of ids, in the order given.
+func deleteRowsOf(t *testing.T, ids []int64) arrow.Table {
+	t.Helper()
 	asch, err := table.SchemaToArrowSchema(deleteSchema(), nil, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
 	defer b.Release()
-	for id := from; id < to; id++ {
+	for _, id := range ids {
 		b.Field(0).(*array.Int64Builder).Append(id)
 		b.Field(1).(*array.StringBuilder).Append(deleteParts[id%3])
 		if id%17 == 0 {

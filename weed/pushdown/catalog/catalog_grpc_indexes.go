@@ -115,11 +115,11 @@ func (s *Service) authorizeTableWrite(ctx context.Context, method string, req pr
 // BuildWorkers tables at once; a table asked for again while queued is
 // queued once.
 type buildQueue struct {
-	mu      sync.Mutex
-	pending map[string]tables.Name
-	running map[string]*sync.Mutex
-	work    chan struct{}
-	started sync.Once
+	mu                   sync.Mutex
+	pending              map[string]tables.Name
+	running              map[string]*sync.Mutex
+	work                 chan struct{}
+	started              sync.Once
 	done, failed, queued int64
 }
 

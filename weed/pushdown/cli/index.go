@@ -160,7 +160,6 @@ func updateWanted(ctx context.Context, e lakeclient.Endpoints, tableName, column
 	return out, nil
 }
 
-
 func buildIndexes(ctx context.Context, e lakeclient.Endpoints, tableName string, wait bool) (*pushdown_pb.BuildTableIndexesResponse, error) {
 	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
 	defer pool.Close()

@@ -191,11 +191,6 @@ func (t *Tracker) apply(ev *filer_pb.SubscribeMetadataResponse) {
 		metricEvents.WithLabelValues("reset").Inc()
 		return
 	}
-	if strings.Contains(ev.GetDirectory(), "/.index/") || strings.HasSuffix(ev.GetDirectory(), "/.index") {
-		// side-index payloads are validated by their own headers
-		metricEvents.WithLabelValues("ignored").Inc()
-		return
-	}
 	t.Changed(join(ev.GetDirectory(), old.GetName()))
 	if neu != nil {
 		parent := n.GetNewParentPath()

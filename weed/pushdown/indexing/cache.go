@@ -5,6 +5,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
@@ -15,13 +16,22 @@ type IndexCache struct {
 	capacity int64
 	bytes    int64
 	sizes    map[string]int64
-	lru      *lru.Cache[string, sideindex.Index]
+	lru      *lru.Cache[string, cached]
+	// Tracker, when set, makes an index whose payload changed (rewritten,
+	// deleted) since it was opened a miss.
+	Tracker *freshness.Tracker
+}
+
+type cached struct {
+	idx     sideindex.Index
+	payload string // location
+	loaded  int64  // freshness.Now() before the payload was read
 }
 
 // NewIndexCache holds at most capacity bytes of opened indexes.
 func NewIndexCache(capacity int64) *IndexCache {
 	c := &IndexCache{capacity: capacity, sizes: map[string]int64{}}
-	c.lru, _ = lru.NewWithEvict[string, sideindex.Index](1<<20, func(k string, _ sideindex.Index) {
+	c.lru, _ = lru.NewWithEvict[string, cached](1<<20, func(k string, _ cached) {
 		c.bytes -= c.sizes[k]
 		delete(c.sizes, k)
 	})
@@ -32,12 +42,21 @@ func NewIndexCache(capacity int64) *IndexCache {
 func (c *IndexCache) Get(key string) (sideindex.Index, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lru.Get(key)
+	e, ok := c.lru.Get(key)
+	if !ok {
+		return nil, false
+	}
+	if !c.Tracker.Fresh(e.payload, e.loaded) {
+		c.lru.Remove(key)
+		return nil, false
+	}
+	return e.idx, true
 }
 
-// Add caches idx (of size bytes) under key; one larger than the whole
-// cache is not kept.
-func (c *IndexCache) Add(key string, idx sideindex.Index, size int64) {
+// Add caches idx (of size bytes), opened from the payload at location
+// read at loaded (freshness.Now() before the read), under key; one larger
+// than the whole cache is not kept.
+func (c *IndexCache) Add(key, location string, loaded int64, idx sideindex.Index, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size > c.capacity {
@@ -46,7 +65,7 @@ func (c *IndexCache) Add(key string, idx sideindex.Index, size int64) {
 	c.lru.Remove(key)
 	c.sizes[key] = size
 	c.bytes += size
-	c.lru.Add(key, idx)
+	c.lru.Add(key, cached{idx: idx, payload: location, loaded: loaded})
 	for c.bytes > c.capacity && c.lru.Len() > 1 {
 		c.lru.RemoveOldest()
 	}

@@ -93,13 +93,14 @@ func New(address, volumeServer, filer string, reader *fileread.Reader) *Service 
 		Limits: DefaultLimits, DeleteCacheBytes: DefaultDeleteCacheBytes, started: time.Now(),
 		footers: footer.NewCache("volume", FooterCacheBytes, open), indexes: indexing.NewIndexCache(DefaultIndexCacheBytes),
 		buildSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
-		open:    indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
+		open:       indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
 }
 
 // SetTracker makes the service's caches follow t.
 func (s *Service) SetTracker(t *freshness.Tracker) {
 	s.Tracker = t
 	s.footers.Tracker = t
+	s.indexes.Tracker = t
 }
 
 func (s *Service) authenticate(ctx context.Context, method string, req proto.Message) (*access.Caller, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
@@ -355,6 +356,7 @@ func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, sche
 	if idx, ok := s.indexes.Get(key); ok {
 		return idx, "", nil
 	}
+	loaded := freshness.Now()
 	payload, err := s.readAll(ctx, loc)
 	if err != nil {
 		return nil, indexing.StateMissing, err
@@ -365,7 +367,7 @@ func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, sche
 	if err != nil {
 		return nil, indexing.StateCorrupt, err
 	}
-	s.indexes.Add(key, idx, idx.Bytes())
+	s.indexes.Add(key, loc, loaded, idx, idx.Bytes())
 	return idx, "", nil
 }
 
