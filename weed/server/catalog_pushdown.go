@@ -116,6 +116,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{})}
 	go watcher.Run(ctx)
+	tracker.OnDirectoryUpdate = svc.OnTableEntryUpdate
 	go tracker.Follow(ctx, opts.Filer, dial, "pushdown-catalog-"+advertise)
 	go func() {
 		defer close(c.done)

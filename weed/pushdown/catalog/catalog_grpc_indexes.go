@@ -1,14 +1,18 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"github.com/seaweedfs/seaweedfs/weed/s3api/s3tables"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
@@ -427,4 +431,27 @@ func boundedString(s string) string {
 		return s[:512] + "…"
 	}
 	return s
+}
+
+// OnTableEntryUpdate schedules the side-index builds of a table whose
+// catalog record changed (a commit moves its metadata location): the new
+// snapshot's files get the indexes the table wants, with no polling.
+func (s *Service) OnTableEntryUpdate(parent string, old, updated *filer_pb.Entry) {
+	ext := updated.GetExtended()
+	if s3tables.EntryType(ext) != s3tables.EntryTypeTable || bytes.Equal(old.GetExtended()[s3tables.ExtendedKeyMetadata], ext[s3tables.ExtendedKeyMetadata]) {
+		return
+	}
+	rel, ok := strings.CutPrefix(parent, "/buckets/")
+	if !ok {
+		return
+	}
+	warehouse, ns, ok := strings.Cut(rel, "/")
+	if !ok || ns == "" {
+		return
+	}
+	name, err := tables.ParseName(warehouse, ns+"."+updated.GetName(), s.Config.Warehouse)
+	if err != nil {
+		return
+	}
+	s.builds.enqueue(s, name)
 }

@@ -41,6 +41,10 @@ const DefaultRemembered = 200_000
 type Tracker struct {
 	changes *lru.Cache[string, int64] // filer path → unix ns of its last change
 	floor   atomic.Int64              // entries loaded at or before this are stale
+	// OnDirectoryUpdate, when set before Follow, is told of every update of
+	// a directory entry's attributes in place (an Iceberg table's catalog
+	// record lives on such an entry: a commit updates it).
+	OnDirectoryUpdate func(parent string, old, updated *filer_pb.Entry)
 }
 
 // New returns a tracker remembering up to remembered changed paths.
@@ -183,8 +187,11 @@ func (t *Tracker) apply(ev *filer_pb.SubscribeMetadataResponse) {
 		return
 	}
 	if old.GetIsDirectory() {
-		if neu != nil && neu.GetIsDirectory() && n.GetNewParentPath() == "" && old.GetName() == neu.GetName() {
+		if neu != nil && neu.GetIsDirectory() && (n.GetNewParentPath() == "" || n.GetNewParentPath() == ev.GetDirectory()) && old.GetName() == neu.GetName() {
 			metricEvents.WithLabelValues("ignored").Inc() // attributes of a directory changed
+			if t.OnDirectoryUpdate != nil {
+				t.OnDirectoryUpdate(ev.GetDirectory(), old, neu)
+			}
 			return
 		}
 		t.Reset()
