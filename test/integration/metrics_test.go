@@ -247,6 +247,17 @@ func TestMetricsEndpointCountsWhatTheWorkloadDid(t *testing.T) {
 		}
 	}
 
+	// Every family the Grafana dashboard queries is on the endpoint.
+	used, err := harness.DashboardFamilies(filepath.Join("..", "..", harness.DashboardPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, panels := range used {
+		if final[name] == nil {
+			t.Errorf("dashboard panels %q query %s, which the cluster's /metrics does not carry", panels, name)
+		}
+	}
+
 	// weed pushdown status shows the plan figures without Prometheus.
 	sreq := &pushdown_pb.StatusRequest{}
 	sctx, err := admin.SignCall(ctx, c.CatalogAddr(), "Status", sreq)

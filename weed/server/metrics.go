@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
@@ -10,9 +12,12 @@ import (
 
 // RegisterMetrics adds every pushdown family to SeaweedFS's registry, which
 // the process serves on /metrics (-metricsPort). Safe to call repeatedly.
-func RegisterMetrics() {
-	metrics.Register(stats.Gather)
-	footer.Register(stats.Gather)
-	deletes.Register(stats.Gather)
-	freshness.Register(stats.Gather)
+func RegisterMetrics() { RegisterMetricsOn(stats.Gather) }
+
+// RegisterMetricsOn adds every pushdown family to reg.
+func RegisterMetricsOn(reg prometheus.Registerer) {
+	metrics.Register(reg)
+	footer.Register(reg)
+	deletes.Register(reg)
+	freshness.Register(reg)
 }

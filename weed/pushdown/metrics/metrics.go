@@ -19,7 +19,6 @@ package metrics
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,16 +65,12 @@ func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: Subsystem, Name: name, Help: help}, labels)
 }
 
-var registerOnce sync.Once
-
-// Register adds every family of this package to reg (once per process).
+// Register adds every family of this package to reg (again: a no-op).
 func Register(reg prometheus.Registerer) {
-	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{rpcRequests, rpcDuration, planPruned, planConsidered, planKept, planBytes,
-			plansServed, plansSlow, refusals, sources} {
-			_ = reg.Register(c)
-		}
-	})
+	for _, c := range []prometheus.Collector{rpcRequests, rpcDuration, planPruned, planConsidered, planKept, planBytes,
+		plansServed, plansSlow, refusals, sources} {
+		_ = reg.Register(c)
+	}
 }
 
 // ObserveRPC counts one finished call of fullMethod ("/pkg.PushdownCatalog/Plan").
