@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,8 +29,9 @@ func metricsSpec() demo.Spec {
 }
 
 // startMetricsCluster starts a cluster with S3 identities (admin, alice),
-// a 1 MiB catalog footer cache and /metrics served; it returns the cluster
-// and its metrics URL.
+// a 1 MiB catalog footer cache, a slow-plan threshold of 1 ms (every plan
+// of the workload takes longer: each reads footers from the filer) and
+// /metrics served; it returns the cluster and its metrics URL.
 func startMetricsCluster(t *testing.T) (*harness.Cluster, string) {
 	t.Helper()
 	o := harness.MiniOptions{
@@ -38,7 +40,7 @@ func startMetricsCluster(t *testing.T) (*harness.Cluster, string) {
 				t.Fatal(err)
 			}
 		},
-		ExtraArgs: []string{"-s3.config=identities.json", "-pushdown.footerCacheMB=1"},
+		ExtraArgs: []string{"-s3.config=identities.json", "-pushdown.footerCacheMB=1", "-pushdown.slowPlanMs=1"},
 		AccessKey: "AKADMIN000000000", SecretKey: "admin-secret",
 	}
 	url := harness.WithMetrics(t, &o)
@@ -172,6 +174,7 @@ func TestMetricsEndpointCountsWhatTheWorkloadDid(t *testing.T) {
 		{"SeaweedFS_pushdown_access_refusals_total", []string{"reason", "unsigned"}, 1},
 		{"SeaweedFS_pushdown_access_refusals_total", []string{"reason", "table"}, 1},
 		{"SeaweedFS_pushdown_plans_total", nil, served},
+		{"SeaweedFS_pushdown_plans_slow_total", nil, served},
 		{"SeaweedFS_pushdown_volume_read_bytes_total", nil, 1000},
 	}
 	for _, e := range exact {
@@ -280,4 +283,29 @@ func TestMetricsEndpointCountsWhatTheWorkloadDid(t *testing.T) {
 		}
 	}
 	t.Logf("%s", out.String())
+
+	// Slow plans are logged at V(0), one line each, with what they cost.
+	// (glog writes INFO lines to weed.INFO in the cluster's -logdir and
+	// flushes it at exit)
+	if err := c.Proc.Stop(30 * time.Second); err != nil {
+		t.Fatalf("stop the cluster: %v", err)
+	}
+	log, err := os.ReadFile(filepath.Join(c.Dir, "weed.INFO"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowLines := 0
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "pushdown: SLOW plan") {
+			slowLines++
+			for _, field := range []string{`table="metrics_it.events"`, "snapshot=", "files=", "row_groups=", "pages=", "bytes_planned=", "took=", "trust=", "indexes_missing="} {
+				if !strings.Contains(line, field) {
+					t.Fatalf("slow plan line lacks %q: %s", field, line)
+				}
+			}
+		}
+	}
+	if slowLines != served {
+		t.Fatalf("%d slow plan lines in the log, want %d", slowLines, served)
+	}
 }
