@@ -15,13 +15,12 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/discovery"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
-	"github.com/seaweedfs/seaweedfs/weed/stats"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"google.golang.org/grpc"
 )
@@ -62,6 +61,7 @@ type CatalogPushdown struct {
 	cancel   context.CancelFunc
 	pool     *grpcutil.ConnPool
 	done     chan struct{}
+	unreport func() // stops reporting the service's caches to /metrics
 }
 
 // StartCatalogPushdown listens and serves the PushdownCatalog service.
@@ -105,8 +105,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters
 	}
-	footer.Register(stats.Gather)
-	freshness.Register(stats.Gather)
+	RegisterMetrics()
 	maxReq := opts.MaxRequestBytes
 	if maxReq <= 0 {
 		maxReq = CatalogMaxRequestBytes
@@ -114,7 +113,8 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, maxReq)...)
 	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{})}
+	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{}),
+		unreport: metrics.AddSource(metrics.Source{Service: "catalog", Caches: svc.CacheStats})}
 	go watcher.Run(ctx)
 	tracker.OnDirectoryUpdate = svc.OnTableEntryUpdate
 	go tracker.Follow(ctx, opts.Filer, dial, "pushdown-catalog-"+advertise)
@@ -139,6 +139,7 @@ func (c *CatalogPushdown) Address() string { return c.Service.Address }
 // stops discovery.
 func (c *CatalogPushdown) Stop(timeout time.Duration) {
 	grpcutil.GracefulStop(c.server, timeout)
+	c.unreport()
 	c.iam.Close()
 	c.cancel()
 	c.pool.Close()

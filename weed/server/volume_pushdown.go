@@ -13,6 +13,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/version"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/volume"
 	"github.com/seaweedfs/seaweedfs/weed/cluster"
@@ -52,6 +53,7 @@ type VolumePushdown struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	announce chan struct{}
+	unreport func() // stops reporting the service's caches and reads to /metrics
 }
 
 // VolumeMaxRequestBytes bounds one request to the volume pushdown service
@@ -140,7 +142,12 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	pushdown_pb.RegisterPushdownVolumeServer(s, svc)
 	actx, cancel := context.WithCancel(context.Background())
 	go tracker.Follow(actx, opts.Filer, dial, "pushdown-volume-"+advertise)
-	v := &VolumePushdown{Service: svc, iam: iam, server: s, cancel: cancel, done: make(chan struct{}), announce: make(chan struct{})}
+	RegisterMetrics()
+	v := &VolumePushdown{Service: svc, iam: iam, server: s, cancel: cancel, done: make(chan struct{}), announce: make(chan struct{}),
+		unreport: metrics.AddSource(metrics.Source{Service: "volume", Caches: svc.CacheStats, Reads: func() (int64, int64, int64) {
+			st := reader.Stats()
+			return st.BytesLocal, st.BytesRemote, st.BytesInline
+		}})}
 	go func() {
 		defer close(v.done)
 		if err := s.Serve(ln); err != nil {
@@ -175,6 +182,7 @@ func (v *VolumePushdown) Stop(timeout time.Duration) {
 	<-v.announce
 	grpcutil.GracefulStop(v.server, timeout)
 	<-v.done
+	v.unreport()
 	v.iam.Close()
 	glog.V(0).Infof("pushdown: volume service %s stopped", v.Service.Address)
 }

@@ -1977,8 +1977,20 @@ type CatalogStatus struct {
 	StartedUnixMs   int64                  `protobuf:"varint,9,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
 	// URLs of the Iceberg REST catalog and the S3 gateway of this process, so
 	// clients given only the catalog's address find them ("" when unknown).
-	IcebergUrl    string `protobuf:"bytes,10,opt,name=iceberg_url,json=icebergUrl,proto3" json:"iceberg_url,omitempty"`
-	S3Url         string `protobuf:"bytes,11,opt,name=s3_url,json=s3Url,proto3" json:"s3_url,omitempty"`
+	IcebergUrl string `protobuf:"bytes,10,opt,name=iceberg_url,json=icebergUrl,proto3" json:"iceberg_url,omitempty"`
+	S3Url      string `protobuf:"bytes,11,opt,name=s3_url,json=s3Url,proto3" json:"s3_url,omitempty"`
+	// Plans since start: served, failed (any error), and served slower than
+	// slow_plan_ms (-pushdown.slowPlanMs; 0 = no threshold).
+	PlansServed int64 `protobuf:"varint,12,opt,name=plans_served,json=plansServed,proto3" json:"plans_served,omitempty"`
+	PlansFailed int64 `protobuf:"varint,13,opt,name=plans_failed,json=plansFailed,proto3" json:"plans_failed,omitempty"`
+	PlansSlow   int64 `protobuf:"varint,14,opt,name=plans_slow,json=plansSlow,proto3" json:"plans_slow,omitempty"`
+	SlowPlanMs  int64 `protobuf:"varint,15,opt,name=slow_plan_ms,json=slowPlanMs,proto3" json:"slow_plan_ms,omitempty"`
+	// Latency quantiles of the plans served since start (a fixed-size
+	// log-linear histogram: within 12.5% of the true value).
+	PlanP50Micros int64 `protobuf:"varint,16,opt,name=plan_p50_micros,json=planP50Micros,proto3" json:"plan_p50_micros,omitempty"`
+	PlanP99Micros int64 `protobuf:"varint,17,opt,name=plan_p99_micros,json=planP99Micros,proto3" json:"plan_p99_micros,omitempty"`
+	// One line on side index health ("no side indexes yet" until they exist).
+	IndexHealth   string `protobuf:"bytes,18,opt,name=index_health,json=indexHealth,proto3" json:"index_health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2086,6 +2098,55 @@ func (x *CatalogStatus) GetIcebergUrl() string {
 func (x *CatalogStatus) GetS3Url() string {
 	if x != nil {
 		return x.S3Url
+	}
+	return ""
+}
+
+func (x *CatalogStatus) GetPlansServed() int64 {
+	if x != nil {
+		return x.PlansServed
+	}
+	return 0
+}
+
+func (x *CatalogStatus) GetPlansFailed() int64 {
+	if x != nil {
+		return x.PlansFailed
+	}
+	return 0
+}
+
+func (x *CatalogStatus) GetPlansSlow() int64 {
+	if x != nil {
+		return x.PlansSlow
+	}
+	return 0
+}
+
+func (x *CatalogStatus) GetSlowPlanMs() int64 {
+	if x != nil {
+		return x.SlowPlanMs
+	}
+	return 0
+}
+
+func (x *CatalogStatus) GetPlanP50Micros() int64 {
+	if x != nil {
+		return x.PlanP50Micros
+	}
+	return 0
+}
+
+func (x *CatalogStatus) GetPlanP99Micros() int64 {
+	if x != nil {
+		return x.PlanP99Micros
+	}
+	return 0
+}
+
+func (x *CatalogStatus) GetIndexHealth() string {
+	if x != nil {
+		return x.IndexHealth
 	}
 	return ""
 }
@@ -3679,7 +3740,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12)\n" +
 	"\x11last_seen_unix_ms\x18\x05 \x01(\x03R\x0elastSeenUnixMs\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12/\n" +
-	"\x06caches\x18\a \x03(\v2\x17.pushdown_pb.CacheStatsR\x06caches\"\x9d\x03\n" +
+	"\x06caches\x18\a \x03(\v2\x17.pushdown_pb.CacheStatsR\x06caches\"\x97\x05\n" +
 	"\rCatalogStatus\x12\x18\n" +
 	"\aserving\x18\x01 \x01(\bR\aserving\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x18\n" +
@@ -3694,7 +3755,16 @@ const file_pushdown_proto_rawDesc = "" +
 	"\viceberg_url\x18\n" +
 	" \x01(\tR\n" +
 	"icebergUrl\x12\x15\n" +
-	"\x06s3_url\x18\v \x01(\tR\x05s3Url\"\xf0\x01\n" +
+	"\x06s3_url\x18\v \x01(\tR\x05s3Url\x12!\n" +
+	"\fplans_served\x18\f \x01(\x03R\vplansServed\x12!\n" +
+	"\fplans_failed\x18\r \x01(\x03R\vplansFailed\x12\x1d\n" +
+	"\n" +
+	"plans_slow\x18\x0e \x01(\x03R\tplansSlow\x12 \n" +
+	"\fslow_plan_ms\x18\x0f \x01(\x03R\n" +
+	"slowPlanMs\x12&\n" +
+	"\x0fplan_p50_micros\x18\x10 \x01(\x03R\rplanP50Micros\x12&\n" +
+	"\x0fplan_p99_micros\x18\x11 \x01(\x03R\rplanP99Micros\x12!\n" +
+	"\findex_health\x18\x12 \x01(\tR\vindexHealth\"\xf0\x01\n" +
 	"\fVolumeStatus\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12#\n" +

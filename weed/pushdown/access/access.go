@@ -33,6 +33,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -97,12 +98,12 @@ func (g *Guard) Authenticate(ctx context.Context, method string, req proto.Messa
 	if tok := BearerToken(ctx); tok != "" {
 		prefixes, err := g.Keys.Verify(tok)
 		if err != nil {
-			return nil, err
+			return nil, metrics.Refused(metrics.ReasonToken, err)
 		}
 		return &Caller{Kind: Service, Name: "service token", Prefixes: prefixes, guard: g}, nil
 	}
 	if g.IAM == nil {
-		return nil, perr.New(perr.PermissionDenied, "%s: this service cannot check S3 identities; call it over the cluster's mTLS or with a service token", method)
+		return nil, metrics.Refused(metrics.ReasonUnsigned, perr.New(perr.PermissionDenied, "%s: this service cannot check S3 identities; call it over the cluster's mTLS or with a service token", method))
 	}
 	c, err := g.IAM.authenticate(ctx, method, req)
 	if err != nil {
@@ -146,7 +147,7 @@ func ParseLocation(loc string) (Location, error) {
 	}
 	rest, ok := strings.CutPrefix(fp, fileread.BucketsDir+"/")
 	if !ok {
-		return Location{}, perr.New(perr.PermissionDenied, "%s is not an object in a bucket", perr.Quote(loc))
+		return Location{}, metrics.Refused(metrics.ReasonInvalidLocation, perr.New(perr.PermissionDenied, "%s is not an object in a bucket", perr.Quote(loc)))
 	}
 	segs := strings.Split(rest, "/")
 	if len(segs) < 2 {
@@ -180,7 +181,7 @@ func (c *Caller) MayRead(ctx context.Context, loc string) (Location, error) {
 		return l, err
 	}
 	if !ok {
-		return l, perr.New(perr.PermissionDenied, "%s is not inside a table bucket: the pushdown services read only Iceberg table buckets", perr.Quote(loc))
+		return l, metrics.Refused(metrics.ReasonNotTableBucket, perr.New(perr.PermissionDenied, "%s is not inside a table bucket: the pushdown services read only Iceberg table buckets", perr.Quote(loc)))
 	}
 	return l, nil
 }
@@ -206,10 +207,10 @@ func (c *Caller) Allows(l Location) bool {
 
 func (c *Caller) mayReadPrefix(l Location) error {
 	if c.Kind == S3 {
-		return c.s3.mayRead(l.Bucket, l.Key)
+		return metrics.Refused(metrics.ReasonIdentity, c.s3.mayRead(l.Bucket, l.Key))
 	}
 	if !c.Allows(l) {
-		return perr.New(perr.PermissionDenied, "%s is outside the service token's allowed prefixes", perr.Quote(l.FilerPath))
+		return metrics.Refused(metrics.ReasonScope, perr.New(perr.PermissionDenied, "%s is outside the service token's allowed prefixes", perr.Quote(l.FilerPath)))
 	}
 	return nil
 }
@@ -224,7 +225,7 @@ func (c *Caller) MayReadTable(warehouse, namespacePath, table string) error {
 		return nil
 	}
 	if err := c.s3.mayRead(warehouse, namespacePath+"/"+table+"/"); err != nil {
-		return perr.New(perr.PermissionDenied, "identity %q may not read table %s in warehouse %s", c.Name, perr.Quote(strings.ReplaceAll(namespacePath, "/", ".")+"."+table), perr.Quote(warehouse))
+		return metrics.Refused(metrics.ReasonTable, perr.New(perr.PermissionDenied, "identity %q may not read table %s in warehouse %s", c.Name, perr.Quote(strings.ReplaceAll(namespacePath, "/", ".")+"."+table), perr.Quote(warehouse)))
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -124,11 +125,15 @@ func (c *s3Caller) mayWrite(bucket, key string) error {
 func (a *IAM) authenticate(ctx context.Context, method string, req proto.Message) (*s3Caller, error) {
 	r, err := signedRequest(ctx, method, req)
 	if err != nil {
-		return nil, err
+		return nil, metrics.Refused(metrics.ReasonBadSignature, err)
 	}
 	ident, code := a.iam.AuthenticateRequest(r)
 	if code != s3err.ErrNone {
-		return nil, perr.New(perr.PermissionDenied, "%s: the request's S3 signature was not accepted: %s (sign pushdown calls with your S3 credentials, or call over the cluster's mTLS or with a service token; see the README)", method, describe(code))
+		reason := metrics.ReasonBadSignature
+		if r.Header.Get("authorization") == "" && r.URL.Query().Get("X-Amz-Signature") == "" {
+			reason = metrics.ReasonUnsigned
+		}
+		return nil, metrics.Refused(reason, perr.New(perr.PermissionDenied, "%s: the request's S3 signature was not accepted: %s (sign pushdown calls with your S3 credentials, or call over the cluster's mTLS or with a service token; see the README)", method, describe(code)))
 	}
 	return &s3Caller{iam: a.iam, ident: ident, req: r}, nil
 }

@@ -12,13 +12,14 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
 
-// Plan answers what a connector must read for a query over a table.
+// plan answers what a connector must read for a query over a table.
 //
 // Without data_files the catalog resolves the snapshot itself (trust mode
 // CATALOG_RESOLVED). With data_files the connector did Iceberg planning and
@@ -31,7 +32,7 @@ import (
 // table's folder, and only then is anything looked up — an unauthorized
 // caller gets the same PERMISSION_DENIED whether or not the table,
 // snapshot or column exists.
-func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
+func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest) (*pushdown_pb.ParquetPushdownResponse, error) {
 	if err := checkShape(req, s.Config.Limits); err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	}
 	if len(req.GetDataFiles()) > 0 && s.Trust.Mode == pushdown_pb.TrustMode_CONNECTOR_TRUSTED {
 		if err := s.Trust.authorizeConnector(ctx, caller, req); err != nil {
-			return nil, err
+			return nil, metrics.Refused(metrics.ReasonTrust, err)
 		}
 	}
 	tbl, err := s.Tables.Load(ctx, name)
@@ -119,7 +120,7 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 				return nil, err
 			}
 			if files, applied, err = validateFiles(req.GetTable(), snapID, req.GetDataFiles(), resolved, dt); err != nil {
-				return nil, err
+				return nil, metrics.Refused(metrics.ReasonTrust, err)
 			}
 		default:
 			return nil, perr.New(perr.Internal, "trust mode %s is not a mode for client-resolved plans", trust)

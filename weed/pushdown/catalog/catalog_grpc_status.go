@@ -24,20 +24,11 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 		IcebergUrl:    s.IcebergURL,
 		S3Url:         s.S3URL,
 	}
+	out.Caches = s.CacheStats()
 	if s.Footers != nil {
-		fs := s.Footers.Stats()
-		out.Caches = append(out.Caches,
-			&pushdown_pb.CacheStats{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
-				Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions},
-			&pushdown_pb.CacheStats{Name: "bloom_filter", Entries: fs.BloomEntries, Bytes: fs.BloomBytes, CapacityBytes: fs.Capacity,
-				Hits: fs.BloomHits, Misses: fs.BloomMisses, Evictions: fs.BloomEvictions},
-			&pushdown_pb.CacheStats{Name: "footer_read_bytes", Bytes: fs.ReadBytes})
+		out.Caches = append(out.Caches, &pushdown_pb.CacheStats{Name: "footer_read_bytes", Bytes: s.Footers.Stats().ReadBytes})
 	}
-	if s.Deletes != nil {
-		entries, bytes, capacity, hits, misses, evictions := s.Deletes.CacheStats()
-		out.Caches = append(out.Caches, &pushdown_pb.CacheStats{Name: "deletes.on_catalog", Entries: entries, Bytes: bytes,
-			CapacityBytes: capacity, Hits: hits, Misses: misses, Evictions: evictions})
-	}
+	s.addPlanStatus(out)
 	if s.Watcher != nil {
 		for _, ep := range s.Watcher.Endpoints() {
 			ve := &pushdown_pb.VolumeEndpoint{
@@ -58,4 +49,24 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 		}
 	}
 	return out, nil
+}
+
+// CacheStats reports the catalog's caches: footers, bloom filters and the
+// delete bitmaps computed on the catalog.
+func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
+	var out []*pushdown_pb.CacheStats
+	if s.Footers != nil {
+		fs := s.Footers.Stats()
+		out = append(out,
+			&pushdown_pb.CacheStats{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
+				Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions},
+			&pushdown_pb.CacheStats{Name: "bloom_filter", Entries: fs.BloomEntries, Bytes: fs.BloomBytes, CapacityBytes: fs.Capacity,
+				Hits: fs.BloomHits, Misses: fs.BloomMisses, Evictions: fs.BloomEvictions})
+	}
+	if s.Deletes != nil {
+		entries, bytes, capacity, hits, misses, evictions := s.Deletes.CacheStats()
+		out = append(out, &pushdown_pb.CacheStats{Name: "deletes.on_catalog", Entries: entries, Bytes: bytes,
+			CapacityBytes: capacity, Hits: hits, Misses: misses, Evictions: evictions})
+	}
+	return out
 }

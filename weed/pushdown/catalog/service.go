@@ -67,12 +67,14 @@ type Config struct {
 	// DeleteCacheBytes bounds deletes computed on the catalog itself (when
 	// no volume pushdown service is reachable).
 	DeleteCacheBytes int64
+	// SlowPlan logs plans taking longer at V(0) (0 = none).
+	SlowPlan time.Duration
 }
 
 // DefaultConfig is the configuration of the -pushdown.* flag defaults.
 func DefaultConfig() Config {
 	return Config{Warehouse: "warehouse", FooterCacheBytes: 256 << 20, MaxManifests: 4096, Plan: plan.DefaultOptions(), Limits: DefaultLimits,
-		TrustMode: pushdown_pb.TrustMode_CONNECTOR_TRUSTED, DeleteCacheBytes: 64 << 20}
+		TrustMode: pushdown_pb.TrustMode_CONNECTOR_TRUSTED, DeleteCacheBytes: 64 << 20, SlowPlan: time.Second}
 }
 
 // Service implements pushdown_pb.PushdownCatalogServer.
@@ -109,6 +111,7 @@ type Service struct {
 	builds   *buildQueue
 	holders  *lru.Cache[string, holder]
 	started  time.Time
+	plans    planCounters // plans served, failed, slow, latency (planlog.go)
 
 	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
 	// this process, advertised by Status ("" when unknown).

@@ -101,6 +101,7 @@ func PrintStatus(w io.Writer, st *pushdown_pb.CatalogStatus) {
 	}
 	fmt.Fprintf(w, "  trust mode      %s\n", st.GetTrustMode())
 	fmt.Fprintf(w, "  up since        %s\n", time.UnixMilli(st.GetStartedUnixMs()).Format(time.RFC3339))
+	printPlans(w, st)
 	for _, c := range st.GetCaches() {
 		printCache(w, "  ", c)
 	}
@@ -131,8 +132,25 @@ func printCache(w io.Writer, indent string, c *pushdown_pb.CacheStats) {
 	if c.GetCapacityBytes() > 0 {
 		fmt.Fprintf(w, "/%d", c.GetCapacityBytes())
 	}
-	if c.GetHits()+c.GetMisses() > 0 {
-		fmt.Fprintf(w, " hits=%d misses=%d evictions=%d", c.GetHits(), c.GetMisses(), c.GetEvictions())
+	if n := c.GetHits() + c.GetMisses(); n > 0 {
+		fmt.Fprintf(w, " hits=%d misses=%d (hit rate %.1f%%) evictions=%d", c.GetHits(), c.GetMisses(),
+			100*float64(c.GetHits())/float64(n), c.GetEvictions())
 	}
 	fmt.Fprintln(w)
+}
+
+// printPlans writes the plan figures since start and the index health.
+func printPlans(w io.Writer, st *pushdown_pb.CatalogStatus) {
+	fmt.Fprintf(w, "  plans           %d served, %d failed", st.GetPlansServed(), st.GetPlansFailed())
+	if st.GetSlowPlanMs() > 0 {
+		fmt.Fprintf(w, ", %d slower than %d ms", st.GetPlansSlow(), st.GetSlowPlanMs())
+	}
+	fmt.Fprintln(w)
+	if st.GetPlansServed() > 0 {
+		fmt.Fprintf(w, "  plan latency    p50 %v  p99 %v (since start)\n",
+			time.Duration(st.GetPlanP50Micros())*time.Microsecond, time.Duration(st.GetPlanP99Micros())*time.Microsecond)
+	}
+	if h := st.GetIndexHealth(); h != "" {
+		fmt.Fprintf(w, "  side indexes    %s\n", h)
+	}
 }

@@ -31,7 +31,7 @@ func ServerOptions(component string, maxRequest int) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRequest),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(UnaryErrorInterceptor),
+		grpc.ChainUnaryInterceptor(UnaryMetricsInterceptor, UnaryErrorInterceptor),
 	}
 	tlsOpt, _ := security.LoadServerTLS(util.GetViper(), component)
 	if tlsOpt != nil {

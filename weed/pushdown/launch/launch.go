@@ -54,6 +54,7 @@ type flags struct {
 	minScanMB      *int
 	minFiles       *int
 	maxSelectivity *float64
+	slowPlanMs     *int
 	trustMode      *string
 	allowBareDV    *bool
 	deleteCacheMB  *int // volume side
@@ -76,6 +77,7 @@ func (f *flags) catalogConfig() (catalog.Config, error) {
 	c.Plan.MinScanBytes = int64(*f.minScanMB) << 20
 	c.Plan.MinFiles = *f.minFiles
 	c.Plan.MaxSelectivity = *f.maxSelectivity
+	c.SlowPlan = time.Duration(*f.slowPlanMs) * time.Millisecond
 	c.AllowBareDV = *f.allowBareDV
 	return c, nil
 }
@@ -126,6 +128,7 @@ func install(cmd *command.Command, k kind) {
 		f.minScanMB = cmd.Flag.Int("pushdown.cost.minScanMB", int(d.Plan.MinScanBytes>>20), "cost model: below this planned scan (in at most -pushdown.cost.minFiles files) pushdown is not recommended")
 		f.minFiles = cmd.Flag.Int("pushdown.cost.minFiles", d.Plan.MinFiles, "cost model: see -pushdown.cost.minScanMB")
 		f.maxSelectivity = cmd.Flag.Float64("pushdown.cost.maxSelectivity", d.Plan.MaxSelectivity, "cost model: above this estimated selectivity, with little column pruning, pushdown is not recommended")
+		f.slowPlanMs = cmd.Flag.Int("pushdown.slowPlanMs", int(d.SlowPlan/time.Millisecond), "plans slower than this many milliseconds are logged at -v=0 (every plan is logged at -v=1); 0 = none")
 		f.trustMode = cmd.Flag.String("pushdown.trustMode", catalog.TrustConnector, "who may send client-resolved plans (data_files): "+catalog.TrustConnector+
 			" (accepted as given, only over the cluster's gRPC mTLS or with a token signed with security.toml's [jwt.filer_signing] key) or "+
 			catalog.TrustValidated+" (every file and delete list checked against the snapshot's manifests)")

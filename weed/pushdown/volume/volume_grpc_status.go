@@ -19,16 +19,7 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 		{Name: "reads.remote_bytes", Bytes: st.BytesRemote},
 		{Name: "reads.inline_bytes", Bytes: st.BytesInline},
 	}
-	s.mu.Lock()
-	for name, c := range map[string]*deletes.Computer{"deletes": s.strictDeletes, "deletes.bare_dv": s.bareDeletes} {
-		if c == nil {
-			continue
-		}
-		entries, bytes, capacity, hits, misses, evictions := c.CacheStats()
-		caches = append(caches, &pushdown_pb.CacheStats{Name: name, Entries: entries, Bytes: bytes, CapacityBytes: capacity,
-			Hits: hits, Misses: misses, Evictions: evictions})
-	}
-	s.mu.Unlock()
+	caches = append(caches, s.CacheStats()...)
 	return &pushdown_pb.VolumeStatus{
 		Version:       version.String(),
 		Address:       s.Address,
@@ -38,4 +29,26 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 		Serving:       true,
 		Caches:        caches,
 	}, nil
+}
+
+// CacheStats reports the service's caches: the footers it checks file
+// identities with and the delete bitmaps of each framing mode.
+func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
+	fs := s.footers.Stats()
+	out := []*pushdown_pb.CacheStats{{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
+		Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions}}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range []struct {
+		name string
+		c    *deletes.Computer
+	}{{"deletes", s.strictDeletes}, {"deletes.bare_dv", s.bareDeletes}} {
+		if c.c == nil {
+			continue
+		}
+		entries, bytes, capacity, hits, misses, evictions := c.c.CacheStats()
+		out = append(out, &pushdown_pb.CacheStats{Name: c.name, Entries: entries, Bytes: bytes, CapacityBytes: capacity,
+			Hits: hits, Misses: misses, Evictions: evictions})
+	}
+	return out
 }
