@@ -277,7 +277,7 @@ func TestMetricsEndpointCountsWhatTheWorkloadDid(t *testing.T) {
 	}
 	var out strings.Builder
 	cli.PrintStatus(&out, st)
-	for _, want := range []string{fmt.Sprintf("plans           %d served, 1002 failed", served), "plan latency    p50 ", "side indexes    no side indexes yet", "hit rate "} {
+	for _, want := range []string{fmt.Sprintf("plans           %d served, 1002 failed", served), "plan latency    p50 ", "side indexes    side-index builds since start: 0 done, 0 failed; 0 tables waiting", "hit rate "} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("status output lacks %q:\n%s", want, out.String())
 		}

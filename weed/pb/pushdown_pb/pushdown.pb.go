@@ -1989,7 +1989,7 @@ type CatalogStatus struct {
 	// log-linear histogram: within 12.5% of the true value).
 	PlanP50Micros int64 `protobuf:"varint,16,opt,name=plan_p50_micros,json=planP50Micros,proto3" json:"plan_p50_micros,omitempty"`
 	PlanP99Micros int64 `protobuf:"varint,17,opt,name=plan_p99_micros,json=planP99Micros,proto3" json:"plan_p99_micros,omitempty"`
-	// One line on side index health ("no side indexes yet" until they exist).
+	// One line on side index health: builds done and failed since start, tables waiting.
 	IndexHealth   string `protobuf:"bytes,18,opt,name=index_health,json=indexHealth,proto3" json:"index_health,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -22,6 +22,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
@@ -145,6 +146,7 @@ func (q *buildQueue) enqueue(s *Service, n tables.Name) {
 	if _, ok := q.pending[key]; !ok {
 		q.pending[key] = n
 		q.queued++
+		metrics.IndexQueue(len(q.pending))
 		select {
 		case q.work <- struct{}{}:
 		default:
@@ -165,6 +167,7 @@ func (q *buildQueue) loop(s *Service) {
 			}
 			if key != "" {
 				delete(q.pending, key)
+				metrics.IndexQueue(len(q.pending))
 			}
 			q.mu.Unlock()
 			if key == "" {
@@ -181,11 +184,11 @@ func (q *buildQueue) loop(s *Service) {
 	}
 }
 
-// Pending is how many tables wait for a build.
-func (q *buildQueue) Pending() int {
+// health is the one-line side-index summary of Status.
+func (q *buildQueue) health() string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.pending)
+	return fmt.Sprintf("side-index builds since start: %d done, %d failed; %d tables waiting", q.done, q.failed, len(q.pending))
 }
 
 func (q *buildQueue) run(ctx context.Context, s *Service, n tables.Name) (*pushdown_pb.BuildTableIndexesResponse, error) {
@@ -316,6 +319,8 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 	s.builds.done += resp.Built
 	s.builds.failed += resp.Failed
 	s.builds.mu.Unlock()
+	metrics.IndexBuilt("catalog", "done", resp.Built)
+	metrics.IndexBuilt("catalog", "failed", resp.Failed)
 	return resp, nil
 }
 

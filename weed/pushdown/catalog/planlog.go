@@ -90,9 +90,6 @@ func firstLine(s string) string {
 	return s
 }
 
-// IndexHealth is the one-line side index summary of Status.
-// TODO(issue 10): report side index builds, queue and payload states.
-const IndexHealth = "no side indexes yet"
 
 // addPlanStatus fills the plan figures of Status.
 func (s *Service) addPlanStatus(out *pushdown_pb.CatalogStatus) {
@@ -102,5 +99,5 @@ func (s *Service) addPlanStatus(out *pushdown_pb.CatalogStatus) {
 	out.SlowPlanMs = s.Config.SlowPlan.Milliseconds()
 	out.PlanP50Micros = s.plans.latency.Quantile(0.50).Microseconds()
 	out.PlanP99Micros = s.plans.latency.Quantile(0.99).Microseconds()
-	out.IndexHealth = IndexHealth
+	out.IndexHealth = s.builds.health()
 }

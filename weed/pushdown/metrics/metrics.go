@@ -65,10 +65,13 @@ func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: Subsystem, Name: name, Help: help}, labels)
 }
 
+// extra are families defined in other files of this package.
+var extra []prometheus.Collector
+
 // Register adds every family of this package to reg (again: a no-op).
 func Register(reg prometheus.Registerer) {
-	for _, c := range []prometheus.Collector{rpcRequests, rpcDuration, planPruned, planConsidered, planKept, planBytes,
-		plansServed, plansSlow, refusals, sources} {
+	for _, c := range append([]prometheus.Collector{rpcRequests, rpcDuration, planPruned, planConsidered, planKept, planBytes,
+		plansServed, plansSlow, refusals, sources}, extra...) {
 		_ = reg.Register(c)
 	}
 }

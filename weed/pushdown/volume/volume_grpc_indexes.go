@@ -24,6 +24,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -98,9 +99,11 @@ func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexe
 				}
 				j.out.Error = boundedReason(err)
 				s.buildsFailed.Add(1)
+				metrics.IndexBuilt("volume", "failed", 1)
 				glog.V(1).Infof("pushdown: build %s of field %d of %s: %v", j.spec.GetKind(), j.spec.GetFieldId(), d.GetPath(), err)
 			} else {
 				s.buildsDone.Add(1)
+				metrics.IndexBuilt("volume", "done", 1)
 			}
 			j.out.BuildMicros = time.Since(t0).Microseconds()
 			return nil
@@ -292,8 +295,10 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 					return err
 				}
 				results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: state, Reason: boundedReason(err)}
+				metrics.IndexEvaluated(state)
 				return nil
 			}
+			metrics.IndexEvaluated("answered")
 			for _, l := range leaves {
 				if l.FieldID != int(p.GetFieldId()) {
 					continue
