@@ -90,7 +90,6 @@ func firstLine(s string) string {
 	return s
 }
 
-
 // addPlanStatus fills the plan figures of Status.
 func (s *Service) addPlanStatus(out *pushdown_pb.CatalogStatus) {
 	out.PlansServed = s.plans.served.Load()
