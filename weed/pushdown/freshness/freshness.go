@@ -121,17 +121,17 @@ func filerPath(loc string) string {
 }
 
 // Follow subscribes to the filer's metadata events under /buckets/ and
-// feeds t until ctx ends, resubscribing after failures (each resubscription
-// resets t: events may have been missed).
+// feeds t until ctx ends. A stream that ends is resumed from the last event
+// seen (the filer keeps its metadata log, so nothing is missed); when the
+// filer could not be reached at all, t is reset once the subscription is
+// back, since events may have been lost meanwhile.
 func (t *Tracker) Follow(ctx context.Context, filer pb.ServerAddress, dial grpc.DialOption, clientName string) {
 	since := Now()
-	first := true
+	lost := false
+	backoff := time.Second
+	logged := false
 	for ctx.Err() == nil {
-		if !first {
-			t.Reset()
-			metricEvents.WithLabelValues("reset").Inc()
-		}
-		first = false
+		established := false
 		err := pb.WithFilerClient(true, 0, filer, dial, func(c filer_pb.SeaweedFilerClient) error {
 			sctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -141,11 +141,18 @@ func (t *Tracker) Follow(ctx context.Context, filer pb.ServerAddress, dial grpc.
 			if err != nil {
 				return err
 			}
+			established = true
+			if lost {
+				t.Reset()
+				metricEvents.WithLabelValues("reset").Inc()
+				lost = false
+			}
 			for {
 				resp, err := stream.Recv()
 				if err != nil {
 					return err
 				}
+				backoff = time.Second
 				for _, ev := range append([]*filer_pb.SubscribeMetadataResponse{resp}, resp.GetEvents()...) {
 					if ev.GetTsNs() > since {
 						since = ev.GetTsNs()
@@ -157,12 +164,21 @@ func (t *Tracker) Follow(ctx context.Context, filer pb.ServerAddress, dial grpc.
 		if ctx.Err() != nil {
 			return
 		}
-		glog.V(1).Infof("pushdown: filer metadata subscription ended (%v); resubscribing", err)
+		if !established {
+			lost = true
+		}
+		if !logged {
+			glog.V(0).Infof("pushdown: filer metadata subscription of %s ended (%v); resuming", clientName, err)
+			logged = true
+		} else {
+			glog.V(1).Infof("pushdown: filer metadata subscription of %s ended (%v); resuming", clientName, err)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, 30*time.Second)
 	}
 }
 
