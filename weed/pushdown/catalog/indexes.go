@@ -52,7 +52,7 @@ func (s *Service) newSideIndexSource(tableUUID string, props iceberg.Properties,
 	predicate.Walk(e, func(l *predicate.Leaf) { fields[l.FieldID] = true })
 	var specs []indexing.Spec
 	for _, sp := range wanted {
-		if _, ok := sideindex.Lookup(sp.Kind); ok && fields[sp.FieldID] && sp.Kind != "page_index" {
+		if _, ok := sideindex.Lookup(sp.Kind); ok && fields[sp.FieldID] {
 			specs = append(specs, sp)
 		}
 	}
