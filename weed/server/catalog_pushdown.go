@@ -117,6 +117,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 		unreport: metrics.AddSource(metrics.Source{Service: "catalog", Caches: svc.CacheStats})}
 	go watcher.Run(ctx)
 	tracker.OnDirectoryUpdate = svc.OnTableEntryUpdate
+	metrics.IndexPayloads = svc.Registry.CountByState
 	go tracker.Follow(ctx, opts.Filer, dial, "pushdown-catalog-"+advertise)
 	go func() {
 		defer close(c.done)

@@ -229,3 +229,24 @@ func (r *Registry) write(ctx context.Context, uuid string, recs map[string][]byt
 		return nil
 	})
 }
+
+// CountByState counts the entries of every table loaded so far, by state.
+func (r *Registry) CountByState() map[string]int64 {
+	r.mu.Lock()
+	tables := make([]*tableRegistry, 0, len(r.tables))
+	for _, t := range r.tables {
+		tables = append(tables, t)
+	}
+	r.mu.Unlock()
+	out := map[string]int64{}
+	for _, t := range tables {
+		t.mu.RLock()
+		for _, m := range t.files {
+			for _, e := range m {
+				out[e.State]++
+			}
+		}
+		t.mu.RUnlock()
+	}
+	return out
+}

@@ -11,7 +11,25 @@ var (
 		"Side-index probes evaluated by the volume services, by result (answered, missing, stale, corrupt, failed).", "result")
 )
 
-func init() { extra = append(extra, indexBuilds, indexQueue, indexEvaluations) }
+// IndexPayloads reports the side-index registry entries by state (set by
+// the catalog service of the process; nil: none).
+var IndexPayloads func() map[string]int64
+
+var indexPayloadsDesc = prometheus.NewDesc(Namespace+"_"+Subsystem+"_index_payloads", "Side-index registry entries of the catalog by state (building, committed, stale, missing, corrupt, failed).", []string{"state"}, nil)
+
+type payloadStates struct{}
+
+func (payloadStates) Describe(ch chan<- *prometheus.Desc) { ch <- indexPayloadsDesc }
+func (payloadStates) Collect(ch chan<- prometheus.Metric) {
+	if IndexPayloads == nil {
+		return
+	}
+	for state, n := range IndexPayloads() {
+		ch <- prometheus.MustNewConstMetric(indexPayloadsDesc, prometheus.GaugeValue, float64(n), state)
+	}
+}
+
+func init() { extra = append(extra, indexBuilds, indexQueue, indexEvaluations, payloadStates{}) }
 
 // IndexBuilt counts n builds of service with result "done" or "failed".
 func IndexBuilt(service, result string, n int64) {

@@ -110,3 +110,25 @@ func TestSourcesOfTheSameServiceAndCacheAreSummedAtScrape(t *testing.T) {
 		t.Fatalf("removed source still reports reads: %d series", n)
 	}
 }
+
+func TestIndexPayloadStatesAreReadAtScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	Register(reg)
+	IndexPayloads = func() map[string]int64 { return map[string]int64{"committed": 3, "stale": 1} }
+	defer func() { IndexPayloads = nil }()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "SeaweedFS_pushdown_index_payloads" {
+			for _, m := range mf.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if got["committed"] != 3 || got["stale"] != 1 || len(got) != 2 {
+		t.Fatalf("index_payloads = %v", got)
+	}
+}
