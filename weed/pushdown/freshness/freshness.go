@@ -14,6 +14,7 @@ package freshness
 
 import (
 	"context"
+	mrand "math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -130,13 +131,20 @@ func (t *Tracker) Follow(ctx context.Context, filer pb.ServerAddress, dial grpc.
 	lost := false
 	backoff := time.Second
 	logged := false
+	// The filer keeps a subscription open only for a client that names
+	// itself (id) and counts its reconnections (epoch); an anonymous one
+	// gets EOF at once.
+	clientID := int32(mrand.Uint32()>>1) | 1
+	var epoch int32
 	for ctx.Err() == nil {
 		established := false
+		epoch++
 		err := pb.WithFilerClient(true, 0, filer, dial, func(c filer_pb.SeaweedFilerClient) error {
 			sctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			stream, err := c.SubscribeMetadata(sctx, &filer_pb.SubscribeMetadataRequest{
 				ClientName: clientName, PathPrefix: "/buckets/", SinceNs: since, ClientSupportsBatching: true,
+				ClientId: clientID, ClientEpoch: epoch,
 			})
 			if err != nil {
 				return err
