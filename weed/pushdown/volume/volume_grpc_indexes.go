@@ -205,8 +205,9 @@ func (s *Service) commitPayload(ctx context.Context, kind sideindex.Kind, final 
 	})
 }
 
-// LeftoverAge is how old a temporary payload must be to be collected.
-const LeftoverAge = 10 * time.Minute
+// LeftoverAge is how old a temporary payload must be to be collected
+// (-pushdown.index.leftoverAge).
+var LeftoverAge = 10 * time.Minute
 
 // collectLeftovers removes temporary payloads of builds that crashed.
 func (s *Service) collectLeftovers(ctx context.Context, dir string) {
