@@ -103,13 +103,19 @@ func plainRows(t *testing.T, c *harness.Cluster, tableName, where string) []stri
 	if err != nil {
 		t.Fatalf("plain query %s: %v\n%s", where, err, errOut)
 	}
+	rows := jsonLines(out)
+	sort.Strings(rows)
+	return rows
+}
+
+// jsonLines are the non-empty lines of a query's JSON output.
+func jsonLines(out string) []string {
 	var rows []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l != "" {
 			rows = append(rows, l)
 		}
 	}
-	sort.Strings(rows)
 	return rows
 }
 
