@@ -260,6 +260,9 @@ type MiniOptions struct {
 	// AccessKey and SecretKey are the S3 credentials the cluster's clients
 	// use (for clusters started with S3 identities, e.g. -s3.config).
 	AccessKey, SecretKey string
+	// Dir runs the cluster on an existing directory (restart a cluster on
+	// its data, on new ports) instead of a new temporary one.
+	Dir string
 }
 
 // StartMini starts `weed mini -pushdown` on ephemeral loopback ports and
@@ -268,6 +271,9 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	t.Helper()
 	c, p := loopbackCluster(t, 16, o.Warehouse)
 	c.AccessKey, c.SecretKey = o.AccessKey, o.SecretKey
+	if o.Dir != "" {
+		c.Dir = o.Dir
+	}
 	args := []string{"mini",
 		"-dir=" + c.Dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + strconv.Itoa(p[0]), "-master.port.grpc=" + strconv.Itoa(p[1]),

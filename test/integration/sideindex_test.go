@@ -207,11 +207,5 @@ func connectorRows(t *testing.T, c *harness.Cluster, tableName, where string) []
 	if err != nil {
 		t.Fatalf("query %s: %v\n%s", where, err, errOut)
 	}
-	var rows []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if l != "" {
-			rows = append(rows, l)
-		}
-	}
-	return rows
+	return jsonLines(out)
 }

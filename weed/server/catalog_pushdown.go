@@ -116,6 +116,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{}),
 		unreport: metrics.AddSource(metrics.Source{Service: "catalog", Caches: svc.CacheStats})}
 	go watcher.Run(ctx)
+	go svc.RunMaintenance(ctx)
 	tracker.OnDirectoryUpdate = svc.OnTableEntryUpdate
 	metrics.IndexPayloads = svc.Registry.CountByState
 	go tracker.Follow(ctx, opts.Filer, dial, "pushdown-catalog-"+advertise)

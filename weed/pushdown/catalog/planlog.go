@@ -98,5 +98,5 @@ func (s *Service) addPlanStatus(out *pushdown_pb.CatalogStatus) {
 	out.SlowPlanMs = s.Config.SlowPlan.Milliseconds()
 	out.PlanP50Micros = s.plans.latency.Quantile(0.50).Microseconds()
 	out.PlanP99Micros = s.plans.latency.Quantile(0.99).Microseconds()
-	out.IndexHealth = s.builds.health()
+	out.IndexHealth = s.builds.health() + "; " + s.maint.health()
 }

@@ -69,12 +69,20 @@ type Config struct {
 	DeleteCacheBytes int64
 	// SlowPlan logs plans taking longer at V(0) (0 = none).
 	SlowPlan time.Duration
+	// IndexReconcileEvery paces side-index maintenance passes (0 = none);
+	// IndexReconcileBatch bounds the registry entries one pass checks;
+	// IndexGracePeriod is how long the indexes of a file in no live
+	// snapshot are kept.
+	IndexReconcileEvery time.Duration
+	IndexReconcileBatch int
+	IndexGracePeriod    time.Duration
 }
 
 // DefaultConfig is the configuration of the -pushdown.* flag defaults.
 func DefaultConfig() Config {
 	return Config{Warehouse: "warehouse", FooterCacheBytes: 256 << 20, MaxManifests: 4096, Plan: plan.DefaultOptions(), Limits: DefaultLimits,
-		TrustMode: pushdown_pb.TrustMode_CONNECTOR_TRUSTED, DeleteCacheBytes: 64 << 20, SlowPlan: time.Second}
+		TrustMode: pushdown_pb.TrustMode_CONNECTOR_TRUSTED, DeleteCacheBytes: 64 << 20, SlowPlan: time.Second,
+		IndexReconcileEvery: 5 * time.Minute, IndexReconcileBatch: DefaultReconcileBatch, IndexGracePeriod: time.Hour}
 }
 
 // Service implements pushdown_pb.PushdownCatalogServer.
@@ -109,6 +117,7 @@ type Service struct {
 	// Registry records the side indexes built for each table's files.
 	Registry *indexing.Registry
 	builds   *buildQueue
+	maint    *maintenance
 	holders  *lru.Cache[string, holder]
 	started  time.Time
 	plans    planCounters // plans served, failed, slow, latency (planlog.go)
@@ -152,6 +161,7 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		Planner: &plan.Planner{Cache: cache}, Trust: Trust{Mode: cfg.TrustMode, TokenKey: cfg.TokenKey},
 		Pool: pool, Reader: reader, holders: holders, started: time.Now(), Tracker: tracker,
 		builds:   newBuildQueue(),
+		maint:    newMaintenance(),
 		Registry: indexing.NewRegistry(func(fn func(filer_pb.SeaweedFilerClient) error) error { return reader.WithFilerClient(false, fn) }),
 		Deletes: deletes.NewComputer(indexstore.Opener(reader), indexstore.Filer{Reader: reader},
 			deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes, Tracker: tracker, Stat: reader.ETag}),

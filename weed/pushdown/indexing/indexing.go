@@ -111,6 +111,10 @@ type Entry struct {
 	Reason       string `json:"reason,omitempty"`
 	BuiltUnixMs  int64  `json:"built-unix-ms,omitempty"`
 	VerifiedMs   int64  `json:"verified-unix-ms,omitempty"`
+	// OrphanedMs is when maintenance first found the data file in no
+	// snapshot the table lists (0 = it is live); the entry and its payload
+	// are removed a grace period later.
+	OrphanedMs int64 `json:"orphaned-unix-ms,omitempty"`
 }
 
 // Key names the entry within its data file.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/volume"
 	pdserver "github.com/lakeweed/seaweedfs/weed/server"
 	"github.com/seaweedfs/seaweedfs/weed/command"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
@@ -60,6 +61,11 @@ type flags struct {
 	deleteCacheMB  *int // volume side
 	maxRequestMB   *int
 	s3Config       *string // volume command: the S3 identity file
+
+	indexReconcile   *time.Duration
+	indexGrace       *time.Duration
+	indexBatch       *int
+	indexLeftoverAge *time.Duration // volume side
 }
 
 // catalogConfig turns the flags into the catalog's configuration.
@@ -79,6 +85,7 @@ func (f *flags) catalogConfig() (catalog.Config, error) {
 	c.Plan.MaxSelectivity = *f.maxSelectivity
 	c.SlowPlan = time.Duration(*f.slowPlanMs) * time.Millisecond
 	c.AllowBareDV = *f.allowBareDV
+	c.IndexReconcileEvery, c.IndexGracePeriod, c.IndexReconcileBatch = *f.indexReconcile, *f.indexGrace, *f.indexBatch
 	return c, nil
 }
 
@@ -133,6 +140,9 @@ func install(cmd *command.Command, k kind) {
 			" (accepted as given, only over the cluster's gRPC mTLS or with a token signed with security.toml's [jwt.filer_signing] key) or "+
 			catalog.TrustValidated+" (every file and delete list checked against the snapshot's manifests)")
 		f.maxRequestMB = cmd.Flag.Int("pushdown.maxRequestMB", pdserver.CatalogMaxRequestBytes>>20, "largest Plan request accepted, in MiB (a larger one is refused before it is read)")
+		f.indexReconcile = cmd.Flag.Duration("pushdown.index.reconcileEvery", d.IndexReconcileEvery, "side-index maintenance pass interval: each pass checks committed indexes against their payloads and data files (marking them missing, corrupt or stale and rebuilding) and expires those of files in no live snapshot; 0 = none")
+		f.indexBatch = cmd.Flag.Int("pushdown.index.reconcileBatch", d.IndexReconcileBatch, "side-index registry entries one maintenance pass checks at most (the next pass resumes where it stopped)")
+		f.indexGrace = cmd.Flag.Duration("pushdown.index.gracePeriod", d.IndexGracePeriod, "how long the side indexes of a data file that left every snapshot (expiry, compaction) are kept before their payloads and registry rows are removed")
 		f.allowBareDV = cmd.Flag.Bool("pushdown.allowBareDeletionVectors", false, "accept deletion vectors written as bare roaring bitmaps without the deletion-vector-v1 framing (length, magic, CRC) by older writers")
 	}
 	if k.volume {
@@ -140,6 +150,7 @@ func install(cmd *command.Command, k kind) {
 		if k.name == "volume" {
 			f.s3Config = cmd.Flag.String("pushdown.s3.config", "", "the S3 gateway's static identity file (its -s3.config), if it has one: calls signed with S3 credentials are checked against the same identities (identities kept in the filer are always used)")
 		}
+		f.indexLeftoverAge = cmd.Flag.Duration("pushdown.index.leftoverAge", volume.LeftoverAge, "temporary side-index payloads older than this, left by builds that did not finish, are removed when a build next writes beside them")
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run
@@ -348,6 +359,7 @@ func (l *launcher) volumeAddresses() (httpAddr string, grpcAddr string, masters 
 }
 
 func (l *launcher) startVolume() {
+	volume.LeftoverAge = *l.flags.indexLeftoverAge
 	waitReachable("the volume server", func() string { _, g, _ := l.volumeAddresses(); return g })
 	httpAddr, grpcAddr, masters := l.volumeAddresses()
 	_, gp, _ := net.SplitHostPort(grpcAddr)

@@ -205,8 +205,9 @@ func (s *Service) commitPayload(ctx context.Context, kind sideindex.Kind, final 
 	})
 }
 
-// LeftoverAge is how old a temporary payload must be to be collected.
-const LeftoverAge = 10 * time.Minute
+// LeftoverAge is how old a temporary payload must be to be collected
+// (-pushdown.index.leftoverAge).
+var LeftoverAge = 10 * time.Minute
 
 // collectLeftovers removes temporary payloads of builds that crashed.
 func (s *Service) collectLeftovers(ctx context.Context, dir string) {
@@ -307,7 +308,16 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 				la := &pushdown_pb.LeafAnswer{Probe: int32(i), Leaf: l.String()}
 				switch {
 				case err != nil:
+					// The payload opened but part of it read badly (a page
+					// failing its checksum): the index is corrupt.
+					if perr.IsContext(err) {
+						return err
+					}
 					la.Unknown = true
+					if results[i].err == nil {
+						results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: indexing.StateCorrupt, Reason: boundedReason(err)}
+						metrics.IndexEvaluated(indexing.StateCorrupt)
+					}
 					glog.V(1).Infof("pushdown: %s index of %s cannot answer %s: %v", p.GetKind(), p.GetDataFile(), l, err)
 				case a.Unknown || a.Positions == nil:
 					la.Unknown = true
