@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,13 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
 
-	"bytes"
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
@@ -32,8 +27,6 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
 
 type query struct {
@@ -113,7 +106,11 @@ func TestPlanBenchmark(t *testing.T) {
 		t.Logf("loaded %s (%d files) in %s", tb.name, tb.spec.Files, time.Since(start).Round(time.Second))
 		var mins map[string]int64
 		if tb.spec.Files <= 8 {
-			mins = physicalMinimum(t, c, tb.name, tb.spec.Rows)
+			wheres := map[string]string{}
+			for _, q := range queries(tb.spec.Rows) {
+				wheres[q.Name] = q.Where
+			}
+			mins = benchutil.PhysicalMinimum(t, c, tb.name, wheres, projection)
 		}
 		for _, q := range queries(tb.spec.Rows) {
 			req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), tb.name, 0, q.Where, projection)
@@ -181,120 +178,6 @@ func specOf(rows int64, files int) demo.Spec {
 func newService(c *harness.Cluster) *catalog.Service {
 	reader := fileread.New([]pb.ServerAddress{pb.ServerAddress(c.FilerGrpcAddress())}, grpcutil.ClientDialOption(), "")
 	return catalog.New("bench", c.FilerGrpcAddress(), nil, reader, catalog.DefaultConfig(), nil)
-}
-
-// physicalMinimum decodes every file of the table and sums, per query, the
-// compressed bytes of the pages (of the projected columns) that hold a
-// matching row, plus each such column chunk's dictionary region.
-func physicalMinimum(t *testing.T, c *harness.Cluster, name string, rows int64) map[string]int64 {
-	ctx := context.Background()
-	ns, tn, _ := strings.Cut(name, ".")
-	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, tn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := tbl.Schema()
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type decodedFile struct {
-		data []byte
-		df   *oracle.File
-	}
-	var files []decodedFile
-	for _, task := range tasks {
-		rest := strings.TrimPrefix(task.File.FilePath(), "s3://")
-		bucket, key, _ := strings.Cut(rest, "/")
-		obj, err := c.S3(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(obj.Body)
-		obj.Body.Close()
-		df, err := oracle.DecodeFile(data, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, decodedFile{data, df})
-	}
-	projected := map[string]bool{}
-	for _, p := range strings.Split(projection, ",") {
-		projected[p] = true
-	}
-	out := map[string]int64{}
-	for _, q := range queries(rows) {
-		req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), name, 0, q.Where, projection)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e predicate.Expr = predicate.Const{Value: true}
-		if len(req.Predicate) > 0 {
-			raw, err := predicate.DecodeSubstrait(req.Predicate, schema)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e, err = predicate.Bind(raw, schema, predicate.DefaultLimits); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var total int64
-		for _, f := range files {
-			rdr, err := file.NewParquetReader(bytes.NewReader(f.data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			md := rdr.MetaData()
-			pir := rdr.GetPageIndexReader()
-			matching := f.df.Matching(e)
-			for rg := 0; rg < md.NumRowGroups(); rg++ {
-				first := f.df.RowGroupStart[rg]
-				n := md.RowGroup(rg).NumRows()
-				var local []int64
-				for _, m := range matching {
-					if m >= first && m < first+n {
-						local = append(local, m-first)
-					}
-				}
-				if len(local) == 0 {
-					continue
-				}
-				rgr, err := pir.RowGroup(rg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for col := 0; col < md.Schema.NumColumns(); col++ {
-					if !projected[strings.Split(md.Schema.Column(col).Path(), ".")[0]] {
-						continue
-					}
-					cc, _ := md.RowGroup(rg).ColumnChunk(col)
-					oi, err := rgr.GetOffsetIndex(col)
-					if err != nil || oi == nil {
-						t.Fatalf("physical minimum needs a page index (run on -indexed all data)")
-					}
-					locs := oi.GetPageLocations()
-					if cc.HasDictionaryPage() && locs[0].Offset > cc.DictionaryPageOffset() {
-						total += locs[0].Offset - cc.DictionaryPageOffset()
-					}
-					for i, l := range locs {
-						end := n
-						if i+1 < len(locs) {
-							end = locs[i+1].FirstRowIndex
-						}
-						for _, r := range local {
-							if r >= l.FirstRowIndex && r < end {
-								total += int64(l.CompressedPageSize)
-								break
-							}
-						}
-					}
-				}
-			}
-			rdr.Close()
-		}
-		out[q.Name] = total
-	}
-	return out
 }
 
 func writeResults(t *testing.T, rs []result) {

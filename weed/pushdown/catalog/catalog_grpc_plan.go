@@ -140,6 +140,11 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		Projection: projection,
 		Options:    s.Config.Plan,
 		Deletes:    src,
+		RowIDs:     req.GetRequestRowIds(),
+		MaxRowIDs:  req.GetMaxRowIds(),
+	}
+	if preq.MaxRowIDs == 0 {
+		preq.MaxRowIDs = s.Config.Limits.MaxRowIds
 	}
 	if side := s.newSideIndexSource(tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), schema, req, e); side != nil {
 		preq.SideIndex = side
@@ -248,8 +253,6 @@ func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
 	switch {
 	case req.GetVectorQuery() != nil:
 		return perr.New(perr.Unimplemented, "Plan: vector queries are not built yet")
-	case req.GetRequestRowIds():
-		return perr.New(perr.Unimplemented, "Plan: row ids are not built yet (they come with side indexes and vector search)")
 	}
 	return nil
 }

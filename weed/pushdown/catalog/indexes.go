@@ -70,7 +70,7 @@ type probeRef struct {
 
 func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) ([]*roaring64.Bitmap, plan.SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
-	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files))}
+	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files)), Exact: make([]bool, len(files))}
 	byEndpoint := map[string][]probeRef{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -155,10 +155,12 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 						continue
 					}
 					m := answers[p.file]
+					exact := la.GetExact()
 					if prev, ok := m[la.GetLeaf()]; ok {
-						bm.And(prev.Positions)
+						bm.And(prev.Positions) // an exact set meeting a superset stays exact
+						exact = exact || prev.Exact
 					}
-					m[la.GetLeaf()] = indexing.Answer{Positions: bm, Exact: la.GetExact()}
+					m[la.GetLeaf()] = indexing.Answer{Positions: bm, Exact: exact}
 					if !usedProbe[la.GetProbe()] {
 						usedProbe[la.GetProbe()] = true
 						notes.Used[p.file] = append(notes.Used[p.file], specName(src.schema, p.spec))
@@ -176,13 +178,14 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 			continue
 		}
 		m := answers[i]
-		if pos, ok := indexing.Combine(src.e, func(l *predicate.Leaf) indexing.Answer {
+		if a := indexing.CombineExact(src.e, func(l *predicate.Leaf) indexing.Answer {
 			if a, ok := m[l.String()]; ok {
 				return a
 			}
 			return indexing.Answer{Unknown: true}
-		}); ok {
-			out[i] = pos
+		}); !a.Unknown {
+			out[i] = a.Positions
+			notes.Exact[i] = a.Exact
 		}
 		sort.Strings(notes.Used[i])
 	}

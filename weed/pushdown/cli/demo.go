@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	flag "github.com/seaweedfs/seaweedfs/weed/util/fla9"
 	"os"
 	"os/signal"
 
@@ -15,7 +16,7 @@ func init() {
 		short: `Generate the demo Iceberg table and load it into a cluster: Parquet files written with arrow-go
 (id unclustered, ts sorted, tenant_id confined to few files, status uniform, message, tags, embedding),
 uploaded through the S3 gateway and committed with iceberg-go through the Iceberg REST catalog.`,
-		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-seed S] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-seed S] [-replace | -append] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
 		run:   runDemo,
 	})
 }
@@ -31,9 +32,15 @@ func runDemo(args []string) error {
 	indexed := fs.String("indexed", string(def.Indexed), "files with page indexes and bloom filters on id, tenant_id: all, half or none")
 	seed := fs.Uint64("seed", def.Seed, "random seed (the same seed gives the same files)")
 	replace := fs.Bool("replace", false, "drop the table first if it exists")
+	appendTo := fs.Bool("append", false, "add -rows rows in new files to the existing demo table, in a new snapshot (ids and timestamps continue; -files defaults to one file per 125,000 rows; -indexed to the table's)")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *appendTo && *replace {
+		return fmt.Errorf("-append and -replace exclude each other")
 	}
 	idx, err := demo.ParseIndexed(*indexed)
 	if err != nil {
@@ -41,16 +48,35 @@ func runDemo(args []string) error {
 	}
 	spec := def
 	spec.Rows, spec.Files, spec.RowGroupRows, spec.PageBytes, spec.Indexed, spec.Seed = *rows, *files, *rowGroup, *page, idx, *seed
+	if *appendTo {
+		if !set["files"] {
+			spec.Files = int(max(1, min(spec.Rows, (spec.Rows+124_999)/125_000)))
+		}
+		if !set["indexed"] {
+			spec.Indexed = ""
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	e := endpoints(ctx)
-	fmt.Printf("loading %s: %d rows in %d files (indexed: %s, seed %d) into %s through %s\n",
-		*tableName, spec.Rows, spec.Files, spec.Indexed, spec.Seed, e.Iceberg, e.S3)
-	res, err := demo.Load(ctx, demo.LoadOptions{Endpoints: e, Table: *tableName, Spec: spec, Replace: *replace, Progress: os.Stdout})
+	verb := "loading"
+	if *appendTo {
+		verb = "appending to"
+	}
+	fmt.Printf("%s %s: %d rows in %d files (indexed: %s, seed %d) into %s through %s\n",
+		verb, *tableName, spec.Rows, spec.Files, orTable(spec.Indexed), spec.Seed, e.Iceberg, e.S3)
+	res, err := demo.Load(ctx, demo.LoadOptions{Endpoints: e, Table: *tableName, Spec: spec, Replace: *replace, Append: *appendTo, Progress: os.Stdout})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("loaded %s: snapshot %d, %d rows, %d files, %.1f MiB at %s in %s\n",
 		res.Table, res.SnapshotID, res.Rows, len(res.Files), float64(res.Bytes)/(1<<20), res.Location, res.Elapsed.Round(1e7))
 	return nil
+}
+
+func orTable(i demo.Indexed) string {
+	if i == "" {
+		return "as the table"
+	}
+	return string(i)
 }

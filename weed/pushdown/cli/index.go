@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -70,7 +72,7 @@ func runIndex(args []string) error {
 			return nil
 		}
 		t0 := time.Now()
-		resp, err := buildIndexes(ctx, e, *tableName, *wait)
+		resp, err := buildWithProgress(ctx, e, *tableName, *wait)
 		if err != nil {
 			return err
 		}
@@ -224,4 +226,63 @@ func PrintIndexes(w io.Writer, resp *pushdown_pb.ListIndexesResponse) {
 		fmt.Fprintf(tw, "%d\t%s\t%d of %d\t%s\t%d\n", sp.GetFieldId(), sp.GetKind(), indexed, resp.GetFilesTotal(), strings.Join(parts, ", "), bytes)
 	}
 	tw.Flush()
+}
+
+// buildWithProgress runs buildIndexes; waiting on a terminal, it shows a
+// progress bar of the wanted indexes of live files that are committed or
+// failed, polling ListIndexes while the catalog builds.
+func buildWithProgress(ctx context.Context, e lakeclient.Endpoints, tableName string, wait bool) (*pushdown_pb.BuildTableIndexesResponse, error) {
+	if !wait || !term.IsTerminal(int(os.Stderr.Fd())) {
+		return buildIndexes(ctx, e, tableName, wait)
+	}
+	type result struct {
+		resp *pushdown_pb.BuildTableIndexesResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := buildIndexes(ctx, e, tableName, true)
+		done <- result{resp, err}
+	}()
+	var bar *progressbar.ProgressBar
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-done:
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			return r.resp, r.err
+		case <-tick.C:
+			list, err := listIndexes(ctx, e, tableName)
+			if err != nil {
+				continue // the build's own answer says what went wrong
+			}
+			finished, total := indexProgress(list)
+			if total == 0 {
+				continue
+			}
+			if bar == nil {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(os.Stderr),
+					progressbar.OptionSetDescription("indexing"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+			}
+			_ = bar.Set64(min(finished, total))
+		}
+	}
+}
+
+// indexProgress counts the wanted indexes of the listed files that are
+// committed or failed, of files × wanted.
+func indexProgress(list *pushdown_pb.ListIndexesResponse) (finished, total int64) {
+	wanted := map[string]bool{}
+	for _, sp := range list.GetWanted() {
+		wanted[indexing.PayloadName(sp.GetKind(), int(sp.GetFieldId()))] = true
+	}
+	for _, en := range list.GetEntries() {
+		if wanted[indexing.PayloadName(en.GetKind(), int(en.GetFieldId()))] && (en.GetState() == indexing.StateCommitted || en.GetState() == indexing.StateFailed) {
+			finished++
+		}
+	}
+	return finished, list.GetFilesTotal() * int64(len(wanted))
 }

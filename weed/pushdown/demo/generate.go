@@ -90,6 +90,11 @@ type Spec struct {
 	Indexed      Indexed
 	Seed         uint64
 	StartTime    time.Time
+	// FirstRow and FirstFile continue an existing table (demo -append):
+	// ids are FirstRow + a permutation of [0, Rows), timestamps continue
+	// from global row FirstRow, and files are numbered from FirstFile.
+	FirstRow  int64
+	FirstFile int
 }
 
 // DefaultSpec is the `make run` demo: 1,000,000 rows in 8 files.
@@ -169,7 +174,7 @@ func newContent(s Spec) *content {
 	r := rand.New(rand.NewPCG(s.Seed, 0x1d))
 	ids := make([]int64, s.Rows)
 	for i := range ids {
-		ids[i] = int64(i)
+		ids[i] = s.FirstRow + int64(i)
 	}
 	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	t := &content{spec: s, ids: ids}
@@ -219,7 +224,7 @@ func (s Spec) TimestampOf(g int64) time.Time {
 // fileRecord builds rows [from, to) of file i as one Arrow record.
 func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arrow.RecordBatch {
 	s := t.spec
-	r := rand.New(rand.NewPCG(s.Seed^uint64(file)*0x9e3779b97f4a7c15, uint64(from)))
+	r := rand.New(rand.NewPCG(s.Seed^uint64(s.FirstFile+file)*0x9e3779b97f4a7c15, uint64(s.FirstRow+from)))
 	tenants := TenantsOfFile(file, s.Files)
 	b := array.NewRecordBuilder(mem, ArrowSchema())
 	defer b.Release()
@@ -236,7 +241,7 @@ func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arr
 	paths := []string{"/api/v1/orders", "/api/v1/users", "/api/v2/search", "/healthz", "/api/v1/billing/invoices"}
 	for g := from; g < to; g++ {
 		idB.Append(t.ids[g])
-		tsB.Append(arrow.Timestamp(s.TimestampOf(g).UnixMicro()))
+		tsB.Append(arrow.Timestamp(s.TimestampOf(s.FirstRow + g).UnixMicro()))
 		tenant := tenants[r.IntN(len(tenants))]
 		tenB.Append(TenantName(tenant))
 		status := Statuses[r.IntN(len(Statuses))]

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +29,13 @@ type LoadOptions struct {
 	Endpoints lakeclient.Endpoints
 	Table     string // "namespace.table"
 	Spec      Spec
-	Replace   bool      // drop an existing table of that name first
-	Progress  io.Writer // one line per file; nil = silent
+	Replace   bool // drop an existing table of that name first
+	// Append adds the spec's files to an existing demo table in a new
+	// snapshot, continuing its ids, timestamps and file numbers (the
+	// table's lakeweed.demo.rows and lakeweed.demo.files; Spec.FirstRow
+	// and FirstFile are set from them).
+	Append   bool
+	Progress io.Writer // one line per file; nil = silent
 }
 
 // LoadResult describes what Load wrote.
@@ -47,7 +53,7 @@ type LoadResult struct {
 // commits them as one snapshot of a new table through the REST catalog.
 func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	start := time.Now()
-	if err := o.Spec.Validate(); err != nil {
+	if err := o.Spec.Validate(); err != nil && !(o.Append && o.Spec.Indexed == "") {
 		return nil, err
 	}
 	ident, err := lakeclient.ParseIdentifier(o.Table)
@@ -71,6 +77,41 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
 	}
+	var tbl *table.Table
+	if o.Append {
+		if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+			return nil, fmt.Errorf("load table %s to append to: %w", o.Table, err)
+		}
+		if o.Spec, err = continueSpec(o.Spec, tbl.Properties()); err != nil {
+			return nil, fmt.Errorf("append to %s: %w", o.Table, err)
+		}
+	} else if tbl, err = createTable(ctx, cat, ident, o); err != nil {
+		return nil, err
+	}
+	if !tbl.Schema().Equals(IcebergSchema()) {
+		return nil, fmt.Errorf("table %s has field ids %s, the demo files carry %s", o.Table, tbl.Schema(), IcebergSchema())
+	}
+	return writeFiles(ctx, o, tbl, start, progress)
+}
+
+// continueSpec sets s to continue the demo table whose properties are
+// props (an empty Indexed takes the table's).
+func continueSpec(s Spec, props iceberg.Properties) (Spec, error) {
+	rows, err1 := strconv.ParseInt(props["lakeweed.demo.rows"], 10, 64)
+	files, err2 := strconv.Atoi(props["lakeweed.demo.files"])
+	if err1 != nil || err2 != nil || rows < 1 || files < 1 {
+		return s, fmt.Errorf("it is not a demo table (no lakeweed.demo.rows and lakeweed.demo.files properties)")
+	}
+	s.FirstRow, s.FirstFile = rows, files
+	if s.Indexed == "" {
+		s.Indexed = Indexed(props["lakeweed.demo.indexed"])
+	}
+	return s, s.Validate()
+}
+
+// createTable creates the demo table (dropping an existing one with
+// o.Replace).
+func createTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, o LoadOptions) (*table.Table, error) {
 	if exists, err := cat.CheckTableExists(ctx, ident); err != nil {
 		return nil, fmt.Errorf("check table %s: %w", o.Table, err)
 	} else if exists {
@@ -91,9 +132,12 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", o.Table, err)
 	}
-	if !tbl.Schema().Equals(IcebergSchema()) {
-		return nil, fmt.Errorf("table %s was created with field ids %s, the demo files carry %s", o.Table, tbl.Schema(), IcebergSchema())
-	}
+	return tbl, nil
+}
+
+// writeFiles generates, uploads and commits the spec's files to tbl in one
+// snapshot.
+func writeFiles(ctx context.Context, o LoadOptions, tbl *table.Table, start time.Time, progress io.Writer) (*LoadResult, error) {
 	location := strings.TrimSuffix(tbl.Location(), "/")
 	bucket, prefix, ok := splitS3(location)
 	if !ok {
@@ -119,7 +163,7 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	for w := 0; w < 8; w++ {
 		g.Go(func() error {
 			for f := range files {
-				key := fmt.Sprintf("%s/data/part-%05d.parquet", prefix, f.Index)
+				key := fmt.Sprintf("%s/data/part-%05d.parquet", prefix, o.Spec.FirstFile+f.Index)
 				loc := "s3://" + bucket + "/" + key
 				// The manifest entry (size, column statistics) comes from
 				// the footer of the bytes in hand: iceberg-go's AddFiles
@@ -159,7 +203,15 @@ func Load(ctx context.Context, o LoadOptions) (*LoadResult, error) {
 	if err := txn.AddDataFiles(ctx, dataFiles, iceberg.Properties{"lakeweed.loader": "weed pushdown demo"}); err != nil {
 		return nil, fmt.Errorf("add files to %s: %w", o.Table, err)
 	}
-	tbl, err = txn.Commit(ctx)
+	if o.Append {
+		if err := txn.SetProperties(iceberg.Properties{
+			"lakeweed.demo.rows":  fmt.Sprint(o.Spec.FirstRow + o.Spec.Rows),
+			"lakeweed.demo.files": fmt.Sprint(o.Spec.FirstFile + o.Spec.Files),
+		}); err != nil {
+			return nil, err
+		}
+	}
+	tbl, err := txn.Commit(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", o.Table, err)
 	}

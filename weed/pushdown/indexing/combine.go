@@ -20,41 +20,59 @@ type Answer struct {
 // and residuals are unknown (TRUE) or empty (FALSE). known is false when
 // nothing can be said; positions is then nil.
 func Combine(e predicate.Expr, answer func(*predicate.Leaf) Answer) (positions *roaring64.Bitmap, known bool) {
+	r := CombineExact(e, answer)
+	return r.Positions, !r.Unknown
+}
+
+// CombineExact is Combine with exactness: the result is Exact — its
+// positions are exactly the rows matching e — when every leaf was
+// answered exactly (an AND or OR is exact only if every child is known
+// and exact; FALSE is exact, TRUE and residuals are unknown).
+func CombineExact(e predicate.Expr, answer func(*predicate.Leaf) Answer) Answer {
+	unknown := Answer{Unknown: true}
 	switch x := e.(type) {
 	case *predicate.Leaf:
 		a := answer(x)
 		if a.Unknown || a.Positions == nil {
-			return nil, false
+			return unknown
 		}
-		return a.Positions, true
+		return a
 	case predicate.And:
 		var acc *roaring64.Bitmap
+		exact := true
 		for _, k := range x.Kids {
-			p, ok := Combine(k, answer)
-			if !ok {
+			a := CombineExact(k, answer)
+			if a.Unknown {
+				exact = false
 				continue
 			}
+			exact = exact && a.Exact
 			if acc == nil {
-				acc = p.Clone()
+				acc = a.Positions.Clone()
 			} else {
-				acc.And(p)
+				acc.And(a.Positions)
 			}
 		}
-		return acc, acc != nil
+		if acc == nil {
+			return unknown
+		}
+		return Answer{Positions: acc, Exact: exact}
 	case predicate.Or:
 		acc := roaring64.New()
+		exact := true
 		for _, k := range x.Kids {
-			p, ok := Combine(k, answer)
-			if !ok {
-				return nil, false
+			a := CombineExact(k, answer)
+			if a.Unknown {
+				return unknown
 			}
-			acc.Or(p)
+			exact = exact && a.Exact
+			acc.Or(a.Positions)
 		}
-		return acc, true
+		return Answer{Positions: acc, Exact: exact}
 	case predicate.Const:
 		if !x.Value {
-			return roaring64.New(), true
+			return Answer{Positions: roaring64.New(), Exact: true}
 		}
 	}
-	return nil, false
+	return unknown
 }

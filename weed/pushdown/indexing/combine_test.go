@@ -45,3 +45,38 @@ func TestUnknownIsTheIdentityUnderAndAndAbsorbingUnderOr(t *testing.T) {
 		t.Fatalf("Combine modified a leaf's answer")
 	}
 }
+
+func TestAnAnswerIsExactOnlyWhenEveryLeafWasAnsweredExactly(t *testing.T) {
+	a, b, c, u := &predicate.Leaf{FieldID: 1}, &predicate.Leaf{FieldID: 2}, &predicate.Leaf{FieldID: 4}, &predicate.Leaf{FieldID: 3}
+	answers := map[*predicate.Leaf]Answer{
+		a: {Positions: roaring64.BitmapOf(1, 2, 3), Exact: true},
+		b: {Positions: roaring64.BitmapOf(3, 4), Exact: true},
+		c: {Positions: roaring64.BitmapOf(2, 3)},
+		u: {Unknown: true},
+	}
+	ans := func(l *predicate.Leaf) Answer { return answers[l] }
+	and := func(k ...predicate.Expr) predicate.Expr { return predicate.And{Kids: k} }
+	or := func(k ...predicate.Expr) predicate.Expr { return predicate.Or{Kids: k} }
+	for _, tc := range []struct {
+		name         string
+		e            predicate.Expr
+		known, exact bool
+	}{
+		{"a", a, true, true},
+		{"candidate c", c, true, false},
+		{"a AND b", and(a, b), true, true},
+		{"a AND c", and(a, c), true, false},
+		{"a AND unknown", and(a, u), true, false},
+		{"a OR b", or(a, b), true, true},
+		{"a OR c", or(a, c), true, false},
+		{"a OR unknown", or(a, u), false, false},
+		{"(a OR b) AND FALSE", and(or(a, b), predicate.Const{Value: false}), true, true},
+		{"TRUE", predicate.Const{Value: true}, false, false},
+		{"residual", predicate.Residual{Reason: "x"}, false, false},
+	} {
+		got := CombineExact(tc.e, ans)
+		if got.Unknown == tc.known || got.Exact != tc.exact {
+			t.Fatalf("%s: known %v exact %v, want known %v exact %v", tc.name, !got.Unknown, got.Exact, tc.known, tc.exact)
+		}
+	}
+}

@@ -281,6 +281,9 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	for _, d := range delStats.Degraded {
 		st.IndexesMissing = append(st.IndexesMissing, d)
 	}
+	if req.RowIDs {
+		addRowRefs(resp, plans, req.MaxRowIDs)
+	}
 	projectionPrunes := survivingFileBytes > 0 && float64(st.BytesPlanned) < 0.8*float64(survivingFileBytes)
 	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
 	st.PlanMicros = time.Since(start).Microseconds()

@@ -26,6 +26,10 @@ type SideIndexSource interface {
 type SideIndexNotes struct {
 	// Used and Missing are per file, index-aligned with the files asked.
 	Used, Missing [][]string
+	// Exact, index-aligned with the files asked, says the file's positions
+	// are exactly its rows matching the whole predicate (every leaf
+	// answered exactly; see indexing.CombineExact); nil: none are.
+	Exact []bool
 }
 
 // MinSideIndexGap is the shortest run of non-matching rows that splits a
@@ -118,6 +122,7 @@ func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan
 	}
 	for i, fp := range live {
 		fp.SideIndex = bms[i]
+		fp.SideIndexExact = bms[i] != nil && i < len(notes.Exact) && notes.Exact[i]
 		if i < len(notes.Used) {
 			fp.Used = append(fp.Used, notes.Used[i]...)
 		}

@@ -106,6 +106,10 @@ type Request struct {
 	Deletes DeleteSource
 	// SideIndex answers the predicate from side indexes; nil = none.
 	SideIndex SideIndexSource
+	// RowIDs asks for row_refs: the matching rows of files the side
+	// indexes answer exactly, at most MaxRowIDs of them (see rowrefs.go).
+	RowIDs    bool
+	MaxRowIDs int64
 }
 
 // RowGroupPlan is the access plan of one row group.
@@ -130,6 +134,9 @@ type FilePlan struct {
 	// SideIndex are the positions the side indexes say might match
 	// (file-absolute); nil = they say nothing.
 	SideIndex *roaring64.Bitmap
+	// SideIndexExact says SideIndex holds exactly the rows matching the
+	// whole predicate (deleted rows aside).
+	SideIndexExact bool
 	// Why a tier could not be used on this file (for indexes_missing).
 	Missing []string
 	Used    []string

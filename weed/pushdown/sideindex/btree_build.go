@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
@@ -81,13 +85,40 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rows btreeRows
+	if codec.kind == value.Int {
+		rows, err = collectIntKeys(ctx, in, rdr)
+	} else {
+		rows, err = collectKeys(ctx, in, rdr, codec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("btree: %w", err)
+	}
+	return k.write(ctx, in, per, rows)
+}
+
+// btreeRows are a column's keys in payload order: nulls (their positions)
+// first, then n non-null keys, sorted, each with its encoding, position
+// and how its payload value is appended.
+type btreeRows struct {
+	nulls     []int64
+	n         int
+	key       func(i int, dst []byte) []byte
+	pos       func(i int) int64
+	appendKey func(b array.Builder, i int) error
+}
+
+// collectKeys reads any orderable column as Values, encoded into one
+// arena, and sorts a permutation of them by encoding, ties by position.
+func collectKeys(ctx context.Context, in Input, rdr *file.Reader, codec keyCodec) (btreeRows, error) {
 	var (
 		arena   []byte
 		entries []btreeEntry
 		nulls   []int64
-		ordered []value.Value
+		ordered []value.Value // kept only where the key encoding does not give the payload value back
 	)
-	err = columnValues(ctx, in, rdr, func(pos int64, v value.Value, null bool) error {
+	keepValues := codec.kind != value.Bytes && codec.kind != value.Bool
+	err := columnValues(ctx, in, rdr, func(pos int64, v value.Value, null bool) error {
 		if null {
 			nulls = append(nulls, pos)
 			return nil
@@ -96,20 +127,21 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 		var ok bool
 		arena, ok = codec.appendKey(arena, v)
 		if !ok {
-			return fmt.Errorf("btree: row %d of %s holds %s, outside type %s", pos, short(in.File), short(v.String()), in.Type)
+			return fmt.Errorf("row %d of %s holds %s, outside type %s", pos, short(in.File), short(v.String()), in.Type)
 		}
 		if len(arena) > 1<<32-1 {
-			return fmt.Errorf("btree: keys of %s exceed 4 GiB", short(in.File))
+			return fmt.Errorf("keys of %s exceed 4 GiB", short(in.File))
 		}
 		entries = append(entries, btreeEntry{off: uint32(off), n: uint32(len(arena) - off), pos: pos})
-		ordered = append(ordered, v)
+		if keepValues {
+			ordered = append(ordered, v)
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("btree: %w", err)
+		return btreeRows{}, err
 	}
 	key := func(e btreeEntry) []byte { return arena[e.off : e.off+e.n] }
-	// Sort a permutation so each entry keeps its decoded value.
 	perm := make([]int32, len(entries))
 	for i := range perm {
 		perm[i] = int32(i)
@@ -120,6 +152,23 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 		}
 		return cmp.Compare(entries[a].pos, entries[b].pos)
 	})
+	return btreeRows{
+		nulls: nulls,
+		n:     len(entries),
+		key:   func(i int, _ []byte) []byte { return key(entries[perm[i]]) },
+		pos:   func(i int) int64 { return entries[perm[i]].pos },
+		appendKey: func(b array.Builder, i int) error {
+			if keepValues {
+				return appendArrowKey(b, ordered[perm[i]])
+			}
+			return appendEncodedKey(b, key(entries[perm[i]]))
+		},
+	}, nil
+}
+
+// write writes the sorted rows as the payload: row groups of per rows,
+// each one directory entry.
+func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRows) ([]byte, error) {
 	keyType := btreeArrowType(in.Type)
 	sch := arrow.NewSchema([]arrow.Field{{Name: "key", Type: keyType, Nullable: true}, {Name: "pos", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	var buf bytes.Buffer
@@ -129,12 +178,14 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	total := int64(len(nulls) + len(entries))
+	nulls := rows.nulls
+	total := int64(len(nulls) + rows.n)
 	var dir btreeDir
 	kb := array.NewBuilder(memory.DefaultAllocator, keyType)
 	pb := array.NewInt64Builder(memory.DefaultAllocator)
 	defer kb.Release()
 	defer pb.Release()
+	var scratch []byte
 	for start := int64(0); start < total; start += per {
 		end := min(start+per, total)
 		g := btreeGroup{Rows: end - start}
@@ -147,19 +198,20 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 				gd.add(nil, nulls[r])
 				continue
 			}
-			i := perm[r-int64(len(nulls))]
-			e := entries[i]
+			i := int(r - int64(len(nulls)))
+			scratch = rows.key(i, scratch[:0])
+			pos := rows.pos(i)
 			if g.First == "" {
-				g.First = hex.EncodeToString(key(e))
+				g.First = hex.EncodeToString(scratch)
 			}
 			if r == end-1 {
-				g.Last = hex.EncodeToString(key(e))
+				g.Last = hex.EncodeToString(scratch)
 			}
-			if err := appendArrowKey(kb, ordered[i]); err != nil {
+			if err := rows.appendKey(kb, i); err != nil {
 				return nil, err
 			}
-			pb.Append(e.pos)
-			gd.add(key(e), e.pos)
+			pb.Append(pos)
+			gd.add(scratch, pos)
 		}
 		g.SHA256 = gd.sum()
 		dir.Groups = append(dir.Groups, g)
@@ -190,23 +242,37 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 }
 
 // groupDigest hashes a payload row group's rows: per row a null flag, the
-// key encoding and the position.
-type groupDigest struct{ parts [][]byte }
+// key encoding and the position — each row one part of digest's framing
+// (its length, then its bytes), streamed.
+type groupDigest struct {
+	h    hash.Hash
+	buf  []byte
+	rows int64 // rows added
+}
 
 func (g *groupDigest) add(key []byte, pos int64) {
-	b := make([]byte, 0, len(key)+9)
+	if g.h == nil {
+		g.h = sha256.New()
+	}
+	b := binary.BigEndian.AppendUint64(g.buf[:0], uint64(len(key)+9))
 	if key != nil {
 		b = append(b, 1)
 		b = append(b, key...)
 	} else {
 		b = append(b, 0)
 	}
-	var p [8]byte
-	putUint64(p[:], uint64(pos))
-	g.parts = append(g.parts, append(b, p[:]...))
+	b = binary.BigEndian.AppendUint64(b, uint64(pos))
+	g.h.Write(b)
+	g.buf = b
+	g.rows++
 }
 
-func (g *groupDigest) sum() string { return digest(g.parts...) }
+func (g *groupDigest) sum() string {
+	if g.h == nil {
+		g.h = sha256.New()
+	}
+	return hex.EncodeToString(g.h.Sum(nil))
+}
 
 // btreeArrowType is the payload's key type for table type t: readable
 // by any Parquet tool, in the comparison domain of value.
@@ -242,6 +308,22 @@ func appendArrowKey(b array.Builder, v value.Value) error {
 		bb.Append(decimal128.FromBigInt(v.D))
 	default:
 		return fmt.Errorf("btree: no key builder for %T", b)
+	}
+	return nil
+}
+
+// appendEncodedKey appends a key from its encoding, for the kinds whose
+// encoding is the value itself (bytes, bool).
+func appendEncodedKey(b array.Builder, key []byte) error {
+	switch bb := b.(type) {
+	case *array.BooleanBuilder:
+		bb.Append(len(key) == 1 && key[0] != 0)
+	case *array.StringBuilder:
+		bb.BinaryBuilder.Append(key)
+	case *array.BinaryBuilder:
+		bb.Append(key)
+	default:
+		return fmt.Errorf("btree: no encoded key builder for %T", b)
 	}
 	return nil
 }

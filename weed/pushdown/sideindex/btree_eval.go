@@ -325,7 +325,7 @@ func (b *btreeIndex) evalGroup(ctx context.Context, fr *pqarrow.FileReader, gi i
 	if gd.sum() != b.groups[gi].SHA256 {
 		return errors.New("content does not match its checksum: the payload is corrupt")
 	}
-	if int64(len(gd.parts)) != b.groups[gi].Rows {
+	if gd.rows != b.groups[gi].Rows {
 		return errors.New("row count does not match the directory")
 	}
 	out.AddMany(hits)

@@ -117,7 +117,31 @@ func (c keyCodec) literalKey(v value.Value) []byte {
 // columnValues reads column in.Column of every row group through arrow-go
 // and calls fn with each row's file-absolute position and Value (the
 // oracle's conversion, so the index sees exactly what a reader sees).
-func columnValues(ctx context.Context, in Input, rdr *file.Reader, fn func(pos int64, v value.Value, null bool) error) (err error) {
+func columnValues(ctx context.Context, in Input, rdr *file.Reader, fn func(pos int64, v value.Value, null bool) error) error {
+	return columnChunks(ctx, in, rdr, func(first int64, leaf arrow.Array, nulls func(int) bool) error {
+		for r := 0; r < leaf.Len(); r++ {
+			if nulls(r) {
+				if err := fn(first+int64(r), value.Value{}, true); err != nil {
+					return err
+				}
+				continue
+			}
+			v, err := oracle.ArrowValue(leaf, r, in.Type)
+			if err != nil {
+				return err
+			}
+			if err := fn(first+int64(r), v, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// columnChunks reads column in.Column of every row group through arrow-go
+// and calls fn with each decoded leaf array, the file-absolute position of
+// its first row and its row nullness.
+func columnChunks(ctx context.Context, in Input, rdr *file.Reader, fn func(first int64, leaf arrow.Array, nulls func(int) bool) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("decode %s: %v", short(in.File), p)
@@ -156,22 +180,15 @@ func columnValues(ctx context.Context, in Input, rdr *file.Reader, fn func(pos i
 		}
 		for _, a := range chunked.Chunks() {
 			leaf, nulls := leafOf(a)
-			for r := 0; r < a.Len(); r++ {
-				if nulls(r) {
-					if err := fn(pos, value.Value{}, true); err != nil {
-						return err
-					}
-				} else {
-					v, err := oracle.ArrowValue(leaf, r, in.Type)
-					if err != nil {
-						return err
-					}
-					if err := fn(pos, v, false); err != nil {
-						return err
-					}
-				}
-				pos++
+			if leaf.Len() != a.Len() {
+				chunked.Release()
+				return fmt.Errorf("column %d: leaf of %d rows in a chunk of %d", in.Column, leaf.Len(), a.Len())
 			}
+			if err := fn(pos, leaf, nulls); err != nil {
+				chunked.Release()
+				return err
+			}
+			pos += int64(a.Len())
 		}
 		chunked.Release()
 		if err := ctx.Err(); err != nil {

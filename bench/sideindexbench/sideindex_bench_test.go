@@ -1,0 +1,269 @@
+// Package sideindexbench measures side indexes on `weed pushdown demo`
+// data written without page index or bloom filters (-indexed none): bytes
+// planned against the physical minimum, warm plan and query latency with
+// and without a btree on id and a bloom on tenant_id, build time with one
+// core (GOMAXPROCS=1 on the cluster) and two, and payload size relative to
+// the column. Run with `BENCH=sideindex ./scripts/bench.sh`; results land
+// in bench/results/sideindex.md.
+//
+//	demo -indexed none ─▶ plans/queries (no side index) ─▶ index create btree(id), bloom(tenant_id) -wait
+//	                   ─▶ plans/queries (side indexes) ─▶ payload bytes vs column bytes
+//	twin table, same seed, -indexed all ─▶ physical minimum (same pages; the page index locates them)
+package sideindexbench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"bytes"
+
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
+	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/cli"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+)
+
+const projection = "id,ts,tenant_id,status,message"
+
+type query struct{ name, where string }
+
+func queries(rows int64) []query {
+	var ids []string
+	for i := int64(1); i <= 100; i++ {
+		ids = append(ids, fmt.Sprint(i*rows/101))
+	}
+	return []query{
+		{"point lookup id", fmt.Sprintf("id = %d", rows/3)},
+		{"100-id IN", "id IN (" + strings.Join(ids, ", ") + ")"},
+		{"tenant_id equality", "tenant_id = 'tenant-042'"},
+	}
+}
+
+// measured is one query's figures in one run.
+type measured struct {
+	planned       int64
+	planMs, query float64
+}
+
+func p50(d []time.Duration) float64 {
+	s := append([]time.Duration{}, d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+func measure(t *testing.T, c *harness.Cluster, conn *connector.Connector, name string, q query) measured {
+	ctx := context.Background()
+	req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), name, 0, q.where, projection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans, reads []time.Duration
+	var last *pushdown_pb.ParquetPushdownResponse
+	for i := 0; i < 21; i++ {
+		t0 := time.Now()
+		resp, err := c.Catalog(t).Plan(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", q.name, err)
+		}
+		if i > 0 {
+			plans = append(plans, time.Since(t0))
+		}
+		last = resp
+	}
+	for i := 0; i < 6; i++ {
+		t0 := time.Now()
+		res, err := conn.Query(ctx, connector.Query{Table: name, Where: q.where, Select: strings.Split(projection, ",")})
+		if err != nil {
+			t.Fatalf("query %s: %v", q.name, err)
+		}
+		res.Release()
+		if i > 0 {
+			reads = append(reads, time.Since(t0))
+		}
+	}
+	return measured{planned: last.GetStats().GetBytesPlanned(), planMs: p50(plans), query: p50(reads)}
+}
+
+func weed(t *testing.T, c *harness.Cluster, args ...string) time.Duration {
+	t.Helper()
+	e := c.Endpoints()
+	args = append(append([]string{"pushdown"}, args...), "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse)
+	t0 := time.Now()
+	out, errOut, err := harness.Weed(t, args...)
+	if err != nil {
+		t.Fatalf("weed %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return time.Since(t0)
+}
+
+func specOf(rows int64, idx demo.Indexed) demo.Spec {
+	s := demo.DefaultSpec()
+	s.Rows, s.Indexed = rows, idx
+	return s
+}
+
+func load(t *testing.T, c *harness.Cluster, name string, s demo.Spec) {
+	if _, err := demo.Load(context.Background(), demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: s}); err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+}
+
+// buildTimes builds btree(id) and bloom(tenant_id) on a fresh table.
+func buildTimes(t *testing.T, c *harness.Cluster, name string) (btree, bloom time.Duration) {
+	btree = weed(t, c, "index", "create", "-table", name, "-column", "id", "-kind", "btree", "-wait")
+	bloom = weed(t, c, "index", "create", "-table", name, "-column", "tenant_id", "-kind", "bloom", "-wait")
+	return
+}
+
+// columnBytes sums the compressed bytes of a top-level column over the table's files.
+func columnBytes(t *testing.T, c *harness.Cluster, name, column string) int64 {
+	ctx := context.Background()
+	ns, tn, _ := strings.Cut(name, ".")
+	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, tn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, task := range tasks {
+		bucket, key, _ := strings.Cut(strings.TrimPrefix(task.File.FilePath(), "s3://"), "/")
+		obj, err := c.S3(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(obj.Body)
+		obj.Body.Close()
+		rdr, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := rdr.MetaData()
+		col := md.Schema.ColumnIndexByName(column)
+		for rg := 0; rg < md.NumRowGroups(); rg++ {
+			cc, _ := md.RowGroup(rg).ColumnChunk(col)
+			n += cc.TotalCompressedSize()
+		}
+		rdr.Close()
+	}
+	return n
+}
+
+func payloadBytes(t *testing.T, c *harness.Cluster, name, kind string) int64 {
+	list, err := c.Catalog(t).ListIndexes(context.Background(), &pushdown_pb.ListIndexesRequest{Table: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range list.GetEntries() {
+		if e.GetKind() == kind && e.GetState() == "committed" {
+			n += e.GetPayloadBytes()
+		}
+	}
+	return n
+}
+
+func TestSideIndexBenchmark(t *testing.T) {
+	if os.Getenv("LAKEWEED_BENCH") == "" {
+		t.Skip("benchmark: run with `BENCH=sideindex ./scripts/bench.sh` (LAKEWEED_BENCH=1)")
+	}
+	rows := int64(1_000_000)
+	if v, err := strconv.ParseInt(os.Getenv("LAKEWEED_BENCH_ROWS"), 10, 64); err == nil && v > 0 {
+		rows = v
+	}
+	const runs = 3
+	qs := queries(rows)
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Side indexes\n\n`BENCH=sideindex ./scripts/bench.sh` on the 2-core development machine (shared, noisy), `weed mini -pushdown`, "+
+		"%d demo rows in 8 files written with `-indexed none` (no page index, no bloom filters), btree on `id`, bloom on `tenant_id`, "+
+		"projection `%s`. Physical minimum: the pages holding matching rows plus their dictionaries, measured on a twin table of the same seed written "+
+		"with page indexes (same pages). Warm latencies are medians of 20 plans (catalog gRPC) and 5 connector queries, after one warm-up; %d runs.\n\n", rows, projection, runs)
+
+	// Two cores.
+	c := harness.StartMini(t, harness.MiniOptions{})
+	load(t, c, "bench.side", specOf(rows, demo.IndexedNone))
+	load(t, c, "bench.twin", specOf(rows, demo.IndexedAll))
+	wheres := map[string]string{}
+	for _, q := range qs {
+		wheres[q.name] = q.where
+	}
+	mins := benchutil.PhysicalMinimum(t, c, "bench.twin", wheres, projection)
+	conn, err := connector.New(context.Background(), connector.Options{Endpoints: c.Endpoints(), NoFallback: true, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	without := map[string][]measured{}
+	for r := 0; r < runs; r++ {
+		for _, q := range qs {
+			without[q.name] = append(without[q.name], measure(t, c, conn, "bench.side", q))
+		}
+	}
+	btree2, bloom2 := buildTimes(t, c, "bench.side")
+	with := map[string][]measured{}
+	for r := 0; r < runs; r++ {
+		for _, q := range qs {
+			with[q.name] = append(with[q.name], measure(t, c, conn, "bench.side", q))
+		}
+	}
+	idBytes, tenantBytes := columnBytes(t, c, "bench.side", "id"), columnBytes(t, c, "bench.side", "tenant_id")
+	btreeBytes, bloomBytes := payloadBytes(t, c, "bench.side", "btree"), payloadBytes(t, c, "bench.side", "bloom")
+	c.Proc.Stop(20 * time.Second)
+
+	// One core: GOMAXPROCS=1 on the cluster process (one build slot).
+	c1 := harness.StartMini(t, harness.MiniOptions{Env: []string{"GOMAXPROCS=1"}})
+	load(t, c1, "bench.side", specOf(rows, demo.IndexedNone))
+	btree1, bloom1 := buildTimes(t, c1, "bench.side")
+	c1.Proc.Stop(20 * time.Second)
+
+	fmt.Fprintf(&md, "## Bytes planned and warm latency (run 1; spread min–max over %d runs)\n\n", runs)
+	fmt.Fprintf(&md, "| query | side indexes | planned bytes | planned / physical min | warm plan p50 ms | warm query p50 ms |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
+	for _, q := range qs {
+		for _, v := range []struct {
+			label string
+			ms    []measured
+		}{{"without", without[q.name]}, {"with", with[q.name]}} {
+			m := v.ms[0]
+			ratio := "n/a"
+			if mins[q.name] > 0 {
+				ratio = fmt.Sprintf("%.2f×", float64(m.planned)/float64(mins[q.name]))
+			}
+			lo, hi, qlo, qhi := m.planMs, m.planMs, m.query, m.query
+			for _, x := range v.ms {
+				lo, hi, qlo, qhi = min(lo, x.planMs), max(hi, x.planMs), min(qlo, x.query), max(qhi, x.query)
+			}
+			fmt.Fprintf(&md, "| %s | %s | %d | %s | %.2f (%.2f–%.2f) | %.1f (%.1f–%.1f) |\n", q.name, v.label, m.planned, ratio, m.planMs, lo, hi, m.query, qlo, qhi)
+			t.Logf("%-18s %-7s planned %10d min %10d plan %.2fms (%.2f-%.2f) query %.1fms (%.1f-%.1f)", q.name, v.label, m.planned, mins[q.name], m.planMs, lo, hi, m.query, qlo, qhi)
+		}
+	}
+	fmt.Fprintf(&md, "\n## Build time (index create -wait, one run each) and payload size\n\n| index | 1 core s | 2 cores s | speed-up | payload bytes | column bytes | payload / column |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, b := range []struct {
+		name         string
+		one, two     time.Duration
+		payload, col int64
+	}{{"btree(id)", btree1, btree2, btreeBytes, idBytes}, {"bloom(tenant_id)", bloom1, bloom2, bloomBytes, tenantBytes}} {
+		fmt.Fprintf(&md, "| %s | %.2f | %.2f | %.2f× | %d | %d | %.3f |\n", b.name, b.one.Seconds(), b.two.Seconds(), b.one.Seconds()/b.two.Seconds(), b.payload, b.col, float64(b.payload)/float64(b.col))
+		t.Logf("build %-16s 1 core %.2fs 2 cores %.2fs payload %d column %d", b.name, b.one.Seconds(), b.two.Seconds(), b.payload, b.col)
+	}
+	fmt.Fprintf(&md, "\nBuild times include the CLI process, the property commit and the catalog's scheduling, not only the volume-side build.\n")
+	if err := os.WriteFile(filepath.Join("..", "results", "sideindex.md"), []byte(md.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

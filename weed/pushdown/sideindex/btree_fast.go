@@ -1,0 +1,98 @@
+package sideindex
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// intKey is one non-null key of an integer-kind column (int, long, date,
+// time, timestamps) and its position.
+type intKey struct{ k, pos int64 }
+
+// collectIntKeys is the btree's fast path for integer-kind columns: keys
+// stay unboxed int64s (read straight from Int64/Int32/Date32 arrays, other
+// layouts through the oracle's conversion), sorted by value then position
+// — the order of their encodings, since the encoding is the value with its
+// sign bit flipped, big-endian — so the payload is byte for byte the one
+// the general path writes.
+func collectIntKeys(ctx context.Context, in Input, rdr *file.Reader) (btreeRows, error) {
+	var (
+		keys  []intKey
+		nulls []int64
+	)
+	if n := in.Footer.NumRows(); n > 0 && n < 1<<28 {
+		keys = make([]intKey, 0, n)
+	}
+	err := columnChunks(ctx, in, rdr, func(first int64, leaf arrow.Array, isNull func(int) bool) error {
+		var get func(r int) (int64, error)
+		switch a := leaf.(type) {
+		case *array.Int64:
+			vs := a.Int64Values()
+			get = func(r int) (int64, error) { return vs[r], nil }
+		case *array.Int32:
+			vs := a.Int32Values()
+			get = func(r int) (int64, error) { return int64(vs[r]), nil }
+		case *array.Date32:
+			vs := a.Date32Values()
+			get = func(r int) (int64, error) { return int64(vs[r]), nil }
+		default:
+			get = func(r int) (int64, error) {
+				v, err := oracle.ArrowValue(leaf, r, in.Type)
+				if err != nil {
+					return 0, err
+				}
+				if v.K != value.Int {
+					return 0, fmt.Errorf("row %d of %s holds %s, outside type %s", first+int64(r), short(in.File), short(v.String()), in.Type)
+				}
+				return v.I, nil
+			}
+		}
+		for r := 0; r < leaf.Len(); r++ {
+			if isNull(r) {
+				nulls = append(nulls, first+int64(r))
+				continue
+			}
+			k, err := get(r)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, intKey{k, first + int64(r)})
+		}
+		return nil
+	})
+	if err != nil {
+		return btreeRows{}, err
+	}
+	slices.SortFunc(keys, func(a, b intKey) int {
+		if c := cmp.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	return btreeRows{
+		nulls: nulls,
+		n:     len(keys),
+		key: func(i int, dst []byte) []byte {
+			return binary.BigEndian.AppendUint64(dst, uint64(keys[i].k)^(1<<63))
+		},
+		pos: func(i int) int64 { return keys[i].pos },
+		appendKey: func(b array.Builder, i int) error {
+			ib, ok := b.(*array.Int64Builder)
+			if !ok {
+				return fmt.Errorf("btree: integer keys into %T", b)
+			}
+			ib.Append(keys[i].k)
+			return nil
+		},
+	}, nil
+}
