@@ -432,12 +432,7 @@ func (s *Service) recordBuilt(ctx context.Context, uuid string, t buildTask, b *
 
 func boundedMsg(err error) string { return boundedString(err.Error()) }
 
-func boundedString(s string) string {
-	if len(s) > 512 {
-		return s[:512] + "…"
-	}
-	return s
-}
+func boundedString(s string) string { return perr.Truncate(s, 512) }
 
 // OnTableEntryUpdate schedules the side-index builds of a table whose
 // catalog record changed (a commit moves its metadata location): the new

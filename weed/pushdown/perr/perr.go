@@ -105,3 +105,15 @@ func Quote(s string) string {
 	}
 	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }
+
+// Truncate cuts s to at most n bytes (at a UTF-8 boundary), marking the
+// cut: for messages and registry reasons that must stay short.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

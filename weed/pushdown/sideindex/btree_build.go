@@ -33,7 +33,7 @@ import (
 // lookup binary-searches the directory and decodes only the row groups
 // whose key range meets the literal ranges.
 //
-// Params: "rows_per_group" (payload rows per row group, default 16384).
+// Params: "rows_per_group" (payload rows per row group, default 4096: a lookup decodes one group).
 type btreeKind struct{}
 
 func init() { register(btreeKind{}) }
@@ -73,7 +73,7 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err := checkParams(in.Params, "rows_per_group"); err != nil {
 		return nil, err
 	}
-	per, err := intParam(in.Params, "rows_per_group", 16384, 1, 1<<24)
+	per, err := intParam(in.Params, "rows_per_group", 4096, 1, 1<<24)
 	if err != nil {
 		return nil, err
 	}

@@ -194,6 +194,32 @@ func successor(p []byte) ([]byte, bool) {
 	return nil, false
 }
 
+// mergeRanges sorts ranges by their low end and merges those that
+// overlap, so that keys read in ascending order meet them in order.
+func mergeRanges(rs []keyRange) []keyRange {
+	if len(rs) < 2 {
+		return rs
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].lo == nil || rs[j].lo == nil {
+			return rs[i].lo == nil && rs[j].lo != nil
+		}
+		return bytes.Compare(rs[i].lo, rs[j].lo) < 0
+	})
+	out := []keyRange{rs[0]}
+	for _, r := range rs[1:] {
+		cur := &out[len(out)-1]
+		if cur.hi == nil || (r.lo != nil && bytes.Compare(r.lo, cur.hi) <= 0) || r.lo == nil {
+			if cur.hi != nil && (r.hi == nil || bytes.Compare(r.hi, cur.hi) > 0) {
+				cur.hi = r.hi
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 func (r keyRange) holds(k []byte) bool {
 	return (r.lo == nil || bytes.Compare(r.lo, k) <= 0) && (r.hi == nil || bytes.Compare(k, r.hi) <= 0)
 }
@@ -203,7 +229,7 @@ func (b *btreeIndex) Eval(ctx context.Context, l *predicate.Leaf) (Answer, error
 		return unknown, nil
 	}
 	nullMatches := predicate.Matches(l, func(int) (value.Value, bool) { return value.Value{}, true })
-	rs := b.ranges(l)
+	rs := mergeRanges(b.ranges(l))
 	// Row groups to decode: those with NULL keys when NULL matches, and
 	// those whose [first, last] meets a range (binary search for the
 	// first group ending at or after the range's low end).
@@ -280,6 +306,7 @@ func (b *btreeIndex) evalGroup(ctx context.Context, fr *pqarrow.FileReader, gi i
 		return errors.New("key and position columns are chunked differently")
 	}
 	var key []byte
+	next := 0 // first range of rs that may hold the current key
 	for c := range kc {
 		pos, ok := pc[c].(*array.Int64)
 		if !ok || pos.Len() != kc[c].Len() {
@@ -310,11 +337,13 @@ func (b *btreeIndex) evalGroup(ctx context.Context, fr *pqarrow.FileReader, gi i
 				seen = true
 				lastKey = append(lastKey[:0], key...)
 				lastMatch = false
-				for _, rg := range rs {
-					if rg.holds(key) {
-						lastMatch = predicate.Matches(l, func(int) (value.Value, bool) { return v, false })
-						break
-					}
+				// Keys ascend and rs are disjoint and sorted: skip the
+				// ranges that end below this key.
+				for next < len(rs) && rs[next].hi != nil && bytes.Compare(rs[next].hi, key) < 0 {
+					next++
+				}
+				if next < len(rs) && rs[next].holds(key) {
+					lastMatch = predicate.Matches(l, func(int) (value.Value, bool) { return v, false })
 				}
 			}
 			if lastMatch {

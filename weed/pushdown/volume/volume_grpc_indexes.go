@@ -407,13 +407,7 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, 
 	return schema, nm, nil
 }
 
-func boundedReason(err error) string {
-	msg := err.Error()
-	if len(msg) > 512 {
-		msg = msg[:512] + "…"
-	}
-	return msg
-}
+func boundedReason(err error) string { return perr.Truncate(err.Error(), 512) }
 
 func footerID(d *pushdown_pb.DataFileDescriptor) footer.Identity {
 	return footer.Identity{Path: d.GetPath(), Size: d.GetSizeBytes()}
