@@ -306,6 +306,15 @@ func TestMetricsEndpointCountsWhatTheWorkloadDid(t *testing.T) {
 		}
 	}
 	if slowLines != served {
+		t.Logf("weed.INFO (%d bytes), last lines:\n%s", len(log), lastLines(string(log), 15))
 		t.Fatalf("%d slow plan lines in the log, want %d", slowLines, served)
 	}
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
 }

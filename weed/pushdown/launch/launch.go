@@ -430,4 +430,7 @@ func StopAll() {
 		}()
 	}
 	wg.Wait()
+	// Upstream's interrupt handler exits without flushing glog: what the
+	// pushdown services logged (plan lines, slow plans) must reach the file.
+	glog.Flush()
 }
