@@ -16,6 +16,7 @@ type IndexCache struct {
 	capacity int64
 	bytes    int64
 	sizes    map[string]int64
+	hits, misses, evictions int64
 	lru      *lru.Cache[string, cached]
 	// Tracker, when set, makes an index whose payload changed (rewritten,
 	// deleted) since it was opened a miss.
@@ -34,6 +35,7 @@ func NewIndexCache(capacity int64) *IndexCache {
 	c.lru, _ = lru.NewWithEvict[string, cached](1<<20, func(k string, _ cached) {
 		c.bytes -= c.sizes[k]
 		delete(c.sizes, k)
+		c.evictions++
 	})
 	return c
 }
@@ -44,12 +46,15 @@ func (c *IndexCache) Get(key string) (sideindex.Index, bool) {
 	defer c.mu.Unlock()
 	e, ok := c.lru.Get(key)
 	if !ok {
+		c.misses++
 		return nil, false
 	}
 	if !c.Tracker.Fresh(e.payload, e.loaded) {
 		c.lru.Remove(key)
+		c.misses++
 		return nil, false
 	}
+	c.hits++
 	return e.idx, true
 }
 
@@ -62,7 +67,9 @@ func (c *IndexCache) Add(key, location string, loaded int64, idx sideindex.Index
 	if size > c.capacity {
 		return
 	}
-	c.lru.Remove(key)
+	if c.lru.Remove(key) {
+		c.evictions-- // a replacement, not an eviction
+	}
 	c.sizes[key] = size
 	c.bytes += size
 	c.lru.Add(key, cached{idx: idx, payload: location, loaded: loaded})
@@ -71,9 +78,10 @@ func (c *IndexCache) Add(key, location string, loaded int64, idx sideindex.Index
 	}
 }
 
-// Stats are the cache's entries, bytes and capacity.
-func (c *IndexCache) Stats() (entries, bytes, capacity int64) {
+// Stats are the cache's entries, bytes, capacity, hits, misses and
+// evictions (stale entries dropped count as evictions too).
+func (c *IndexCache) Stats() (entries, bytes, capacity, hits, misses, evictions int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return int64(c.lru.Len()), c.bytes, c.capacity
+	return int64(c.lru.Len()), c.bytes, c.capacity, c.hits, c.misses, c.evictions
 }

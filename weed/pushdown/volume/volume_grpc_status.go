@@ -37,6 +37,8 @@ func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
 	fs := s.footers.Stats()
 	out := []*pushdown_pb.CacheStats{{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
 		Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions}}
+	ie, ib, ic, ih, im, iev := s.indexes.Stats()
+	out = append(out, &pushdown_pb.CacheStats{Name: "side_index", Entries: ie, Bytes: ib, CapacityBytes: ic, Hits: ih, Misses: im, Evictions: iev})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range []struct {
