@@ -12,12 +12,12 @@ import (
 // IndexCache keeps opened payloads in memory, bounded by the bytes they
 // hold (golang-lru's LRU, evicting the oldest while over capacity).
 type IndexCache struct {
-	mu       sync.Mutex
-	capacity int64
-	bytes    int64
-	sizes    map[string]int64
+	mu                      sync.Mutex
+	capacity                int64
+	bytes                   int64
+	sizes                   map[string]int64
 	hits, misses, evictions int64
-	lru      *lru.Cache[string, cached]
+	lru                     *lru.Cache[string, cached]
 	// Tracker, when set, makes an index whose payload changed (rewritten,
 	// deleted) since it was opened a miss.
 	Tracker *freshness.Tracker
