@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
@@ -388,15 +387,11 @@ func (s *Service) buildOnVolume(ctx context.Context, addr, uuid string, batch []
 }
 
 func (s *Service) callBuild(ctx context.Context, addr string, req *pushdown_pb.BuildIndexesRequest, named []string) (*pushdown_pb.BuildIndexesResponse, error) {
-	ctx, err := s.Keys.WithToken(ctx, access.DirPrefixes(named))
+	ctx, client, err := s.volumeClient(ctx, addr, named)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := s.Pool.Get(addr)
-	if err != nil {
-		return nil, perr.Wrap(perr.Unavailable, err)
-	}
-	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).BuildIndexes(ctx, req)
+	resp, err := client.BuildIndexes(ctx, req)
 	if err != nil {
 		return nil, grpcutil.FromStatus("volume pushdown service "+addr, err)
 	}

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
@@ -157,17 +156,11 @@ func (d *deleteSource) remote(ctx context.Context, addr string, files []*plan.Da
 			named = append(named, x.Path)
 		}
 	}
-	// The call carries a service token scoped to the folders of the files
-	// it names.
-	ctx, err := d.s.Keys.WithToken(ctx, access.DirPrefixes(named))
+	ctx, client, err := d.s.volumeClient(ctx, addr, named)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := d.s.Pool.Get(addr)
-	if err != nil {
-		return nil, perr.Wrap(perr.Unavailable, err)
-	}
-	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).ComputeDeletes(ctx, req)
+	resp, err := client.ComputeDeletes(ctx, req)
 	if err != nil {
 		return nil, grpcutil.FromStatus("volume pushdown service "+addr, err)
 	}

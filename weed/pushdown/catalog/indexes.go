@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
@@ -201,15 +200,11 @@ func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*
 			FieldId: int32(p.spec.FieldID), Kind: p.spec.Kind, Identity: p.entry.Identity, Params: p.spec.Params})
 		named = append(named, f.Path)
 	}
-	ctx, err := src.s.Keys.WithToken(ctx, access.DirPrefixes(named))
+	ctx, client, err := src.s.volumeClient(ctx, addr, named)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := src.s.Pool.Get(addr)
-	if err != nil {
-		return nil, perr.Wrap(perr.Unavailable, err)
-	}
-	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).EvaluateIndexes(ctx, req)
+	resp, err := client.EvaluateIndexes(ctx, req)
 	if err != nil {
 		return nil, grpcutil.FromStatus("volume pushdown service "+addr, err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
@@ -198,4 +199,19 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 		return ""
 	}
 	return ep.Address
+}
+
+// volumeClient returns a client of the volume pushdown service at addr and
+// ctx carrying a service token scoped to the folders of the files the call
+// names (the catalog's proof on every call it makes there).
+func (s *Service) volumeClient(ctx context.Context, addr string, files []string) (context.Context, pushdown_pb.PushdownVolumeClient, error) {
+	ctx, err := s.Keys.WithToken(ctx, access.DirPrefixes(files))
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := s.Pool.Get(addr)
+	if err != nil {
+		return nil, nil, perr.Wrap(perr.Unavailable, err)
+	}
+	return ctx, pushdown_pb.NewPushdownVolumeClient(conn), nil
 }
