@@ -128,7 +128,8 @@ type Footer struct {
 	mu           sync.Mutex
 	pageIndex    []*RowGroupIndex // by row group; nil until loaded
 	pageIndexErr error
-	size         int64 // accounted bytes
+	side         sidePages // page indexes of columns from page_index side indexes
+	size         int64     // accounted bytes
 	loadRead     int64 // bytes read by Load
 	memo         sync.Map
 	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
@@ -288,6 +289,12 @@ func PagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) {
 // error, never a panic.
 func ParseOffsetIndex(b []byte) (metadata.OffsetIndex, error) {
 	return parseOffsetIndex(b, parquet.NewReaderProperties(nil))
+}
+
+// ParseColumnIndex parses a Thrift ColumnIndex of column descr; malformed
+// bytes are an error, never a panic.
+func ParseColumnIndex(descr *schema.Column, b []byte) (metadata.ColumnIndex, error) {
+	return parseColumnIndex(descr, b, parquet.NewReaderProperties(nil))
 }
 
 // pagesOf validates an offset index against its chunk and row count.
@@ -536,8 +543,13 @@ func (f *Footer) readRange(ctx context.Context, off, n int64) ([]byte, error) {
 	return buf, nil
 }
 
-// HasPageIndex reports whether any column chunk announces a page index.
-func (f *Footer) HasPageIndex() bool { return f.hasPageIndex }
+// HasPageIndex reports whether any column chunk announces a page index,
+// or a side page index is attached (AttachSidePageIndex).
+func (f *Footer) HasPageIndex() bool { return f.hasPageIndex || f.side.any.Load() }
+
+// HasNativePageIndex reports whether any column chunk of the file itself
+// announces a page index.
+func (f *Footer) HasNativePageIndex() bool { return f.hasPageIndex }
 
 // PageIndex returns the page index of row group rg, loading the page index
 // region of the whole file on first use (one read, or none when the tail
@@ -546,7 +558,7 @@ func (f *Footer) HasPageIndex() bool { return f.hasPageIndex }
 func (f *Footer) PageIndex(ctx context.Context, rg int) (*RowGroupIndex, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.pageIndex == nil && f.pageIndexErr == nil {
+	if f.hasPageIndex && f.pageIndex == nil && f.pageIndexErr == nil {
 		f.pageIndex, f.pageIndexErr = f.loadPageIndex(ctx)
 		if f.pageIndexErr != nil && perr.IsContext(f.pageIndexErr) {
 			err := f.pageIndexErr
@@ -557,10 +569,14 @@ func (f *Footer) PageIndex(ctx context.Context, rg int) (*RowGroupIndex, error) 
 	if f.pageIndexErr != nil {
 		return nil, f.pageIndexErr
 	}
-	if rg < 0 || rg >= len(f.pageIndex) {
+	index := f.pageIndex
+	if f.side.any.Load() {
+		index = f.mergedLocked()
+	}
+	if rg < 0 || rg >= len(index) {
 		return nil, nil
 	}
-	return f.pageIndex[rg], nil
+	return index[rg], nil
 }
 
 // indexRegion is the byte range holding every column and offset index.

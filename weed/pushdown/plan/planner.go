@@ -152,6 +152,14 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			return nil, nil, perr.New(perr.FailedPrecondition, "%s holds %d rows, the table metadata says %d: the file changed or the metadata is wrong", fp.File.Path, rows, fp.File.RecordCount)
 		}
 	}
+	idsKey := fmt.Sprint(fieldIDs)
+	if hasPredicate && !o.Disable[TierSideIndex] && !o.Disable[TierPageIndex] {
+		t0 := time.Now()
+		if err := attachSidePageIndexes(ctx, req.SidePages, &req, live, fieldIDs, idsKey); err != nil {
+			return nil, nil, err
+		}
+		tiers[TierSideIndex].dur += time.Since(t0)
+	}
 
 	// b-d. footer tiers: CPU work, one worker per core over the files (I/O
 	// for page indexes and bloom filters happens on first use only).
@@ -160,7 +168,6 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if cold != nil {
 		tierWorkers = o.Concurrency
 	}
-	idsKey := fmt.Sprint(fieldIDs)
 	outs := make([]*fileOutput, len(live))
 	g, gctx = errgroup.WithContext(ctx)
 	for w := 0; w < tierWorkers; w++ {
@@ -246,7 +253,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
 			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
 			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
-			HasPageIndex: fp.Footer.HasPageIndex(),
+			HasPageIndex: fp.Footer.HasNativePageIndex(),
 		})
 	}
 	for _, t := range Tiers {

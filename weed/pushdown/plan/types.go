@@ -106,6 +106,9 @@ type Request struct {
 	Deletes DeleteSource
 	// SideIndex answers the predicate from side indexes; nil = none.
 	SideIndex SideIndexSource
+	// SidePages serves page indexes of files written without one; nil =
+	// none.
+	SidePages SidePageIndexSource
 	// RowIDs asks for row_refs: the matching rows of files the side
 	// indexes answer exactly, at most MaxRowIDs of them (see rowrefs.go).
 	RowIDs    bool

@@ -90,6 +90,13 @@ type PageIndexSource interface {
 	// carrying a native page index, for the indexed column only (the other
 	// columns' entries are empty).
 	RowGroupIndex(rg int) (*footer.RowGroupIndex, error)
+	// RowGroups is the number of row groups the index covers.
+	RowGroups() int
+	// ThriftPageIndex returns row group rg's OffsetIndex and ColumnIndex
+	// bytes as a writer would have stored them in the file (column nil
+	// when the group has none), for a planner to parse as it parses a
+	// native page index.
+	ThriftPageIndex(rg int) (offset, column []byte, err error)
 }
 
 // Answer is an index's answer to one leaf.

@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -30,6 +28,9 @@ type pageIndex struct {
 type pageGroup struct {
 	first, rows int64
 	cpi         footer.ColumnPageIndex
+	// offset and column are the Thrift OffsetIndex and ColumnIndex as
+	// stored (column empty when the group has none).
+	offset, column []byte
 }
 
 func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (Index, error) {
@@ -65,7 +66,7 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 		if b.typ != offsetIndexBlob || rg != int64(len(idx.groups)) || first != next || rows < 0 {
 			return fail("blob %d (%s) is out of place", i, short(b.typ))
 		}
-		g := pageGroup{first: first, rows: rows}
+		g := pageGroup{first: first, rows: rows, offset: b.data}
 		g.cpi.Offset, err = footer.ParseOffsetIndex(b.data)
 		if err != nil {
 			return fail("row group %d: %v", rg, err)
@@ -76,7 +77,8 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 			if crg, err := blobInt(blobs[i], "row-group"); err != nil || crg != rg {
 				return fail("column index blob %d is out of place", i)
 			}
-			if g.cpi.Column, err = parseColumnIndex(col, blobs[i].data); err != nil {
+			g.column = blobs[i].data
+			if g.cpi.Column, err = footer.ParseColumnIndex(col, blobs[i].data); err != nil {
 				return fail("row group %d: %v", rg, err)
 			}
 		}
@@ -87,19 +89,6 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 		return fail("row groups cover %d rows, the file has %d", next, h.Rows)
 	}
 	return idx, nil
-}
-
-func parseColumnIndex(col *schema.Column, b []byte) (ci metadata.ColumnIndex, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ci, err = nil, fmt.Errorf("malformed column index: %v", p)
-		}
-	}()
-	ci = metadata.NewColumnIndex(col, b, parquet.NewReaderProperties(nil), nil)
-	if ci == nil {
-		return nil, fmt.Errorf("column index not understood")
-	}
-	return ci, nil
 }
 
 func (p *pageIndex) Bytes() int64 { return p.bytes }
@@ -114,6 +103,19 @@ func (p *pageIndex) RowGroupIndex(rg int) (*footer.RowGroupIndex, error) {
 	out := &footer.RowGroupIndex{Columns: make([]footer.ColumnPageIndex, p.leaves)}
 	out.Columns[p.leaf] = p.groups[rg].cpi
 	return out, nil
+}
+
+// RowGroups is the number of row groups the index covers.
+func (p *pageIndex) RowGroups() int { return len(p.groups) }
+
+// ThriftPageIndex returns row group rg's OffsetIndex and ColumnIndex as a
+// writer would have written them into the file (column is nil when the
+// group has no column index).
+func (p *pageIndex) ThriftPageIndex(rg int) (offset, column []byte, err error) {
+	if rg < 0 || rg >= len(p.groups) {
+		return nil, nil, fmt.Errorf("page_index side index has no row group %d", rg)
+	}
+	return p.groups[rg].offset, p.groups[rg].column, nil
 }
 
 // Eval keeps the rows of every page whose min/max/null count might
