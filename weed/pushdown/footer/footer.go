@@ -130,7 +130,7 @@ type Footer struct {
 	pageIndexErr error
 	side         sidePages // page indexes of columns from page_index side indexes
 	size         int64     // accounted bytes
-	loadRead     int64 // bytes read by Load
+	loadRead     int64     // bytes read by Load
 	memo         sync.Map
 	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
 	chunkMemoMu  sync.Mutex
