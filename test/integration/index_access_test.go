@@ -41,6 +41,12 @@ func TestSideIndexRPCsRefuseOutsidersBeforeAnyWork(t *testing.T) {
 	eval.Probes[0].DataFile = "/etc/iam/identities/probe.json"
 	_, err = v.EvaluateIndexes(signedAs(c.VolumePushdownAddr(), "EvaluateIndexes", eval), eval)
 	wantDenied(t, "EvaluateIndexes of a file outside the buckets", err, "is not an object in a bucket")
+	pages := &pushdown_pb.ReadPageIndexesRequest{Probes: []*pushdown_pb.IndexProbe{{DataFile: file, FieldId: 1, Kind: "page_index"}}}
+	_, err = v.ReadPageIndexes(ctx, pages)
+	wantDenied(t, "an unsigned ReadPageIndexes", err, "signature was not accepted")
+	pages.Probes[0].DataFile = "/etc/iam/identities/probe.json"
+	_, err = v.ReadPageIndexes(signedAs(c.VolumePushdownAddr(), "ReadPageIndexes", pages), pages)
+	wantDenied(t, "ReadPageIndexes of a file outside the buckets", err, "is not an object in a bucket")
 
 	tb := &pushdown_pb.BuildTableIndexesRequest{Table: "acl_it.open", Wait: true}
 	_, err = cat.BuildIndexes(ctx, tb)

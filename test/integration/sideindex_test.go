@@ -22,15 +22,19 @@ import (
 // createUnindexedTable writes ns.name with iceberg-go's own writer (no page
 // index, no bloom filters) in one file of several row groups, ids shuffled
 // so no zone map can find one.
-func createUnindexedTable(t *testing.T, c *harness.Cluster, ns, name string, rows int64) (*table.Table, []int64) {
+func createUnindexedTable(t *testing.T, c *harness.Cluster, ns, name string, rows int64, extra ...string) (*table.Table, []int64) {
 	t.Helper()
 	ctx := context.Background()
 	cat := c.Iceberg(t)
 	_ = cat.CreateNamespace(ctx, table.Identifier{ns}, nil)
-	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, deleteSchema(), catalog.WithProperties(iceberg.Properties{
+	props := iceberg.Properties{
 		"write.parquet.row-group-limit":  "500",
 		"write.metadata.metrics.default": "none",
-	}))
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		props[extra[i]] = extra[i+1]
+	}
+	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, deleteSchema(), catalog.WithProperties(props))
 	if err != nil {
 		t.Fatal(err)
 	}

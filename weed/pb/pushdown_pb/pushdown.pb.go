@@ -3197,6 +3197,214 @@ func (x *EvaluateIndexesResponse) GetErrors() []*ProbeError {
 	return nil
 }
 
+type ReadPageIndexesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Probes        []*IndexProbe          `protobuf:"bytes,1,rep,name=probes,proto3" json:"probes,omitempty"` // kind page_index
+	SchemaJson    []byte                 `protobuf:"bytes,2,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadPageIndexesRequest) Reset() {
+	*x = ReadPageIndexesRequest{}
+	mi := &file_pushdown_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadPageIndexesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadPageIndexesRequest) ProtoMessage() {}
+
+func (x *ReadPageIndexesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadPageIndexesRequest.ProtoReflect.Descriptor instead.
+func (*ReadPageIndexesRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReadPageIndexesRequest) GetProbes() []*IndexProbe {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+func (x *ReadPageIndexesRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+type RowGroupPageIndex struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OffsetIndex   []byte                 `protobuf:"bytes,1,opt,name=offset_index,json=offsetIndex,proto3" json:"offset_index,omitempty"` // Thrift OffsetIndex
+	ColumnIndex   []byte                 `protobuf:"bytes,2,opt,name=column_index,json=columnIndex,proto3" json:"column_index,omitempty"` // Thrift ColumnIndex; empty when there is none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RowGroupPageIndex) Reset() {
+	*x = RowGroupPageIndex{}
+	mi := &file_pushdown_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RowGroupPageIndex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RowGroupPageIndex) ProtoMessage() {}
+
+func (x *RowGroupPageIndex) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RowGroupPageIndex.ProtoReflect.Descriptor instead.
+func (*RowGroupPageIndex) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RowGroupPageIndex) GetOffsetIndex() []byte {
+	if x != nil {
+		return x.OffsetIndex
+	}
+	return nil
+}
+
+func (x *RowGroupPageIndex) GetColumnIndex() []byte {
+	if x != nil {
+		return x.ColumnIndex
+	}
+	return nil
+}
+
+type SidePageIndex struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Probe         int32                  `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"`                         // index into probes
+	RowGroups     []*RowGroupPageIndex   `protobuf:"bytes,2,rep,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"` // one per row group of the data file
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SidePageIndex) Reset() {
+	*x = SidePageIndex{}
+	mi := &file_pushdown_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SidePageIndex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SidePageIndex) ProtoMessage() {}
+
+func (x *SidePageIndex) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SidePageIndex.ProtoReflect.Descriptor instead.
+func (*SidePageIndex) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *SidePageIndex) GetProbe() int32 {
+	if x != nil {
+		return x.Probe
+	}
+	return 0
+}
+
+func (x *SidePageIndex) GetRowGroups() []*RowGroupPageIndex {
+	if x != nil {
+		return x.RowGroups
+	}
+	return nil
+}
+
+type ReadPageIndexesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Indexes       []*SidePageIndex       `protobuf:"bytes,1,rep,name=indexes,proto3" json:"indexes,omitempty"`
+	Errors        []*ProbeError          `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadPageIndexesResponse) Reset() {
+	*x = ReadPageIndexesResponse{}
+	mi := &file_pushdown_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadPageIndexesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadPageIndexesResponse) ProtoMessage() {}
+
+func (x *ReadPageIndexesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadPageIndexesResponse.ProtoReflect.Descriptor instead.
+func (*ReadPageIndexesResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ReadPageIndexesResponse) GetIndexes() []*SidePageIndex {
+	if x != nil {
+		return x.Indexes
+	}
+	return nil
+}
+
+func (x *ReadPageIndexesResponse) GetErrors() []*ProbeError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
 type BuildTableIndexesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Warehouse     string                 `protobuf:"bytes,1,opt,name=warehouse,proto3" json:"warehouse,omitempty"`
@@ -3208,7 +3416,7 @@ type BuildTableIndexesRequest struct {
 
 func (x *BuildTableIndexesRequest) Reset() {
 	*x = BuildTableIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[34]
+	mi := &file_pushdown_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3220,7 +3428,7 @@ func (x *BuildTableIndexesRequest) String() string {
 func (*BuildTableIndexesRequest) ProtoMessage() {}
 
 func (x *BuildTableIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[34]
+	mi := &file_pushdown_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3233,7 +3441,7 @@ func (x *BuildTableIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildTableIndexesRequest.ProtoReflect.Descriptor instead.
 func (*BuildTableIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{34}
+	return file_pushdown_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BuildTableIndexesRequest) GetWarehouse() string {
@@ -3270,7 +3478,7 @@ type BuildTableIndexesResponse struct {
 
 func (x *BuildTableIndexesResponse) Reset() {
 	*x = BuildTableIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[35]
+	mi := &file_pushdown_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3490,7 @@ func (x *BuildTableIndexesResponse) String() string {
 func (*BuildTableIndexesResponse) ProtoMessage() {}
 
 func (x *BuildTableIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[35]
+	mi := &file_pushdown_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3503,7 @@ func (x *BuildTableIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildTableIndexesResponse.ProtoReflect.Descriptor instead.
 func (*BuildTableIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{35}
+	return file_pushdown_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BuildTableIndexesResponse) GetFiles() int64 {
@@ -3343,7 +3551,7 @@ type ListIndexesRequest struct {
 
 func (x *ListIndexesRequest) Reset() {
 	*x = ListIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[36]
+	mi := &file_pushdown_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3355,7 +3563,7 @@ func (x *ListIndexesRequest) String() string {
 func (*ListIndexesRequest) ProtoMessage() {}
 
 func (x *ListIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[36]
+	mi := &file_pushdown_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3368,7 +3576,7 @@ func (x *ListIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexesRequest.ProtoReflect.Descriptor instead.
 func (*ListIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{36}
+	return file_pushdown_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListIndexesRequest) GetWarehouse() string {
@@ -3403,7 +3611,7 @@ type IndexEntry struct {
 
 func (x *IndexEntry) Reset() {
 	*x = IndexEntry{}
-	mi := &file_pushdown_proto_msgTypes[37]
+	mi := &file_pushdown_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3623,7 @@ func (x *IndexEntry) String() string {
 func (*IndexEntry) ProtoMessage() {}
 
 func (x *IndexEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[37]
+	mi := &file_pushdown_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3636,7 @@ func (x *IndexEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
 func (*IndexEntry) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{37}
+	return file_pushdown_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *IndexEntry) GetDataFile() string {
@@ -3512,7 +3720,7 @@ type ListIndexesResponse struct {
 
 func (x *ListIndexesResponse) Reset() {
 	*x = ListIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[38]
+	mi := &file_pushdown_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3524,7 +3732,7 @@ func (x *ListIndexesResponse) String() string {
 func (*ListIndexesResponse) ProtoMessage() {}
 
 func (x *ListIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[38]
+	mi := &file_pushdown_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3537,7 +3745,7 @@ func (x *ListIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexesResponse.ProtoReflect.Descriptor instead.
 func (*ListIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{38}
+	return file_pushdown_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListIndexesResponse) GetWanted() []*IndexSpec {
@@ -3859,6 +4067,20 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"}\n" +
 	"\x17EvaluateIndexesResponse\x121\n" +
 	"\aanswers\x18\x01 \x03(\v2\x17.pushdown_pb.LeafAnswerR\aanswers\x12/\n" +
+	"\x06errors\x18\x02 \x03(\v2\x17.pushdown_pb.ProbeErrorR\x06errors\"j\n" +
+	"\x16ReadPageIndexesRequest\x12/\n" +
+	"\x06probes\x18\x01 \x03(\v2\x17.pushdown_pb.IndexProbeR\x06probes\x12\x1f\n" +
+	"\vschema_json\x18\x02 \x01(\fR\n" +
+	"schemaJson\"Y\n" +
+	"\x11RowGroupPageIndex\x12!\n" +
+	"\foffset_index\x18\x01 \x01(\fR\voffsetIndex\x12!\n" +
+	"\fcolumn_index\x18\x02 \x01(\fR\vcolumnIndex\"d\n" +
+	"\rSidePageIndex\x12\x14\n" +
+	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12=\n" +
+	"\n" +
+	"row_groups\x18\x02 \x03(\v2\x1e.pushdown_pb.RowGroupPageIndexR\trowGroups\"\x80\x01\n" +
+	"\x17ReadPageIndexesResponse\x124\n" +
+	"\aindexes\x18\x01 \x03(\v2\x1a.pushdown_pb.SidePageIndexR\aindexes\x12/\n" +
 	"\x06errors\x18\x02 \x03(\v2\x17.pushdown_pb.ProbeErrorR\x06errors\"b\n" +
 	"\x18BuildTableIndexesRequest\x12\x1c\n" +
 	"\twarehouse\x18\x01 \x01(\tR\twarehouse\x12\x14\n" +
@@ -3920,14 +4142,15 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x00\x12_\n" +
 	"\fBuildIndexes\x12%.pushdown_pb.BuildTableIndexesRequest\x1a&.pushdown_pb.BuildTableIndexesResponse\"\x00\x12R\n" +
-	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xb8\x03\n" +
+	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\x98\x04\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
 	"ReadRanges\x12\x1e.pushdown_pb.ReadRangesRequest\x1a\x1f.pushdown_pb.ReadRangesResponse\"\x00\x12[\n" +
 	"\x0eComputeDeletes\x12\".pushdown_pb.ComputeDeletesRequest\x1a#.pushdown_pb.ComputeDeletesResponse\"\x00\x12U\n" +
 	"\fBuildIndexes\x12 .pushdown_pb.BuildIndexesRequest\x1a!.pushdown_pb.BuildIndexesResponse\"\x00\x12^\n" +
-	"\x0fEvaluateIndexes\x12#.pushdown_pb.EvaluateIndexesRequest\x1a$.pushdown_pb.EvaluateIndexesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"\x0fEvaluateIndexes\x12#.pushdown_pb.EvaluateIndexesRequest\x1a$.pushdown_pb.EvaluateIndexesResponse\"\x00\x12^\n" +
+	"\x0fReadPageIndexes\x12#.pushdown_pb.ReadPageIndexesRequest\x1a$.pushdown_pb.ReadPageIndexesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -3942,7 +4165,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -3983,13 +4206,17 @@ var file_pushdown_proto_goTypes = []any{
 	(*LeafAnswer)(nil),                // 36: pushdown_pb.LeafAnswer
 	(*ProbeError)(nil),                // 37: pushdown_pb.ProbeError
 	(*EvaluateIndexesResponse)(nil),   // 38: pushdown_pb.EvaluateIndexesResponse
-	(*BuildTableIndexesRequest)(nil),  // 39: pushdown_pb.BuildTableIndexesRequest
-	(*BuildTableIndexesResponse)(nil), // 40: pushdown_pb.BuildTableIndexesResponse
-	(*ListIndexesRequest)(nil),        // 41: pushdown_pb.ListIndexesRequest
-	(*IndexEntry)(nil),                // 42: pushdown_pb.IndexEntry
-	(*ListIndexesResponse)(nil),       // 43: pushdown_pb.ListIndexesResponse
-	nil,                               // 44: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 45: pushdown_pb.IndexProbe.ParamsEntry
+	(*ReadPageIndexesRequest)(nil),    // 39: pushdown_pb.ReadPageIndexesRequest
+	(*RowGroupPageIndex)(nil),         // 40: pushdown_pb.RowGroupPageIndex
+	(*SidePageIndex)(nil),             // 41: pushdown_pb.SidePageIndex
+	(*ReadPageIndexesResponse)(nil),   // 42: pushdown_pb.ReadPageIndexesResponse
+	(*BuildTableIndexesRequest)(nil),  // 43: pushdown_pb.BuildTableIndexesRequest
+	(*BuildTableIndexesResponse)(nil), // 44: pushdown_pb.BuildTableIndexesResponse
+	(*ListIndexesRequest)(nil),        // 45: pushdown_pb.ListIndexesRequest
+	(*IndexEntry)(nil),                // 46: pushdown_pb.IndexEntry
+	(*ListIndexesResponse)(nil),       // 47: pushdown_pb.ListIndexesResponse
+	nil,                               // 48: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 49: pushdown_pb.IndexProbe.ParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -4021,40 +4248,46 @@ var file_pushdown_proto_depIdxs = []int32{
 	12, // 26: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
 	6,  // 27: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	27, // 28: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	44, // 29: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	48, // 29: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
 	6,  // 30: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	30, // 31: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
 	32, // 32: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	45, // 33: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	49, // 33: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
 	34, // 34: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
 	0,  // 35: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
 	36, // 36: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
 	37, // 37: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	30, // 38: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	42, // 39: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	5,  // 40: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 41: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	39, // 42: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	41, // 43: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	20, // 44: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 45: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 46: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	31, // 47: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	35, // 48: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	10, // 49: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 50: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	40, // 51: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	43, // 52: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	24, // 53: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 54: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 55: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	33, // 56: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	38, // 57: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	49, // [49:58] is the sub-list for method output_type
-	40, // [40:49] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	34, // 38: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	40, // 39: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
+	41, // 40: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
+	37, // 41: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	30, // 42: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	46, // 43: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	5,  // 44: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 45: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	43, // 46: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	45, // 47: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	20, // 48: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 49: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 50: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	31, // 51: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	35, // 52: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	39, // 53: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	10, // 54: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 55: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	44, // 56: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	47, // 57: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	24, // 58: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 59: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 60: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	33, // 61: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	38, // 62: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	42, // 63: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	54, // [54:64] is the sub-list for method output_type
+	44, // [44:54] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -4070,7 +4303,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   41,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -265,6 +265,7 @@ const (
 	PushdownVolume_ComputeDeletes_FullMethodName  = "/pushdown_pb.PushdownVolume/ComputeDeletes"
 	PushdownVolume_BuildIndexes_FullMethodName    = "/pushdown_pb.PushdownVolume/BuildIndexes"
 	PushdownVolume_EvaluateIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/EvaluateIndexes"
+	PushdownVolume_ReadPageIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/ReadPageIndexes"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -289,6 +290,10 @@ type PushdownVolumeClient interface {
 	// EvaluateIndexes answers predicate leaves from side-index payloads:
 	// row positions (portable roaring64) that might match, exact or not.
 	EvaluateIndexes(ctx context.Context, in *EvaluateIndexesRequest, opts ...grpc.CallOption) (*EvaluateIndexesResponse, error)
+	// ReadPageIndexes serves page_index side indexes as the Thrift
+	// OffsetIndex and ColumnIndex of each row group, which a planner parses
+	// as it parses a native page index.
+	ReadPageIndexes(ctx context.Context, in *ReadPageIndexesRequest, opts ...grpc.CallOption) (*ReadPageIndexesResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -349,6 +354,16 @@ func (c *pushdownVolumeClient) EvaluateIndexes(ctx context.Context, in *Evaluate
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) ReadPageIndexes(ctx context.Context, in *ReadPageIndexesRequest, opts ...grpc.CallOption) (*ReadPageIndexesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadPageIndexesResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_ReadPageIndexes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -371,6 +386,10 @@ type PushdownVolumeServer interface {
 	// EvaluateIndexes answers predicate leaves from side-index payloads:
 	// row positions (portable roaring64) that might match, exact or not.
 	EvaluateIndexes(context.Context, *EvaluateIndexesRequest) (*EvaluateIndexesResponse, error)
+	// ReadPageIndexes serves page_index side indexes as the Thrift
+	// OffsetIndex and ColumnIndex of each row group, which a planner parses
+	// as it parses a native page index.
+	ReadPageIndexes(context.Context, *ReadPageIndexesRequest) (*ReadPageIndexesResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -395,6 +414,9 @@ func (UnimplementedPushdownVolumeServer) BuildIndexes(context.Context, *BuildInd
 }
 func (UnimplementedPushdownVolumeServer) EvaluateIndexes(context.Context, *EvaluateIndexesRequest) (*EvaluateIndexesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EvaluateIndexes not implemented")
+}
+func (UnimplementedPushdownVolumeServer) ReadPageIndexes(context.Context, *ReadPageIndexesRequest) (*ReadPageIndexesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadPageIndexes not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -507,6 +529,24 @@ func _PushdownVolume_EvaluateIndexes_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_ReadPageIndexes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadPageIndexesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).ReadPageIndexes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_ReadPageIndexes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).ReadPageIndexes(ctx, req.(*ReadPageIndexesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -533,6 +573,10 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EvaluateIndexes",
 			Handler:    _PushdownVolume_EvaluateIndexes_Handler,
+		},
+		{
+			MethodName: "ReadPageIndexes",
+			Handler:    _PushdownVolume_ReadPageIndexes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

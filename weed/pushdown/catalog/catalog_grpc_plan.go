@@ -147,7 +147,12 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		preq.MaxRowIDs = s.Config.Limits.MaxRowIds
 	}
 	if side := s.newSideIndexSource(tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), schema, req, e); side != nil {
-		preq.SideIndex = side
+		if len(side.specs) > 0 {
+			preq.SideIndex = side
+		}
+		if len(side.pageSpecs) > 0 {
+			preq.SidePages = side
+		}
 	}
 	resp, _, err := s.Planner.Plan(ctx, preq)
 	if err != nil {

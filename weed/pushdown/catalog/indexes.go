@@ -31,13 +31,16 @@ type sideIndexSource struct {
 	s         *Service
 	tableUUID string
 	specs     []indexing.Spec // wanted by the table, on fields the predicate uses
+	// pageFields have a page_index wanted (served to the page tier of
+	// files written without a page index; see pagesource.go).
+	pageSpecs map[int]indexing.Spec
 	schema    *iceberg.Schema
 	req       *pushdown_pb.ParquetPushdownRequest
 	e         predicate.Expr
 }
 
 // newSideIndexSource returns the source of a plan, or nil when the table
-// wants no index on a field the predicate uses.
+// wants no index on a field the predicate uses and no page index at all.
 func (s *Service) newSideIndexSource(tableUUID string, props iceberg.Properties, schema *iceberg.Schema, req *pushdown_pb.ParquetPushdownRequest, e predicate.Expr) *sideIndexSource {
 	if s.Registry == nil || len(req.GetPredicate()) == 0 {
 		return nil
@@ -49,16 +52,25 @@ func (s *Service) newSideIndexSource(tableUUID string, props iceberg.Properties,
 	}
 	fields := map[int]bool{}
 	predicate.Walk(e, func(l *predicate.Leaf) { fields[l.FieldID] = true })
-	var specs []indexing.Spec
+	src := &sideIndexSource{s: s, tableUUID: tableUUID, schema: schema, req: req, e: e}
 	for _, sp := range wanted {
-		if _, ok := sideindex.Lookup(sp.Kind); ok && fields[sp.FieldID] {
-			specs = append(specs, sp)
+		if _, ok := sideindex.Lookup(sp.Kind); !ok {
+			continue
+		}
+		if fields[sp.FieldID] {
+			src.specs = append(src.specs, sp)
+		}
+		if sp.Kind == pageIndexKind {
+			if src.pageSpecs == nil {
+				src.pageSpecs = map[int]indexing.Spec{}
+			}
+			src.pageSpecs[sp.FieldID] = sp
 		}
 	}
-	if len(specs) == 0 {
+	if len(src.specs) == 0 && len(src.pageSpecs) == 0 {
 		return nil
 	}
-	return &sideIndexSource{s: s, tableUUID: tableUUID, specs: specs, schema: schema, req: req, e: e}
+	return src
 }
 
 type probeRef struct {
@@ -70,38 +82,8 @@ type probeRef struct {
 func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) ([]*roaring64.Bitmap, plan.SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
 	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files)), Exact: make([]bool, len(files))}
-	byEndpoint := map[string][]probeRef{}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for i, f := range files {
-		g.Go(func() error {
-			for _, sp := range src.specs {
-				name := specName(src.schema, sp)
-				e, ok, err := src.s.Registry.Lookup(gctx, src.tableUUID, f.Path, sp.Kind, sp.FieldID)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				switch {
-				case !ok:
-					notes.Missing[i] = append(notes.Missing[i], name+": not built")
-				case e.State != indexing.StateCommitted:
-					notes.Missing[i] = append(notes.Missing[i], name+": "+e.State)
-				default:
-					addr := src.s.endpointFor(gctx, f.Path)
-					if addr == "" {
-						notes.Missing[i] = append(notes.Missing[i], name+": no healthy volume pushdown service holds it")
-					} else {
-						byEndpoint[addr] = append(byEndpoint[addr], probeRef{file: i, spec: sp, entry: e})
-					}
-				}
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	byEndpoint, err := src.locate(ctx, files, func(int) []indexing.Spec { return src.specs }, notes.Missing)
+	if err != nil {
 		return nil, notes, err
 	}
 	schemaJSON, err := json.Marshal(src.schema)
@@ -113,63 +95,57 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 	for i := range answers {
 		answers[i] = map[string]indexing.Answer{}
 	}
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for addr, probes := range byEndpoint {
-		for lo := 0; lo < len(probes); lo += 1024 {
-			batch := probes[lo:min(len(probes), lo+1024)]
-			g.Go(func() error {
-				resp, err := src.evaluate(gctx, addr, files, batch, schemaJSON)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					if perr.IsContext(err) {
-						return err
-					}
-					glog.Warningf("pushdown: volume pushdown service %s could not evaluate side indexes (%v); planning without them", addr, err)
-					for _, p := range batch {
-						notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: volume pushdown service %s unavailable", specName(src.schema, p.spec), addr))
-					}
-					return nil
-				}
-				failed := map[int32]bool{}
-				for _, pe := range resp.GetErrors() {
-					if pe.GetProbe() < 0 || int(pe.GetProbe()) >= len(batch) {
-						continue
-					}
-					p := batch[pe.GetProbe()]
-					failed[pe.GetProbe()] = true
-					notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: %s (%s)", specName(src.schema, p.spec), pe.GetState(), pe.GetReason()))
-					src.s.markEntry(src.tableUUID, p.entry, pe.GetState(), pe.GetReason())
-				}
-				usedProbe := map[int32]bool{}
-				for _, la := range resp.GetAnswers() {
-					if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] || la.GetUnknown() {
-						continue
-					}
-					p := batch[la.GetProbe()]
-					bm := roaring64.New()
-					if _, err := bm.ReadFrom(bytes.NewReader(la.GetPositions())); err != nil {
-						glog.Warningf("pushdown: volume pushdown service %s answered undecodable positions for %s of %s; ignoring them", addr, p.spec.Key(), files[p.file].Path)
-						continue
-					}
-					m := answers[p.file]
-					exact := la.GetExact()
-					if prev, ok := m[la.GetLeaf()]; ok {
-						bm.And(prev.Positions) // an exact set meeting a superset stays exact
-						exact = exact || prev.Exact
-					}
-					m[la.GetLeaf()] = indexing.Answer{Positions: bm, Exact: exact}
-					if !usedProbe[la.GetProbe()] {
-						usedProbe[la.GetProbe()] = true
-						notes.Used[p.file] = append(notes.Used[p.file], specName(src.schema, p.spec))
-					}
-				}
-				return nil
-			})
+	var mu sync.Mutex
+	err = forEachBatch(ctx, byEndpoint, func(gctx context.Context, addr string, batch []probeRef) error {
+		resp, err := src.evaluate(gctx, addr, files, batch, schemaJSON)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if perr.IsContext(err) {
+				return err
+			}
+			glog.Warningf("pushdown: volume pushdown service %s could not evaluate side indexes (%v); planning without them", addr, err)
+			for _, p := range batch {
+				notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: volume pushdown service %s unavailable", specName(src.schema, p.spec), addr))
+			}
+			return nil
 		}
-	}
-	if err := g.Wait(); err != nil {
+		failed := map[int32]bool{}
+		for _, pe := range resp.GetErrors() {
+			if pe.GetProbe() < 0 || int(pe.GetProbe()) >= len(batch) {
+				continue
+			}
+			p := batch[pe.GetProbe()]
+			failed[pe.GetProbe()] = true
+			notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: %s (%s)", specName(src.schema, p.spec), pe.GetState(), pe.GetReason()))
+			src.s.markEntry(src.tableUUID, p.entry, pe.GetState(), pe.GetReason())
+		}
+		usedProbe := map[int32]bool{}
+		for _, la := range resp.GetAnswers() {
+			if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] || la.GetUnknown() {
+				continue
+			}
+			p := batch[la.GetProbe()]
+			bm := roaring64.New()
+			if _, err := bm.ReadFrom(bytes.NewReader(la.GetPositions())); err != nil {
+				glog.Warningf("pushdown: volume pushdown service %s answered undecodable positions for %s of %s; ignoring them", addr, p.spec.Key(), files[p.file].Path)
+				continue
+			}
+			m := answers[p.file]
+			exact := la.GetExact()
+			if prev, ok := m[la.GetLeaf()]; ok {
+				bm.And(prev.Positions) // an exact set meeting a superset stays exact
+				exact = exact || prev.Exact
+			}
+			m[la.GetLeaf()] = indexing.Answer{Positions: bm, Exact: exact}
+			if !usedProbe[la.GetProbe()] {
+				usedProbe[la.GetProbe()] = true
+				notes.Used[p.file] = append(notes.Used[p.file], specName(src.schema, p.spec))
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, notes, err
 	}
 	for i := range files {
@@ -189,6 +165,60 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 		sort.Strings(notes.Used[i])
 	}
 	return out, notes, nil
+}
+
+// locate looks up the registry entries of the specs of each file and
+// groups the committed ones by the volume endpoint holding the file; what
+// is not committed or held by no healthy endpoint is added to missing.
+func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, specsOf func(file int) []indexing.Spec, missing [][]string) (map[string][]probeRef, error) {
+	byEndpoint := map[string][]probeRef{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(32)
+	for i, f := range files {
+		g.Go(func() error {
+			for _, sp := range specsOf(i) {
+				e, ok, err := src.s.Registry.Lookup(gctx, src.tableUUID, f.Path, sp.Kind, sp.FieldID)
+				if err != nil {
+					return err
+				}
+				var why, addr string
+				switch {
+				case !ok:
+					why = "not built"
+				case e.State != indexing.StateCommitted:
+					why = e.State
+				default:
+					if addr = src.s.endpointFor(gctx, f.Path); addr == "" {
+						why = "no healthy volume pushdown service holds it"
+					}
+				}
+				mu.Lock()
+				if why != "" {
+					missing[i] = append(missing[i], specName(src.schema, sp)+": "+why)
+				} else {
+					byEndpoint[addr] = append(byEndpoint[addr], probeRef{file: i, spec: sp, entry: e})
+				}
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	return byEndpoint, g.Wait()
+}
+
+// forEachBatch calls fn with each endpoint's probes in batches of at most
+// 1,024, 16 calls at a time.
+func forEachBatch(ctx context.Context, byEndpoint map[string][]probeRef, fn func(ctx context.Context, addr string, batch []probeRef) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for addr, probes := range byEndpoint {
+		for lo := 0; lo < len(probes); lo += 1024 {
+			batch := probes[lo:min(len(probes), lo+1024)]
+			g.Go(func() error { return fn(gctx, addr, batch) })
+		}
+	}
+	return g.Wait()
 }
 
 func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*plan.DataFile, batch []probeRef, schemaJSON []byte) (*pushdown_pb.EvaluateIndexesResponse, error) {

@@ -414,3 +414,86 @@ func footerID(d *pushdown_pb.DataFileDescriptor) footer.Identity {
 }
 
 func sourceOf(f *fileread.File) footer.Source { return indexstore.Source(f) }
+
+// ReadPageIndexes serves page_index side indexes: per probe, each row
+// group's Thrift OffsetIndex and ColumnIndex as the payload stores them.
+// A payload that cannot be used is reported in errors, as EvaluateIndexes
+// does; the catalog then plans those files without pages.
+func (s *Service) ReadPageIndexes(ctx context.Context, req *pushdown_pb.ReadPageIndexesRequest) (*pushdown_pb.ReadPageIndexesResponse, error) {
+	if len(req.GetProbes()) > MaxProbes {
+		return nil, perr.New(perr.ResourceExhausted, "ReadPageIndexes: %d probes exceed the limit of %d per call", len(req.GetProbes()), MaxProbes)
+	}
+	caller, err := s.authenticate(ctx, "ReadPageIndexes", req)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range req.GetProbes() {
+		if _, err := caller.MayRead(ctx, p.GetDataFile()); err != nil {
+			return nil, perr.New(perr.KindOf(err), "ReadPageIndexes: probes[%d]: %w", i, err)
+		}
+		if p.GetKind() != "page_index" {
+			return nil, perr.New(perr.InvalidArgument, "ReadPageIndexes: probes[%d] is of kind %s, not page_index", i, perr.Quote(p.GetKind()))
+		}
+	}
+	schema, _, err := schemaOf(req.GetSchemaJson(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if schema == nil {
+		return nil, perr.New(perr.InvalidArgument, "ReadPageIndexes: schema_json is required")
+	}
+	indexes := make([]*pushdown_pb.SidePageIndex, len(req.GetProbes()))
+	errs := make([]*pushdown_pb.ProbeError, len(req.GetProbes()))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, p := range req.GetProbes() {
+		g.Go(func() error {
+			idx, state, err := s.openIndex(gctx, p, schema)
+			if err == nil {
+				var out *pushdown_pb.SidePageIndex
+				if out, err = thriftPageIndexes(int32(i), idx); err == nil {
+					indexes[i] = out
+					metrics.IndexEvaluated("answered")
+					return nil
+				}
+				state = indexing.StateCorrupt
+			}
+			if perr.IsContext(err) {
+				return err
+			}
+			errs[i] = &pushdown_pb.ProbeError{Probe: int32(i), State: state, Reason: boundedReason(err)}
+			metrics.IndexEvaluated(state)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	resp := &pushdown_pb.ReadPageIndexesResponse{}
+	for i := range indexes {
+		if indexes[i] != nil {
+			resp.Indexes = append(resp.Indexes, indexes[i])
+		}
+		if errs[i] != nil {
+			resp.Errors = append(resp.Errors, errs[i])
+		}
+	}
+	return resp, nil
+}
+
+// thriftPageIndexes lists an opened page_index payload's row groups.
+func thriftPageIndexes(probe int32, idx sideindex.Index) (*pushdown_pb.SidePageIndex, error) {
+	src, ok := idx.(sideindex.PageIndexSource)
+	if !ok {
+		return nil, fmt.Errorf("the payload is not a page index")
+	}
+	out := &pushdown_pb.SidePageIndex{Probe: probe}
+	for rg := 0; rg < src.RowGroups(); rg++ {
+		oi, ci, err := src.ThriftPageIndex(rg)
+		if err != nil {
+			return nil, err
+		}
+		out.RowGroups = append(out.RowGroups, &pushdown_pb.RowGroupPageIndex{OffsetIndex: oi, ColumnIndex: ci})
+	}
+	return out, nil
+}
