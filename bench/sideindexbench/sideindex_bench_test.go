@@ -1,13 +1,15 @@
 // Package sideindexbench measures side indexes on `weed pushdown demo`
 // data written without page index or bloom filters (-indexed none): bytes
 // planned against the physical minimum, warm plan and query latency with
-// and without a btree on id and a bloom on tenant_id, build time with one
+// and without a btree on id and a bloom on tenant_id, then with side page
+// indexes on the projected columns too; volume-side build time with one
 // core (GOMAXPROCS=1 on the cluster) and two, and payload size relative to
 // the column. Run with `BENCH=sideindex ./scripts/bench.sh`; results land
 // in bench/results/sideindex.md.
 //
 //	demo -indexed none ─▶ plans/queries (no side index) ─▶ index create btree(id), bloom(tenant_id) -wait
-//	                   ─▶ plans/queries (side indexes) ─▶ payload bytes vs column bytes
+//	                   ─▶ plans/queries ─▶ index create page_index(projected columns) -wait
+//	                   ─▶ plans/queries ─▶ volume BuildIndexes timings, payload bytes vs column bytes
 //	twin table, same seed, -indexed all ─▶ physical minimum (same pages; the page index locates them)
 package sideindexbench
 
@@ -29,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"bytes"
+	"encoding/json"
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -47,10 +50,16 @@ func queries(rows int64) []query {
 	for i := int64(1); i <= 100; i++ {
 		ids = append(ids, fmt.Sprint(i*rows/101))
 	}
+	start := demo.DefaultSpec().StartTime
+	span := time.Duration(rows) * 250 * time.Millisecond
+	from := start.Add(span / 2)
+	to := from.Add(span / 100)
+	ts := func(t time.Time) string { return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'" }
 	return []query{
 		{"point lookup id", fmt.Sprintf("id = %d", rows/3)},
 		{"100-id IN", "id IN (" + strings.Join(ids, ", ") + ")"},
 		{"tenant_id equality", "tenant_id = 'tenant-042'"},
+		{"1% ts range", fmt.Sprintf("ts >= %s AND ts < %s", ts(from), ts(to))},
 	}
 }
 
@@ -123,11 +132,63 @@ func load(t *testing.T, c *harness.Cluster, name string, s demo.Spec) {
 	}
 }
 
-// buildTimes builds btree(id) and bloom(tenant_id) on a fresh table.
-func buildTimes(t *testing.T, c *harness.Cluster, name string) (btree, bloom time.Duration) {
-	btree = weed(t, c, "index", "create", "-table", name, "-column", "id", "-kind", "btree", "-wait")
-	bloom = weed(t, c, "index", "create", "-table", name, "-column", "tenant_id", "-kind", "bloom", "-wait")
-	return
+// createIndexes records the wish for each (column, kind) and waits for
+// the builds.
+func createIndexes(t *testing.T, c *harness.Cluster, name string, idx ...[2]string) {
+	for _, x := range idx {
+		weed(t, c, "index", "create", "-table", name, "-column", x[0], "-kind", x[1], "-wait")
+	}
+}
+
+// sidePageColumns are the columns given page_index side indexes: the
+// projection (the predicate columns are in it).
+var sidePageColumns = strings.Split(projection, ",")
+
+// buildSeconds is the median wall time of one volume BuildIndexes call
+// building kind on column for every data file of the table (3 calls), and
+// the builds' summed build_micros: the volume-side build alone, without
+// the CLI, the property commit or the catalog's scheduling.
+func buildSeconds(t *testing.T, c *harness.Cluster, name, column, kind string) (wall, busy float64) {
+	ctx := context.Background()
+	ns, tn, _ := strings.Cut(name, ".")
+	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, tn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	field, ok := tbl.Schema().FindFieldByName(column)
+	if !ok {
+		t.Fatalf("no column %s", column)
+	}
+	schemaJSON, err := json.Marshal(tbl.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &pushdown_pb.BuildIndexesRequest{SchemaJson: schemaJSON, Indexes: []*pushdown_pb.IndexSpec{{FieldId: int32(field.ID), Kind: kind}}}
+	for _, task := range tasks {
+		req.DataFiles = append(req.DataFiles, &pushdown_pb.DataFileDescriptor{Path: task.File.FilePath(), SizeBytes: task.File.FileSizeBytes(), RecordCount: task.File.Count()})
+	}
+	var walls []time.Duration
+	for i := 0; i < 3; i++ {
+		t0 := time.Now()
+		resp, err := c.Volume(t).BuildIndexes(ctx, req)
+		if err != nil {
+			t.Fatalf("build %s(%s): %v", kind, column, err)
+		}
+		walls = append(walls, time.Since(t0))
+		var micros int64
+		for _, b := range resp.GetBuilt() {
+			if b.GetError() != "" {
+				t.Fatalf("build %s(%s) of %s: %s", kind, column, b.GetDataFile(), b.GetError())
+			}
+			micros += b.GetBuildMicros()
+		}
+		busy = float64(micros) / 1e6
+	}
+	return p50(walls) / 1000, busy
 }
 
 // columnBytes sums the compressed bytes of a top-level column over the table's files.
@@ -192,7 +253,7 @@ func TestSideIndexBenchmark(t *testing.T) {
 	qs := queries(rows)
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Side indexes\n\n`BENCH=sideindex ./scripts/bench.sh` on the 2-core development machine (shared, noisy), `weed mini -pushdown`, "+
-		"%d demo rows in 8 files written with `-indexed none` (no page index, no bloom filters), btree on `id`, bloom on `tenant_id`, "+
+		"%d demo rows in 8 files written with `-indexed none` (no page index, no bloom filters); side indexes: none, then btree on `id` and bloom on `tenant_id`, then also page_index on every projected column; "+
 		"projection `%s`. Physical minimum: the pages holding matching rows plus their dictionaries, measured on a twin table of the same seed written "+
 		"with page indexes (same pages). Warm latencies are medians of 20 plans (catalog gRPC) and 5 connector queries, after one warm-up; %d runs.\n\n", rows, projection, runs)
 
@@ -210,59 +271,81 @@ func TestSideIndexBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	without := map[string][]measured{}
-	for r := 0; r < runs; r++ {
-		for _, q := range qs {
-			without[q.name] = append(without[q.name], measure(t, c, conn, "bench.side", q))
+	states := []string{"none", "btree(id) + bloom(tenant_id)", "+ side page_index on every projected column"}
+	got := map[string]map[string][]measured{}
+	runState := func(state string) {
+		got[state] = map[string][]measured{}
+		for r := 0; r < runs; r++ {
+			for _, q := range qs {
+				got[state][q.name] = append(got[state][q.name], measure(t, c, conn, "bench.side", q))
+			}
 		}
 	}
-	btree2, bloom2 := buildTimes(t, c, "bench.side")
-	with := map[string][]measured{}
-	for r := 0; r < runs; r++ {
-		for _, q := range qs {
-			with[q.name] = append(with[q.name], measure(t, c, conn, "bench.side", q))
-		}
+	runState(states[0])
+	createIndexes(t, c, "bench.side", [2]string{"id", "btree"}, [2]string{"tenant_id", "bloom"})
+	runState(states[1])
+	for _, col := range sidePageColumns {
+		createIndexes(t, c, "bench.side", [2]string{col, "page_index"})
 	}
-	idBytes, tenantBytes := columnBytes(t, c, "bench.side", "id"), columnBytes(t, c, "bench.side", "tenant_id")
-	btreeBytes, bloomBytes := payloadBytes(t, c, "bench.side", "btree"), payloadBytes(t, c, "bench.side", "bloom")
+	runState(states[2])
+	type build struct {
+		column, kind string
+		wall, busy   [2]float64 // one core, two cores
+		payload, col int64
+	}
+	builds := []*build{{column: "id", kind: "btree"}, {column: "tenant_id", kind: "bloom"}, {column: "ts", kind: "page_index"}}
+	for _, b := range builds {
+		b.wall[1], b.busy[1] = buildSeconds(t, c, "bench.side", b.column, b.kind)
+		b.col = columnBytes(t, c, "bench.side", b.column)
+	}
+	for _, b := range builds[:2] {
+		b.payload = payloadBytes(t, c, "bench.side", b.kind)
+	}
+	var pagePayload, pageCols int64
+	for _, col := range sidePageColumns {
+		pageCols += columnBytes(t, c, "bench.side", col)
+	}
+	pagePayload = payloadBytes(t, c, "bench.side", "page_index")
 	c.Proc.Stop(20 * time.Second)
 
 	// One core: GOMAXPROCS=1 on the cluster process (one build slot).
 	c1 := harness.StartMini(t, harness.MiniOptions{Env: []string{"GOMAXPROCS=1"}})
 	load(t, c1, "bench.side", specOf(rows, demo.IndexedNone))
-	btree1, bloom1 := buildTimes(t, c1, "bench.side")
+	for _, b := range builds {
+		b.wall[0], b.busy[0] = buildSeconds(t, c1, "bench.side", b.column, b.kind)
+	}
 	c1.Proc.Stop(20 * time.Second)
 
 	fmt.Fprintf(&md, "## Bytes planned and warm latency (run 1; spread min–max over %d runs)\n\n", runs)
 	fmt.Fprintf(&md, "| query | side indexes | planned bytes | planned / physical min | warm plan p50 ms | warm query p50 ms |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, q := range qs {
-		for _, v := range []struct {
-			label string
-			ms    []measured
-		}{{"without", without[q.name]}, {"with", with[q.name]}} {
-			m := v.ms[0]
+		for _, state := range states {
+			ms := got[state][q.name]
+			m := ms[0]
 			ratio := "n/a"
 			if mins[q.name] > 0 {
 				ratio = fmt.Sprintf("%.2f×", float64(m.planned)/float64(mins[q.name]))
 			}
 			lo, hi, qlo, qhi := m.planMs, m.planMs, m.query, m.query
-			for _, x := range v.ms {
+			for _, x := range ms {
 				lo, hi, qlo, qhi = min(lo, x.planMs), max(hi, x.planMs), min(qlo, x.query), max(qhi, x.query)
 			}
-			fmt.Fprintf(&md, "| %s | %s | %d | %s | %.2f (%.2f–%.2f) | %.1f (%.1f–%.1f) |\n", q.name, v.label, m.planned, ratio, m.planMs, lo, hi, m.query, qlo, qhi)
-			t.Logf("%-18s %-7s planned %10d min %10d plan %.2fms (%.2f-%.2f) query %.1fms (%.1f-%.1f)", q.name, v.label, m.planned, mins[q.name], m.planMs, lo, hi, m.query, qlo, qhi)
+			fmt.Fprintf(&md, "| %s | %s | %d | %s | %.2f (%.2f–%.2f) | %.1f (%.1f–%.1f) |\n", q.name, state, m.planned, ratio, m.planMs, lo, hi, m.query, qlo, qhi)
+			t.Logf("%-18s %-45s planned %10d min %10d plan %.2fms (%.2f-%.2f) query %.1fms (%.1f-%.1f)", q.name, state, m.planned, mins[q.name], m.planMs, lo, hi, m.query, qlo, qhi)
 		}
 	}
-	fmt.Fprintf(&md, "\n## Build time (index create -wait, one run each) and payload size\n\n| index | 1 core s | 2 cores s | speed-up | payload bytes | column bytes | payload / column |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, b := range []struct {
-		name         string
-		one, two     time.Duration
-		payload, col int64
-	}{{"btree(id)", btree1, btree2, btreeBytes, idBytes}, {"bloom(tenant_id)", bloom1, bloom2, bloomBytes, tenantBytes}} {
-		fmt.Fprintf(&md, "| %s | %.2f | %.2f | %.2f× | %d | %d | %.3f |\n", b.name, b.one.Seconds(), b.two.Seconds(), b.one.Seconds()/b.two.Seconds(), b.payload, b.col, float64(b.payload)/float64(b.col))
-		t.Logf("build %-16s 1 core %.2fs 2 cores %.2fs payload %d column %d", b.name, b.one.Seconds(), b.two.Seconds(), b.payload, b.col)
+	fmt.Fprintf(&md, "\n## Volume-side build of every file (one BuildIndexes call, median of 3) and payload size\n\n"+
+		"| index | 1 core wall s | 2 cores wall s | speed-up | build CPU s (summed build_micros, 1 / 2 cores) | payload bytes | column bytes | payload / column |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, b := range builds {
+		payload, colBytes := fmt.Sprint(b.payload), fmt.Sprint(b.col)
+		ratio := fmt.Sprintf("%.3f", float64(b.payload)/float64(b.col))
+		if b.kind == "page_index" {
+			payload, colBytes = fmt.Sprintf("%d (all %d columns)", pagePayload, len(sidePageColumns)), fmt.Sprintf("%d (those columns)", pageCols)
+			ratio = fmt.Sprintf("%.4f", float64(pagePayload)/float64(pageCols))
+		}
+		fmt.Fprintf(&md, "| %s(%s) | %.2f | %.2f | %.2f× | %.2f / %.2f | %s | %s | %s |\n", b.kind, b.column, b.wall[0], b.wall[1], b.wall[0]/b.wall[1], b.busy[0], b.busy[1], payload, colBytes, ratio)
+		t.Logf("build %s(%s) 1 core %.2fs 2 cores %.2fs (%.2fx)", b.kind, b.column, b.wall[0], b.wall[1], b.wall[0]/b.wall[1])
 	}
-	fmt.Fprintf(&md, "\nBuild times include the CLI process, the property commit and the catalog's scheduling, not only the volume-side build.\n")
 	if err := os.WriteFile(filepath.Join("..", "results", "sideindex.md"), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}

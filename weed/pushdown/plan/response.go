@@ -11,9 +11,14 @@ import (
 // byteRange is [Off, Off+Len) of one file.
 type byteRange struct{ Off, Len int64 }
 
-// Coalesce sorts ranges and merges neighbours whose hole is at most gap and
-// at most half the bytes the merge serves, so holes never add more than half
-// the useful bytes.
+// MaxHoleFraction bounds the holes Coalesce lets into a merged range: at
+// most this fraction of the bytes the range serves, so a plan reads at most
+// 1.2× the bytes of the pages it names.
+const MaxHoleFraction = 0.2
+
+// Coalesce sorts ranges and merges neighbours whose hole is at most gap,
+// as long as the merged range's holes stay within MaxHoleFraction of the
+// bytes it serves.
 func Coalesce(rs []byteRange, gap int64) []byteRange {
 	if len(rs) == 0 {
 		return nil
@@ -21,17 +26,25 @@ func Coalesce(rs []byteRange, gap int64) []byteRange {
 	sorted := append([]byteRange{}, rs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Off < sorted[j].Off })
 	out := []byteRange{sorted[0]}
+	useful := sorted[0].Len // bytes the last merged range serves
 	for _, r := range sorted[1:] {
 		last := &out[len(out)-1]
 		end := last.Off + last.Len
 		hole := r.Off - end
-		if hole <= 0 || (hole <= gap && 2*hole <= last.Len+r.Len) {
+		if hole <= 0 {
 			if e := r.Off + r.Len; e > end {
+				useful += e - end
 				last.Len = e - last.Off
 			}
 			continue
 		}
+		if holes := last.Len - useful + hole; hole <= gap && float64(holes) <= MaxHoleFraction*float64(useful+r.Len) {
+			last.Len = r.Off + r.Len - last.Off
+			useful += r.Len
+			continue
+		}
 		out = append(out, r)
+		useful = r.Len
 	}
 	return out
 }
