@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -31,6 +34,17 @@ type btreeIndex struct {
 	payload []byte
 	groups  []btreeNode
 	nulls   bool // some group holds NULL keys
+	// decoded[i] is payload row group i once read and verified against its
+	// digest; later lookups binary-search it in memory.
+	decoded []atomic.Pointer[decodedGroup]
+	decodeM []sync.Mutex
+}
+
+// decodedGroup is one verified payload row group: keys (ascending, NULLs
+// first) and their file positions.
+type decodedGroup struct {
+	keys arrow.Array
+	pos  []int64
 }
 
 type btreeNode struct {
@@ -85,7 +99,8 @@ func openBtree(payload []byte, want Header) (*btreeIndex, error) {
 	if len(dir.Groups) != rdr.NumRowGroups() {
 		return nil, fmt.Errorf("directory lists %d row groups, the payload has %d", len(dir.Groups), rdr.NumRowGroups())
 	}
-	idx := &btreeIndex{h: h, typ: typ, codec: codec, payload: payload}
+	idx := &btreeIndex{h: h, typ: typ, codec: codec, payload: payload,
+		decoded: make([]atomic.Pointer[decodedGroup], len(dir.Groups)), decodeM: make([]sync.Mutex, len(dir.Groups))}
 	var rows int64
 	var prev []byte
 	for i, g := range dir.Groups {
@@ -128,8 +143,11 @@ func openPayloadParquet(payload []byte) (rdr *file.Reader, err error) {
 	return file.NewParquetReader(bytes.NewReader(payload))
 }
 
+// Bytes counts the payload and, as an upper bound, every group decoded:
+// keys and positions in memory take about the payload's size again plus 16
+// bytes a row.
 func (b *btreeIndex) Bytes() int64 {
-	n := int64(len(b.payload)) + 256
+	n := 2*int64(len(b.payload)) + 16*b.h.Rows + 256
 	for _, g := range b.groups {
 		n += int64(len(g.first)+len(g.last)) + 128
 	}
@@ -265,98 +283,174 @@ func (b *btreeIndex) Eval(ctx context.Context, l *predicate.Leaf) (Answer, error
 		groups = append(groups, i)
 	}
 	sort.Ints(groups)
-	rdr, err := openPayloadParquet(b.payload)
-	if err != nil {
-		return Answer{}, fmt.Errorf("btree side index: %w", err)
-	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-	if err != nil {
-		return Answer{}, fmt.Errorf("btree side index: %w", err)
-	}
+	var fr *pqarrow.FileReader // opened when a group is first decoded
 	for _, gi := range groups {
 		if err := ctx.Err(); err != nil {
 			return Answer{}, err
 		}
-		if err := b.evalGroup(ctx, fr, gi, l, rs, nullMatches, out); err != nil {
+		dg, err := b.group(ctx, &fr, gi)
+		if err != nil {
+			return Answer{}, fmt.Errorf("btree side index: row group %d: %w", gi, err)
+		}
+		if err := b.matchGroup(dg, gi, l, rs, nullMatches, out); err != nil {
 			return Answer{}, fmt.Errorf("btree side index: row group %d: %w", gi, err)
 		}
 	}
 	return Answer{Positions: out, Exact: true}, nil
 }
 
-// evalGroup decodes payload row group gi, checks its digest and adds the
-// positions whose key satisfies l.
-func (b *btreeIndex) evalGroup(ctx context.Context, fr *pqarrow.FileReader, gi int, l *predicate.Leaf, rs []keyRange, nullMatches bool, out *roaring64.Bitmap) (err error) {
+// group returns payload row group gi decoded and verified, decoding it on
+// first use (opening *fr, the payload's reader, when still nil).
+func (b *btreeIndex) group(ctx context.Context, fr **pqarrow.FileReader, gi int) (*decodedGroup, error) {
+	if dg := b.decoded[gi].Load(); dg != nil {
+		return dg, nil
+	}
+	b.decodeM[gi].Lock()
+	defer b.decodeM[gi].Unlock()
+	if dg := b.decoded[gi].Load(); dg != nil {
+		return dg, nil
+	}
+	if *fr == nil {
+		rdr, err := openPayloadParquet(b.payload)
+		if err != nil {
+			return nil, err
+		}
+		if *fr, err = pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator); err != nil {
+			return nil, err
+		}
+	}
+	dg, err := b.decodeGroup(ctx, *fr, gi)
+	if err != nil {
+		return nil, err
+	}
+	b.decoded[gi].Store(dg)
+	return dg, nil
+}
+
+// decodeGroup reads payload row group gi and checks it against its
+// digest and the directory.
+func (b *btreeIndex) decodeGroup(ctx context.Context, fr *pqarrow.FileReader, gi int) (dg *decodedGroup, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("malformed payload: %v", p)
+			dg, err = nil, fmt.Errorf("malformed payload: %v", p)
 		}
 	}()
 	tbl, err := fr.RowGroup(gi).ReadTable(ctx, []int{0, 1})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tbl.Release()
-	var gd groupDigest
-	var hits []uint64
-	var lastKey []byte
-	lastMatch, seen := false, false
 	kc, pc := tbl.Column(0).Data().Chunks(), tbl.Column(1).Data().Chunks()
 	if len(kc) != len(pc) {
-		return errors.New("key and position columns are chunked differently")
+		return nil, errors.New("key and position columns are chunked differently")
 	}
-	var key []byte
-	next := 0 // first range of rs that may hold the current key
-	for c := range kc {
+	keys, err := array.Concatenate(kc, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	dg = &decodedGroup{keys: keys, pos: make([]int64, 0, keys.Len())}
+	for c := range pc {
 		pos, ok := pc[c].(*array.Int64)
 		if !ok || pos.Len() != kc[c].Len() {
-			return errors.New("position column is not int64")
+			return nil, errors.New("position column is not int64")
 		}
-		for r := 0; r < pos.Len(); r++ {
-			p := pos.Value(r)
-			if kc[c].IsNull(r) {
-				gd.add(nil, p)
-				if nullMatches {
-					hits = append(hits, uint64(p))
-				}
-				continue
+		dg.pos = append(dg.pos, pos.Int64Values()...)
+	}
+	var gd groupDigest
+	var key []byte
+	nulls := int64(0)
+	for r := 0; r < keys.Len(); r++ {
+		if keys.IsNull(r) {
+			if int64(r) != nulls {
+				return nil, errors.New("NULL keys after non-null ones")
 			}
-			v, err := oracle.ArrowValue(kc[c], r, b.typ)
+			nulls++
+			gd.add(nil, dg.pos[r])
+			continue
+		}
+		if key, err = b.keyAt(key[:0], dg, r); err != nil {
+			return nil, err
+		}
+		gd.add(key, dg.pos[r])
+	}
+	if gd.sum() != b.groups[gi].SHA256 {
+		return nil, errors.New("content does not match its checksum: the payload is corrupt")
+	}
+	if gd.rows != b.groups[gi].Rows || nulls != b.groups[gi].Nulls {
+		return nil, errors.New("row count does not match the directory")
+	}
+	return dg, nil
+}
+
+// keyAt appends the encoding of the (non-null) key of row r.
+func (b *btreeIndex) keyAt(dst []byte, dg *decodedGroup, r int) ([]byte, error) {
+	v, err := oracle.ArrowValue(dg.keys, r, b.typ)
+	if err != nil {
+		return nil, err
+	}
+	key, ok := b.codec.appendKey(dst, v)
+	if !ok {
+		return nil, fmt.Errorf("key %s outside type %s", short(v.String()), b.typ)
+	}
+	if key == nil {
+		key = []byte{} // the empty string is a key, not NULL
+	}
+	return key, nil
+}
+
+// matchGroup adds the positions of group gi whose key satisfies l: the
+// NULL rows when NULL matches, and for each key range the rows a binary
+// search finds in it, each distinct key rechecked with the predicate's row
+// semantics (the ranges are a superset).
+func (b *btreeIndex) matchGroup(dg *decodedGroup, gi int, l *predicate.Leaf, rs []keyRange, nullMatches bool, out *roaring64.Bitmap) error {
+	nulls := int(b.groups[gi].Nulls)
+	n := dg.keys.Len()
+	if nullMatches {
+		for r := 0; r < nulls; r++ {
+			out.Add(uint64(dg.pos[r]))
+		}
+	}
+	var key, lastKey []byte
+	var keyErr error
+	for _, rg := range rs {
+		start := nulls
+		if rg.lo != nil {
+			start = nulls + sort.Search(n-nulls, func(i int) bool {
+				k, err := b.keyAt(key[:0], dg, nulls+i)
+				if err != nil {
+					keyErr = err
+					return true
+				}
+				key = k
+				return bytes.Compare(k, rg.lo) >= 0
+			})
+			if keyErr != nil {
+				return keyErr
+			}
+		}
+		lastMatch, seen := false, false
+		for r := start; r < n; r++ {
+			k, err := b.keyAt(key[:0], dg, r)
 			if err != nil {
 				return err
 			}
-			key, ok = b.codec.appendKey(key[:0], v)
-			if key == nil {
-				key = []byte{} // the empty string is a key, not NULL
+			key = k
+			if rg.hi != nil && bytes.Compare(k, rg.hi) > 0 {
+				break
 			}
-			if !ok {
-				return fmt.Errorf("key %s outside type %s", short(v.String()), b.typ)
-			}
-			gd.add(key, p)
-			if !seen || !bytes.Equal(key, lastKey) {
+			if !seen || !bytes.Equal(k, lastKey) {
 				seen = true
-				lastKey = append(lastKey[:0], key...)
-				lastMatch = false
-				// Keys ascend and rs are disjoint and sorted: skip the
-				// ranges that end below this key.
-				for next < len(rs) && rs[next].hi != nil && bytes.Compare(rs[next].hi, key) < 0 {
-					next++
+				lastKey = append(lastKey[:0], k...)
+				v, err := oracle.ArrowValue(dg.keys, r, b.typ)
+				if err != nil {
+					return err
 				}
-				if next < len(rs) && rs[next].holds(key) {
-					lastMatch = predicate.Matches(l, func(int) (value.Value, bool) { return v, false })
-				}
+				lastMatch = predicate.Matches(l, func(int) (value.Value, bool) { return v, false })
 			}
 			if lastMatch {
-				hits = append(hits, uint64(p))
+				out.Add(uint64(dg.pos[r]))
 			}
 		}
 	}
-	if gd.sum() != b.groups[gi].SHA256 {
-		return errors.New("content does not match its checksum: the payload is corrupt")
-	}
-	if gd.rows != b.groups[gi].Rows {
-		return errors.New("row count does not match the directory")
-	}
-	out.AddMany(hits)
 	return nil
 }
