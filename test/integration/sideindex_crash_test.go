@@ -200,4 +200,29 @@ func TestABuildKilledHalfwayLeavesNothingHalfBuiltAndMaintenanceRepairsAndExpire
 		time.Sleep(500 * time.Millisecond)
 	}
 	sameRows(t, c, table, "id = 2 OR id = 1234", 1)
+
+	// A dropped table's side indexes go after the grace period, and so does
+	// the record naming it.
+	survivor := waitAllCommitted(t, c, table, 1, 60*time.Second)[0]
+	st, err := c.Catalog(t).Status(ctx, &pushdown_pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = st
+	if err := c.Iceberg(t).DropTable(ctx, []string{ns, name}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		_, status := filerGet(t, c, survivor.GetPayloadPath())
+		health := indexHealth(t, c)
+		if status == http.StatusNotFound && strings.Contains(health, "9 expired") {
+			t.Logf("status: %s", health)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the table was dropped: its payload %s answers HTTP %d; status %q", survivor.GetPayloadPath(), status, health)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -147,6 +147,8 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		preq.MaxRowIDs = s.Config.Limits.MaxRowIds
 	}
 	if side := s.newSideIndexSource(tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), schema, req, e); side != nil {
+		// A renamed table is found again by index maintenance.
+		s.rememberTable(ctx, side.tableUUID, name)
 		if len(side.specs) > 0 {
 			preq.SideIndex = side
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
 
@@ -185,12 +186,16 @@ func (s *Service) reconcileTable(ctx context.Context, uuid string, n tables.Name
 		return 0, ""
 	}
 	tbl, err := s.Tables.Load(ctx, n)
-	if err != nil {
+	switch {
+	case err != nil && perr.KindOf(err) == perr.NotFound, err == nil && tbl.Meta.TableUUID().String() != uuid:
+		// Dropped, or renamed: every file counts as having left the table.
+		// A plan or build under the new name records it (rememberTable)
+		// and the next pass clears the marks; a dropped table's indexes go
+		// after the grace period.
+		return s.expireTable(ctx, uuid, n, all, from, budget)
+	case err != nil:
 		glog.V(1).Infof("pushdown: index maintenance: table %s (%s): %v", uuid, n.Full, err)
 		return 0, ""
-	}
-	if tbl.Meta.TableUUID().String() != uuid {
-		return 0, "" // renamed or replaced: the next build records the new name
 	}
 	// Files of the current snapshot, and of every snapshot the metadata
 	// still lists; expiry needs the whole list, so any failure skips it.
@@ -269,6 +274,43 @@ func (s *Service) reconcileTable(ctx context.Context, uuid string, n tables.Name
 	if rebuild {
 		s.builds.enqueue(s, n)
 	}
+	return used, ""
+}
+
+// expireTable expires the files of a table whose name no longer leads to
+// it, and forgets the table once no entry is left.
+func (s *Service) expireTable(ctx context.Context, uuid string, n tables.Name, all map[string][]indexing.Entry, from string, budget int) (used int, next string) {
+	files := make([]string, 0, len(all))
+	for f := range all {
+		if f >= from {
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	now := time.Now()
+	for _, f := range files {
+		if used >= budget {
+			return used, f
+		}
+		used += len(all[f])
+		s.expireFile(ctx, uuid, f, all[f], now)
+	}
+	if left, err := s.Registry.All(ctx, uuid); err == nil && len(left) == 0 {
+		s.maint.mu.Lock()
+		delete(s.maint.names, uuid)
+		s.maint.mu.Unlock()
+		err := s.Reader.WithFilerClient(false, func(c filer_pb.SeaweedFilerClient) error {
+			return filer_pb.DoRemove(ctx, c, TableNamesDir, uuid, true, false, true, false, nil)
+		})
+		if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+			glog.V(1).Infof("pushdown: index maintenance: forget table %s: %v", uuid, err)
+		} else {
+			glog.V(0).Infof("pushdown: index maintenance: table %s (last named %s) is gone and so are its side indexes", uuid, n.Full)
+		}
+	}
+	s.maint.mu.Lock()
+	s.maint.checked += int64(used)
+	s.maint.mu.Unlock()
 	return used, ""
 }
 

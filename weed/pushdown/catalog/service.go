@@ -130,8 +130,8 @@ type Service struct {
 
 // holder is the cached volume server holding most of a file's bytes.
 type holder struct {
-	server string
-	at     time.Time
+	servers []string // volume servers holding the file's chunks
+	at      time.Time
 }
 
 // HolderTTL bounds how long a file's volume server location is trusted.
@@ -177,28 +177,29 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 		return ""
 	}
 	h, ok := s.holders.Get(path)
-	if !ok || time.Since(h.at) > HolderTTL || !s.Tracker.Fresh(path, h.at.UnixNano()) {
+	// Which servers hold the file is cached; which of them has a healthy
+	// pushdown endpoint is asked each time, so an endpoint discovered (or
+	// lost) after the lookup counts at once. A failed lookup is retried
+	// after a second, not after HolderTTL.
+	ttl := HolderTTL
+	if ok && len(h.servers) == 0 {
+		ttl = time.Second
+	}
+	if !ok || time.Since(h.at) > ttl || !s.Tracker.Fresh(path, h.at.UnixNano()) {
 		h = holder{at: time.Now()}
 		if f, err := s.Reader.Open(ctx, path); err == nil {
 			if hs, err := f.Holders(ctx); err == nil {
-				for _, vs := range hs {
-					if _, ok := s.Watcher.ForVolumeServer(vs); ok {
-						h.server = vs
-						break
-					}
-				}
+				h.servers = hs
 			}
 		}
 		s.holders.Add(path, h)
 	}
-	if h.server == "" {
-		return ""
+	for _, vs := range h.servers {
+		if ep, ok := s.Watcher.ForVolumeServer(vs); ok {
+			return ep.Address
+		}
 	}
-	ep, ok := s.Watcher.ForVolumeServer(h.server)
-	if !ok {
-		return ""
-	}
-	return ep.Address
+	return ""
 }
 
 // volumeClient returns a client of the volume pushdown service at addr and
