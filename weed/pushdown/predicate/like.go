@@ -141,3 +141,24 @@ func appendRune(dst []byte, r rune) []byte {
 	}
 	return utf8.AppendRune(dst, r)
 }
+
+// FoldRune is the representative of r's Unicode simple folding orbit
+// (its smallest member): two runes are equal under ILIKE exactly when
+// their FoldRune are.
+func FoldRune(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return m
+}
+
+// FoldedRunes decodes b as LIKE does (an invalid byte is one character)
+// and folds every rune with FoldRune.
+func FoldedRunes(b []byte) []rune {
+	rs := decodeRunes(b)
+	for i, r := range rs {
+		rs[i] = FoldRune(r)
+	}
+	return rs
+}

@@ -153,3 +153,17 @@ func TestBitmapBuildRefusesAColumnOverItsDistinctCapNamingTheCount(t *testing.T)
 		t.Fatalf("error %q does not say %q", err, want)
 	}
 }
+
+func TestNgramNeverMissesARowAndKnowsOnlyPatternsWithATrigram(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	st := checkKindAgainstOracle(t, ngramKind{}, nil, n, generatedFiles(t, 3000))
+	if st.exact != 0 {
+		t.Fatalf("ngram answered %d leaves as exact; it only gives candidates", st.exact)
+	}
+	if st.pruned == 0 || st.unknown == 0 || st.unknown == st.leaves {
+		t.Fatalf("ngram pruned %d and left %d of %d leaves unknown: the test does not exercise it", st.pruned, st.unknown, st.leaves)
+	}
+}

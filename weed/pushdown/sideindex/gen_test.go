@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -40,7 +41,8 @@ type testCol struct {
 
 var odd = []float64{math.NaN(), 0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), 1.5, -1.5}
 
-var texts = []string{"", "a", "ab", "abc", "Zürich", "東京", "naïve", "\x00", "\u00ff\u00ff", strings.Repeat("long-", 30), "k", "kz", "k\xff"}
+var texts = []string{"", "a", "ab", "abc", "Zürich", "東京", "naïve", "\x00", "\u00ff\u00ff", strings.Repeat("long-", 30), "k", "kz", "k\xff",
+	"ZÜRICH", "upstream TimeOut after 3s", "timeout", "\u212aelvin", "50%_off", "東京都庁"}
 
 func nullOr(r *rand.Rand, p float64, v any) any {
 	if r.Float64() < p {
@@ -339,7 +341,11 @@ func randomLeaf(r *rand.Rand, s *iceberg.Schema, f iceberg.NestedField, cells []
 		return x
 	}
 	_, isString := f.Type.(iceberg.StringType)
-	switch n := r.IntN(14); {
+	switch n := r.IntN(17); {
+	case n >= 14 && isString:
+		x, _ := lit().(iceberg.StringLiteral)
+		l.Op = []predicate.Op{predicate.OpLike, predicate.OpILike}[r.IntN(2)]
+		l.Raw = []iceberg.Literal{iceberg.StringLiteral(randomPattern(r, string(x), l.Op == predicate.OpILike))}
 	case n < 7:
 		l.Op = []predicate.Op{predicate.OpEq, predicate.OpEq, predicate.OpLt, predicate.OpLtEq, predicate.OpGt, predicate.OpGtEq, predicate.OpGtEq}[n]
 		l.Raw = []iceberg.Literal{lit()}
@@ -376,3 +382,35 @@ func randomLeaf(r *rand.Rand, s *iceberg.Schema, f iceberg.NestedField, cells []
 	bl, _ := e.(*predicate.Leaf)
 	return bl
 }
+
+// randomPattern is a LIKE pattern drawn from s: a piece of it between
+// wildcards, sometimes with a '_' inside, its case changed for ILIKE.
+func randomPattern(r *rand.Rand, s string, ilike bool) string {
+	rs := []rune(s)
+	i := r.IntN(len(rs) + 1)
+	j := i + r.IntN(len(rs)-i+1)
+	piece := rs[i:j]
+	if ilike && r.IntN(2) == 0 {
+		for k := range piece {
+			piece[k] = unicode.ToUpper(piece[k])
+		}
+	}
+	sub := predicate.EscapeLike(string(piece))
+	if len(piece) > 2 && r.IntN(4) == 0 {
+		k := 1 + r.IntN(len(piece)-2)
+		sub = predicate.EscapeLike(string(piece[:k])) + "_" + predicate.EscapeLike(string(piece[k+1:]))
+	}
+	switch r.IntN(5) {
+	case 0:
+		return sub + "%"
+	case 1:
+		return "%" + sub
+	case 2:
+		return sub
+	case 3:
+		return "%" + sub + "%" + string(rs[j:min(len(rs), j+1)])
+	}
+	return "%" + sub + "%"
+}
+
+func likeRaw(p string) []iceberg.Literal { return []iceberg.Literal{iceberg.StringLiteral(p)} }

@@ -124,7 +124,6 @@ func (b *postingsBuilder) postings() []posting {
 		p.bm.RunOptimize()
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(x, y posting) int { return bytes.Compare(x.enc, y.enc) })
 	for c := int32(1); c < classCount; c++ {
 		if ps := b.classes[c]; len(ps) > 0 {
 			bm := roaring64.New()
@@ -138,8 +137,18 @@ func (b *postingsBuilder) postings() []posting {
 			out = append(out, p)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y posting) int { return cmp.Compare(x.class, y.class) })
+	sortPostings(out)
 	return out
+}
+
+// sortPostings puts rows in payload order: by class, then key encoding.
+func sortPostings(rows []posting) {
+	slices.SortFunc(rows, func(x, y posting) int {
+		if c := cmp.Compare(x.class, y.class); c != 0 {
+			return c
+		}
+		return bytes.Compare(x.enc, y.enc)
+	})
 }
 
 // rowsDigest hashes the header and every row: class, key encoding,
