@@ -17,8 +17,7 @@ var nan = math.NaN()
 type bitmapIndex struct{ *postingsIndex }
 
 func (k bitmapKind) Open(ctx context.Context, payload []byte, want Header) (Index, error) {
-	want.Kind = k.Name()
-	p, err := readPostings(payload, want, func(s string) (iceberg.Type, error) { return parseType(s) })
+	p, err := readPostings(payload, withKind(want, k), func(s string) (iceberg.Type, error) { return parseType(s) })
 	if err != nil {
 		return nil, err
 	}

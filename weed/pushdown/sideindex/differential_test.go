@@ -20,7 +20,11 @@ type diffStats struct {
 // generatedFiles writes every layout once (the same rows in each).
 func generatedFiles(t testing.TB, rows int64) []*testFile {
 	t.Helper()
-	cols := testCols()
+	return generatedFilesOf(t, testCols(), rows)
+}
+
+func generatedFilesOf(t testing.TB, cols []testCol, rows int64) []*testFile {
+	t.Helper()
 	_, s := schemasOf(cols)
 	var out []*testFile
 	for i, lay := range layouts {
@@ -165,5 +169,16 @@ func TestNgramNeverMissesARowAndKnowsOnlyPatternsWithATrigram(t *testing.T) {
 	}
 	if st.pruned == 0 || st.unknown == 0 || st.unknown == st.leaves {
 		t.Fatalf("ngram pruned %d and left %d of %d leaves unknown: the test does not exercise it", st.pruned, st.unknown, st.leaves)
+	}
+}
+
+func TestLabelListAnswersArrayContainsWithExactlyTheMatchingRows(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	st := checkKindAgainstOracle(t, labelListKind{}, nil, n, generatedFilesOf(t, listCols(), 3000))
+	if st.unknown != 0 || st.exact != st.leaves || st.pruned == 0 {
+		t.Fatalf("label_list: %d of %d leaves unknown, %d exact, %d pruned; want every leaf exact and some pruned", st.unknown, st.leaves, st.exact, st.pruned)
 	}
 }

@@ -13,8 +13,7 @@ import (
 type ngramIndex struct{ *postingsIndex }
 
 func (k ngramKind) Open(ctx context.Context, payload []byte, want Header) (Index, error) {
-	want.Kind = k.Name()
-	p, err := readPostings(payload, want, func(string) (iceberg.Type, error) { return iceberg.PrimitiveTypes.Binary, nil })
+	p, err := readPostings(payload, withKind(want, k), func(string) (iceberg.Type, error) { return iceberg.PrimitiveTypes.Binary, nil })
 	if err != nil {
 		return nil, err
 	}

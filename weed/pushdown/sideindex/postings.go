@@ -349,6 +349,12 @@ func readPostings(payload []byte, want Header, keyType func(string) (iceberg.Typ
 	return idx, nil
 }
 
+// withKind is want naming kind k (Open pins the kind it is).
+func withKind(want Header, k Kind) Header {
+	want.Kind = k.Name()
+	return want
+}
+
 // class returns the positions of a key-less class (never nil).
 func (p *postingsIndex) class(c int32) *roaring64.Bitmap {
 	if bm := p.classes[c]; bm != nil {
