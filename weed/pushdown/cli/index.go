@@ -26,7 +26,7 @@ func init() {
 	register(&subcommand{
 		name:  "index",
 		short: "side indexes of a table: create, list, drop",
-		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index [-wait]
+		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index|bitmap|ngram|label_list [-wait]
 weed pushdown index list -table ns.t [-json]
 weed pushdown index drop -table ns.t -column C -kind K`,
 		run: runIndex,

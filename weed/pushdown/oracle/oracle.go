@@ -66,7 +66,7 @@ func DecodeFile(data []byte, s *iceberg.Schema) (df *File, err error) {
 		if len(idx) == 0 {
 			continue
 		}
-		if _, ok := value.KindOf(f.Type); !ok {
+		if _, ok := value.KindOf(f.Type); !ok && !isPrimitiveList(f.Type) {
 			continue
 		}
 		col := tbl.Column(idx[0])
@@ -183,8 +183,39 @@ func ArrowValue(a arrow.Array, r int, typ iceberg.Type) (value.Value, error) {
 		return ArrowValue(x.Dictionary(), x.GetValueIndex(r), typ)
 	case array.ExtensionArray:
 		return ArrowValue(x.Storage(), r, typ)
+	case array.ListLike:
+		lt, ok := typ.(*iceberg.ListType)
+		if !ok {
+			return value.Value{}, fmt.Errorf("oracle: a list where the table has %s", typ)
+		}
+		lo, hi := x.ValueOffsets(r)
+		elems := x.ListValues()
+		out := make([]value.Value, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			if elems.IsNull(int(i)) {
+				out = append(out, value.Value{})
+				continue
+			}
+			v, err := ArrowValue(elems, int(i), lt.Element)
+			if err != nil {
+				return value.Value{}, err
+			}
+			out = append(out, v)
+		}
+		return value.OfList(out), nil
 	}
 	return value.Value{}, fmt.Errorf("oracle: unsupported arrow type %s", a.DataType())
+}
+
+// isPrimitiveList reports whether t is a list of an orderable primitive
+// (what array_contains reads).
+func isPrimitiveList(t iceberg.Type) bool {
+	lt, ok := t.(*iceberg.ListType)
+	if !ok {
+		return false
+	}
+	_, ok = value.KindOf(lt.Element)
+	return ok
 }
 
 // Row returns the predicate row accessor of row i.

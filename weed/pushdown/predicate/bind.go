@@ -126,6 +126,9 @@ func bindLeaf(l *Leaf, idx map[int]fieldInfo, schemaID int) (Expr, error) {
 		return nil, bindErr("field %s (id %d) is inside a list or map; predicates can only reference top-level or struct fields", fi.path, l.FieldID)
 	}
 	t := fi.field.Type
+	if l.Op == OpArrayContains {
+		return bindArrayContains(l, fi)
+	}
 	if _, ok := value.KindOf(t); !ok {
 		return nil, bindErr("field %s (id %d) has type %s, which a predicate cannot compare", fi.path, l.FieldID, t)
 	}
@@ -144,12 +147,12 @@ func bindLeaf(l *Leaf, idx map[int]fieldInfo, schemaID int) (Expr, error) {
 			return nil, bindErr("IS NAN on %s: the field has type %s, not float or double", fi.path, t)
 		}
 		return out, nil
-	case OpStartsWith:
+	case OpStartsWith, OpLike, OpILike:
 		if _, ok := t.(iceberg.StringType); !ok {
-			return nil, bindErr("STARTS_WITH on %s: the field has type %s, not string", fi.path, t)
+			return nil, bindErr("%s on %s: the field has type %s, not string", l.Op, fi.path, t)
 		}
 		if len(l.Raw) != 1 {
-			return nil, bindErr("STARTS_WITH on %s takes one literal", fi.path)
+			return nil, bindErr("%s on %s takes one literal", l.Op, fi.path)
 		}
 	case OpIn:
 		if len(l.Raw) == 0 {
@@ -177,4 +180,27 @@ func bindLeaf(l *Leaf, idx map[int]fieldInfo, schemaID int) (Expr, error) {
 		out.Lits = append(out.Lits, v)
 	}
 	return out, nil
+}
+
+// bindArrayContains binds ARRAY_CONTAINS(list, v): the field is a list of
+// a comparable primitive and v converts to the element type.
+func bindArrayContains(l *Leaf, fi fieldInfo) (Expr, error) {
+	lt, ok := fi.field.Type.(*iceberg.ListType)
+	if !ok {
+		return nil, bindErr("ARRAY_CONTAINS on %s: the field has type %s, not a list", fi.path, fi.field.Type)
+	}
+	if _, ok := value.KindOf(lt.Element); !ok {
+		return nil, bindErr("ARRAY_CONTAINS on %s: elements of type %s cannot be compared", fi.path, lt.Element)
+	}
+	if len(l.Raw) != 1 || l.Raw[0] == nil {
+		return nil, bindErr("ARRAY_CONTAINS on %s takes one non-NULL literal", fi.path)
+	}
+	v, err := value.FromLiteral(lt.Element, l.Raw[0])
+	if err != nil {
+		return nil, bindErr("ARRAY_CONTAINS on %s: %v", fi.path, err)
+	}
+	if v.IsNaN() {
+		return Residual{Reason: fmt.Sprintf("ARRAY_CONTAINS on %s with a NaN literal", fi.path)}, nil
+	}
+	return &Leaf{FieldID: l.FieldID, Name: fi.path, Op: l.Op, Negated: l.Negated, Type: fi.field.Type, Raw: l.Raw, Lits: []value.Value{v}}, nil
 }

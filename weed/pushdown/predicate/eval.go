@@ -112,6 +112,21 @@ func evalLeaf(l *Leaf, v value.Value, null bool, sem Semantics) Tri {
 		return tri(v.IsNaN())
 	case OpStartsWith:
 		return tri(value.HasPrefix(v, l.Lits[0]))
+	case OpLike, OpILike:
+		return tri(v.K == value.Bytes && Like(v.B, l.Lits[0].B, l.Op == OpILike))
+	case OpArrayContains:
+		if v.K != value.List {
+			return Unknown
+		}
+		out := False
+		for _, e := range v.L {
+			if e.K == value.Invalid {
+				out = Unknown
+			} else if cmpRow(e, l.Lits[0], sem) == 0 {
+				return True
+			}
+		}
+		return out
 	case OpIn:
 		for _, lit := range l.Lits {
 			if cmpRow(v, lit, sem) == 0 {

@@ -26,7 +26,14 @@ import (
 )
 
 // Op is a leaf operator. Negations (!=, NOT IN, NOT NULL, NOT NAN, NOT
-// STARTS_WITH) are the base operator with Leaf.Negated set.
+// STARTS_WITH, NOT LIKE, NOT ARRAY_CONTAINS) are the base operator with
+// Leaf.Negated set.
+//
+// LIKE and ILIKE take one pattern ('%' any run, '_' one character, '\'
+// escapes the next character; ILIKE folds case with Unicode simple
+// folding, rune by rune, as strings.EqualFold). ARRAY_CONTAINS(list, v)
+// (also v = ANY(list)) is TRUE when an element equals v, NULL when the
+// list is NULL or, no element equalling v, one is NULL, FALSE otherwise.
 type Op uint8
 
 const (
@@ -39,6 +46,9 @@ const (
 	OpIsNull
 	OpIsNaN
 	OpStartsWith
+	OpLike
+	OpILike
+	OpArrayContains
 )
 
 func (o Op) String() string {
@@ -61,6 +71,12 @@ func (o Op) String() string {
 		return "IS NAN"
 	case OpStartsWith:
 		return "STARTS_WITH"
+	case OpLike:
+		return "LIKE"
+	case OpILike:
+		return "ILIKE"
+	case OpArrayContains:
+		return "ARRAY_CONTAINS"
 	}
 	return "?"
 }
@@ -156,8 +172,10 @@ func (l *Leaf) String() string {
 		return col + " " + l.Op.String()
 	case OpIn:
 		return fmt.Sprintf("%s %sIN (%s)", col, neg, strings.Join(lits, ", "))
-	case OpStartsWith:
-		return fmt.Sprintf("%sSTARTS_WITH(%s, %s)", neg, col, strings.Join(lits, ", "))
+	case OpStartsWith, OpArrayContains:
+		return fmt.Sprintf("%s%s(%s, %s)", neg, l.Op, col, strings.Join(lits, ", "))
+	case OpLike, OpILike:
+		return fmt.Sprintf("%s %s%s %s", col, neg, l.Op, strings.Join(lits, ", "))
 	case OpEq:
 		if l.Negated {
 			return fmt.Sprintf("%s != %s", col, strings.Join(lits, ", "))

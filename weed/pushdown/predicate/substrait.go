@@ -69,6 +69,9 @@ func DecodeSubstrait(b []byte, s *iceberg.Schema) (e Expr, err error) {
 // serialized Substrait ExtendedExpression (the canonical wire form of
 // ParquetPushdownRequest.predicate).
 func EncodeSubstrait(s *iceberg.Schema, e iceberg.BooleanExpression) ([]byte, error) {
+	if hasMatch(e) {
+		return encodeWithMatches(s, e)
+	}
 	reg, ex, err := icesubstrait.ConvertExpr(s, e, true)
 	if err != nil {
 		return nil, err
@@ -281,6 +284,10 @@ func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth in
 			l.Raw = append(l.Raw, v)
 		}
 		return l, nil
+	case "like", "contains", "ends_with":
+		return d.like(name, f, args)
+	case "any_match":
+		return d.anyMatch(args)
 	case "between":
 		if len(args) != 3 {
 			return nil, bindErr("Substrait between takes three arguments, got %d", len(args))
@@ -430,4 +437,109 @@ func precisionTimestamp(precision int32, v int64) (iceberg.Literal, error) {
 		return iceberg.TimestampLiteral(x.Int64()), nil
 	}
 	return nil, bindErr("Substrait timestamp precision %d is not supported", precision)
+}
+
+// like decodes like(col, pattern) (case_sensitivity CASE_INSENSITIVE:
+// ILIKE), contains(col, s) (LIKE '%s%') and ends_with(col, s) (LIKE
+// '%s'), s's wildcards escaped.
+func (d *subDecoder) like(name string, f *substraitpb.Expression_ScalarFunction, args []*substraitpb.Expression) (Expr, error) {
+	if len(args) != 2 {
+		return nil, bindErr("Substrait %s takes two arguments, got %d", name, len(args))
+	}
+	id, ok, err := d.fieldRef(args[0])
+	if err != nil || !ok {
+		return residualOr(name+" over an expression that is not a column", err)
+	}
+	lit := args[1].GetLiteral()
+	if lit == nil {
+		return Residual{Reason: name + " with a pattern that is not a literal"}, nil
+	}
+	if lit.GetNull() != nil {
+		return Const{Value: false}, nil
+	}
+	v, err := d.literal(lit, id)
+	if err != nil {
+		return nil, err
+	}
+	str, isString := v.(iceberg.StringLiteral)
+	if !isString {
+		return nil, bindErr("Substrait %s: the pattern is %T, not a string", name, v)
+	}
+	op := OpLike
+	for _, o := range f.GetOptions() {
+		if !strings.EqualFold(o.GetName(), "case_sensitivity") || len(o.GetPreference()) == 0 {
+			continue
+		}
+		switch strings.ToUpper(o.GetPreference()[0]) {
+		case "CASE_SENSITIVE":
+		case "CASE_INSENSITIVE":
+			op = OpILike
+		default:
+			return Residual{Reason: name + " with case_sensitivity " + o.GetPreference()[0]}, nil
+		}
+	}
+	pat := string(str)
+	switch name {
+	case "contains":
+		pat = "%" + EscapeLike(pat) + "%"
+	case "ends_with":
+		pat = "%" + EscapeLike(pat)
+	}
+	return &Leaf{FieldID: id, Op: op, Raw: []iceberg.Literal{iceberg.StringLiteral(pat)}}, nil
+}
+
+// EscapeLike escapes LIKE's wildcards and escape character in s.
+func EscapeLike(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '%' || r == '_' || r == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// anyMatch decodes any_match(list, (x) -> equal(x, v)) as
+// ARRAY_CONTAINS(list, v); any other lambda is a residual.
+func (d *subDecoder) anyMatch(args []*substraitpb.Expression) (Expr, error) {
+	if len(args) != 2 {
+		return nil, bindErr("Substrait any_match takes two arguments, got %d", len(args))
+	}
+	id, ok, err := d.fieldRef(args[0])
+	if err != nil || !ok {
+		return residualOr("any_match over an expression that is not a column", err)
+	}
+	lam := args[1].GetLambda()
+	body := lam.GetBody().GetScalarFunction()
+	if lam == nil || len(lam.GetParameters().GetTypes()) != 1 || body == nil || d.funcs[body.GetFunctionReference()] != "equal" {
+		return Residual{Reason: "any_match with a lambda other than x = literal"}, nil
+	}
+	bargs := d.args(body)
+	if len(bargs) != 2 {
+		return Residual{Reason: "any_match with a lambda other than x = literal"}, nil
+	}
+	param, lit := bargs[0], bargs[1]
+	if param.GetLiteral() != nil {
+		param, lit = lit, param
+	}
+	ref := param.GetSelection()
+	seg := ref.GetDirectReference().GetStructField()
+	if ref.GetLambdaParameterReference() == nil || ref.GetLambdaParameterReference().GetStepsOut() != 0 || seg == nil || seg.GetField() != 0 || seg.GetChild() != nil || lit.GetLiteral() == nil {
+		return Residual{Reason: "any_match with a lambda other than x = literal"}, nil
+	}
+	if lit.GetLiteral().GetNull() != nil {
+		return Const{Value: false}, nil
+	}
+	elemID := id
+	if f, ok := d.schema.FindFieldByID(id); ok {
+		if lt, ok := f.Type.(*iceberg.ListType); ok {
+			elemID = lt.ElementID
+		}
+	}
+	v, err := d.literal(lit.GetLiteral(), elemID)
+	if err != nil {
+		return nil, err
+	}
+	return &Leaf{FieldID: id, Op: OpArrayContains, Raw: []iceberg.Literal{v}}, nil
 }

@@ -144,6 +144,9 @@ func ordinaryClassMatches(l *predicate.Leaf, s ColumnStats) bool {
 		return l.Negated // ordinary values are NOT NULL
 	case predicate.OpIsNaN:
 		return l.Negated
+	case predicate.OpArrayContains, predicate.OpILike:
+		// Lists have no bounds; ILIKE folds case, which bounds do not.
+		return true
 	}
 	if !s.HasBounds {
 		return true
@@ -175,6 +178,10 @@ func ordinaryClassMatches(l *predicate.Leaf, s ColumnStats) bool {
 		// Values with prefix p form [p, succ(p)): intersects [lo, hi] iff
 		// trunc(lo, |p|) <= p and hi >= p.
 		return le(value.TruncateBytes(lo, len(p.B)), p) && le(p, hi)
+	case predicate.OpLike:
+		// Every match starts with the pattern's literal prefix.
+		p := value.OfString(predicate.LikePrefix(l.Lits[0].B))
+		return len(p.B) == 0 || (le(value.TruncateBytes(lo, len(p.B)), p) && le(p, hi))
 	}
 	return true
 }

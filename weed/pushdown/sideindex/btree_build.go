@@ -77,11 +77,7 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec, err := newKeyCodec(in.Type)
-	if err != nil {
-		return nil, err
-	}
-	rdr, err := openData(in, &sourceReader{ctx: ctx, src: in.Source})
+	codec, rdr, err := openKeyed(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +226,13 @@ func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRow
 	}
 	dj, _ := json.Marshal(dir)
 	h := headerOf(in, k.Name()).encode()
-	for _, kv := range [][2]string{{headerKey, h}, {btreeDirKey, string(dj)}, {checksumKey, digest([]byte(h), dj)}} {
+	return closePayload(fw, &buf, [2]string{headerKey, h}, [2]string{btreeDirKey, string(dj)}, [2]string{checksumKey, digest([]byte(h), dj)})
+}
+
+// closePayload appends the key-value metadata kvs to a payload's footer
+// and returns the written payload.
+func closePayload(fw *pqarrow.FileWriter, buf *bytes.Buffer, kvs ...[2]string) ([]byte, error) {
+	for _, kv := range kvs {
 		if err := fw.AppendKeyValueMetadata(kv[0], kv[1]); err != nil {
 			return nil, err
 		}
@@ -239,6 +241,16 @@ func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRow
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// openKeyed returns the key codec of in's type and the data file opened.
+func openKeyed(ctx context.Context, in Input) (keyCodec, *file.Reader, error) {
+	codec, err := newKeyCodec(in.Type)
+	if err != nil {
+		return keyCodec{}, nil, err
+	}
+	rdr, err := openData(in, &sourceReader{ctx: ctx, src: in.Source})
+	return codec, rdr, err
 }
 
 // groupDigest hashes a payload row group's rows: per row a null flag, the

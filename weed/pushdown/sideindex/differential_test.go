@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -19,7 +20,11 @@ type diffStats struct {
 // generatedFiles writes every layout once (the same rows in each).
 func generatedFiles(t testing.TB, rows int64) []*testFile {
 	t.Helper()
-	cols := testCols()
+	return generatedFilesOf(t, testCols(), rows)
+}
+
+func generatedFilesOf(t testing.TB, cols []testCol, rows int64) []*testFile {
+	t.Helper()
 	_, s := schemasOf(cols)
 	var out []*testFile
 	for i, lay := range layouts {
@@ -118,5 +123,62 @@ func TestBloomNeverMissesARowAndAnswersOnlyEqualityAndIn(t *testing.T) {
 	}
 	if st.pruned == 0 {
 		t.Fatalf("bloom never pruned a row group: the test does not exercise it")
+	}
+}
+
+func TestBitmapAnswersEveryLeafWithExactlyTheMatchingRows(t *testing.T) {
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	st := checkKindAgainstOracle(t, bitmapKind{}, nil, n, generatedFiles(t, 3000))
+	if st.unknown != 0 || st.exact != st.leaves {
+		t.Fatalf("bitmap left %d of %d leaves unknown and answered %d exactly; want every leaf exact", st.unknown, st.leaves, st.exact)
+	}
+	if st.pruned == 0 {
+		t.Fatalf("bitmap never pruned a row: the test does not exercise it")
+	}
+}
+
+func TestBitmapBuildRefusesAColumnOverItsDistinctCapNamingTheCount(t *testing.T) {
+	f := generatedFiles(t, 3000)[0]
+	in := f.input(t, 3, map[string]string{"max_distinct": "100"}) // "sorted": 3000 distinct values but NULLs
+	_, err := bitmapKind{}.Build(context.Background(), in)
+	if err == nil {
+		t.Fatalf("a column of ~3000 distinct values was indexed under max_distinct=100")
+	}
+	distinct := map[string]bool{}
+	for _, c := range f.df.Cols[3] {
+		if !c.Null {
+			distinct[c.V.String()] = true
+		}
+	}
+	if want := fmt.Sprintf("has %d distinct values, over max_distinct=100", len(distinct)); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+func TestNgramNeverMissesARowAndKnowsOnlyPatternsWithATrigram(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	st := checkKindAgainstOracle(t, ngramKind{}, nil, n, generatedFiles(t, 3000))
+	if st.exact != 0 {
+		t.Fatalf("ngram answered %d leaves as exact; it only gives candidates", st.exact)
+	}
+	if st.pruned == 0 || st.unknown == 0 || st.unknown == st.leaves {
+		t.Fatalf("ngram pruned %d and left %d of %d leaves unknown: the test does not exercise it", st.pruned, st.unknown, st.leaves)
+	}
+}
+
+func TestLabelListAnswersArrayContainsWithExactlyTheMatchingRows(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	st := checkKindAgainstOracle(t, labelListKind{}, nil, n, generatedFilesOf(t, listCols(), 3000))
+	if st.unknown != 0 || st.exact != st.leaves || st.pruned == 0 {
+		t.Fatalf("label_list: %d of %d leaves unknown, %d exact, %d pruned; want every leaf exact and some pruned", st.unknown, st.leaves, st.exact, st.pruned)
 	}
 }

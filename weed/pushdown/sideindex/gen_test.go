@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -40,7 +41,8 @@ type testCol struct {
 
 var odd = []float64{math.NaN(), 0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), 1.5, -1.5}
 
-var texts = []string{"", "a", "ab", "abc", "Zürich", "東京", "naïve", "\x00", "\u00ff\u00ff", strings.Repeat("long-", 30), "k", "kz", "k\xff"}
+var texts = []string{"", "a", "ab", "abc", "Zürich", "東京", "naïve", "\x00", "\u00ff\u00ff", strings.Repeat("long-", 30), "k", "kz", "k\xff",
+	"ZÜRICH", "upstream TimeOut after 3s", "timeout", "\u212aelvin", "50%_off", "東京都庁"}
 
 func nullOr(r *rand.Rand, p float64, v any) any {
 	if r.Float64() < p {
@@ -148,6 +150,13 @@ func appendAny(b array.Builder, v any) {
 		b.AppendNull()
 		return
 	}
+	if lb, ok := b.(*array.ListBuilder); ok {
+		lb.Append(true)
+		for _, e := range v.([]any) {
+			appendAny(lb.ValueBuilder(), e)
+		}
+		return
+	}
 	reflect.ValueOf(b).MethodByName("Append").Call([]reflect.Value{reflect.ValueOf(v)})
 }
 
@@ -228,6 +237,11 @@ func (f *testFile) input(t testing.TB, fieldID int, params map[string]string) In
 		t.Fatalf("no field %d", fieldID)
 	}
 	col := f.footer.Meta.Schema.ColumnIndexByName(field.Name)
+	for i := 0; col < 0 && i < f.footer.Meta.Schema.NumColumns(); i++ {
+		if f.footer.Meta.Schema.Column(i).ColumnPath()[0] == field.Name {
+			col = i // a list's element column
+		}
+	}
 	if col < 0 {
 		t.Fatalf("no column %s", field.Name)
 	}
@@ -329,6 +343,9 @@ func pickValue(r *rand.Rand, t iceberg.Type, cells []oracle.Cell) value.Value {
 // randomLeaf builds and binds one random leaf on field f; nil when the
 // draw does not bind (e.g. a literal that is not valid for the type).
 func randomLeaf(r *rand.Rand, s *iceberg.Schema, f iceberg.NestedField, cells []oracle.Cell) *predicate.Leaf {
+	if lt, ok := f.Type.(*iceberg.ListType); ok {
+		return randomListLeaf(r, s, f, lt, cells)
+	}
 	l := &predicate.Leaf{FieldID: f.ID, Negated: r.IntN(3) == 0}
 	lit := func() iceberg.Literal {
 		v := pickValue(r, f.Type, cells)
@@ -339,7 +356,11 @@ func randomLeaf(r *rand.Rand, s *iceberg.Schema, f iceberg.NestedField, cells []
 		return x
 	}
 	_, isString := f.Type.(iceberg.StringType)
-	switch n := r.IntN(14); {
+	switch n := r.IntN(17); {
+	case n >= 14 && isString:
+		x, _ := lit().(iceberg.StringLiteral)
+		l.Op = []predicate.Op{predicate.OpLike, predicate.OpILike}[r.IntN(2)]
+		l.Raw = []iceberg.Literal{iceberg.StringLiteral(randomPattern(r, string(x), l.Op == predicate.OpILike))}
 	case n < 7:
 		l.Op = []predicate.Op{predicate.OpEq, predicate.OpEq, predicate.OpLt, predicate.OpLtEq, predicate.OpGt, predicate.OpGtEq, predicate.OpGtEq}[n]
 		l.Raw = []iceberg.Literal{lit()}
@@ -375,4 +396,104 @@ func randomLeaf(r *rand.Rand, s *iceberg.Schema, f iceberg.NestedField, cells []
 	}
 	bl, _ := e.(*predicate.Leaf)
 	return bl
+}
+
+// randomPattern is a LIKE pattern drawn from s: a piece of it between
+// wildcards, sometimes with a '_' inside, its case changed for ILIKE.
+func randomPattern(r *rand.Rand, s string, ilike bool) string {
+	rs := []rune(s)
+	i := r.IntN(len(rs) + 1)
+	j := i + r.IntN(len(rs)-i+1)
+	piece := rs[i:j]
+	if ilike && r.IntN(2) == 0 {
+		for k := range piece {
+			piece[k] = unicode.ToUpper(piece[k])
+		}
+	}
+	sub := predicate.EscapeLike(string(piece))
+	if len(piece) > 2 && r.IntN(4) == 0 {
+		k := 1 + r.IntN(len(piece)-2)
+		sub = predicate.EscapeLike(string(piece[:k])) + "_" + predicate.EscapeLike(string(piece[k+1:]))
+	}
+	switch r.IntN(5) {
+	case 0:
+		return sub + "%"
+	case 1:
+		return "%" + sub
+	case 2:
+		return sub
+	case 3:
+		return "%" + sub + "%" + string(rs[j:min(len(rs), j+1)])
+	}
+	return "%" + sub + "%"
+}
+
+func likeRaw(p string) []iceberg.Literal { return []iceberg.Literal{iceberg.StringLiteral(p)} }
+
+// randomListLeaf is ARRAY_CONTAINS(f, v) or its negation, v a stored
+// element (or a draw for the element type).
+func randomListLeaf(r *rand.Rand, s *iceberg.Schema, f iceberg.NestedField, lt *iceberg.ListType, cells []oracle.Cell) *predicate.Leaf {
+	var elems []oracle.Cell
+	for i := 0; i < 20; i++ {
+		if c := cells[r.IntN(len(cells))]; !c.Null {
+			for _, e := range c.V.L {
+				elems = append(elems, oracle.Cell{V: e, Null: e.K == value.Invalid})
+			}
+		}
+	}
+	if len(elems) == 0 {
+		elems = []oracle.Cell{{Null: true}}
+	}
+	v := pickValue(r, lt.Element, elems)
+	if v.K == value.Invalid {
+		return nil
+	}
+	x, ok := literalOf(lt.Element, v)
+	if !ok {
+		return nil
+	}
+	e, err := predicate.Bind(&predicate.Leaf{FieldID: f.ID, Op: predicate.OpArrayContains, Negated: r.IntN(3) == 0, Raw: []iceberg.Literal{x}}, s, predicate.DefaultLimits)
+	if err != nil {
+		return nil
+	}
+	l, _ := e.(*predicate.Leaf)
+	return l
+}
+
+// listCols are list columns: NULL lists, empty lists, NULL elements,
+// duplicate elements, non-ASCII text, NaN and signed zeros.
+func listCols() []testCol {
+	list := func(elem func(r *rand.Rand) any) func(r *rand.Rand, g int64) any {
+		return func(r *rand.Rand, g int64) any {
+			switch r.IntN(10) {
+			case 0:
+				return nil
+			case 1:
+				return []any{}
+			}
+			out := []any{}
+			for n := 1 + r.IntN(4); n > 0; n-- {
+				if r.IntN(12) == 0 {
+					out = append(out, nil)
+				} else {
+					out = append(out, elem(r))
+				}
+				if r.IntN(8) == 0 {
+					out = append(out, out[len(out)-1]) // a duplicate
+				}
+			}
+			return out
+		}
+	}
+	elemField := func(id int, t arrow.DataType) arrow.Field {
+		return arrow.Field{Name: "element", Type: t, Nullable: true, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{strconv.Itoa(id)})}
+	}
+	return []testCol{
+		{"tags", arrow.ListOfField(elemField(101, arrow.BinaryTypes.String)), &iceberg.ListType{ElementID: 101, Element: iceberg.PrimitiveTypes.String},
+			list(func(r *rand.Rand) any { return texts[r.IntN(len(texts))] })},
+		{"nums", arrow.ListOfField(elemField(102, arrow.PrimitiveTypes.Float64)), &iceberg.ListType{ElementID: 102, Element: iceberg.PrimitiveTypes.Float64},
+			list(func(r *rand.Rand) any { return floatish(r, 0) })},
+		{"ints", arrow.ListOfField(elemField(103, arrow.PrimitiveTypes.Int32)), &iceberg.ListType{ElementID: 103, Element: iceberg.PrimitiveTypes.Int32},
+			list(func(r *rand.Rand) any { return int32(r.IntN(30)) })},
+	}
 }

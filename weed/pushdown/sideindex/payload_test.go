@@ -20,6 +20,9 @@ func builtPayloads(t *testing.T) (map[string][]byte, Input) {
 	in := f.input(t, 2, nil)
 	out := map[string][]byte{}
 	for _, k := range Kinds() {
+		if !k.Supports(in.Type) {
+			continue // string and list kinds: see their own tests
+		}
 		p, err := k.Build(context.Background(), in)
 		if err != nil {
 			t.Fatalf("%s: %v", k.Name(), err)
@@ -42,6 +45,9 @@ func TestOpenRefusesAPayloadWhoseHeaderDiffersInAnyField(t *testing.T) {
 		"rows":           func(h *Header) { h.Rows++ },
 	}
 	for _, k := range Kinds() {
+		if payloads[k.Name()] == nil {
+			continue
+		}
 		if _, err := k.Open(context.Background(), payloads[k.Name()], wantOf(in, k.Name())); err != nil {
 			t.Fatalf("%s: the matching header is refused: %v", k.Name(), err)
 		}
@@ -51,7 +57,7 @@ func TestOpenRefusesAPayloadWhoseHeaderDiffersInAnyField(t *testing.T) {
 			if what == "kind" {
 				// Open pins the kind it is; a payload of another kind is refused.
 				for _, other := range Kinds() {
-					if other.Name() != k.Name() {
+					if other.Name() != k.Name() && payloads[other.Name()] != nil {
 						if _, err := other.Open(context.Background(), payloads[k.Name()], wantOf(in, other.Name())); err == nil {
 							t.Errorf("%s opened a %s payload", other.Name(), k.Name())
 						}
@@ -84,14 +90,29 @@ func TestCorruptPayloadsAreRefusedOrNeverMissARow(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaf := e.(*predicate.Leaf)
-	r := rand.New(rand.NewPCG(3, 4))
 	n := 300
 	if testing.Short() {
 		n = 60
 	}
 	for _, k := range Kinds() {
-		good := payloads[k.Name()]
-		idx, _ := k.Open(context.Background(), good, wantOf(in, k.Name()))
+		if payloads[k.Name()] == nil {
+			continue
+		}
+		checkCorruptionsNeverMissARow(t, k, payloads[k.Name()], wantOf(in, k.Name()), leaf, n)
+	}
+}
+
+// checkCorruptionsNeverMissARow flips, truncates, overwrites and extends
+// payload good n times: each corrupted payload is refused, or answers leaf
+// as the good one does.
+func checkCorruptionsNeverMissARow(t *testing.T, k Kind, good []byte, want Header, leaf *predicate.Leaf, n int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(3, uint64(len(good))))
+	{
+		idx, err := k.Open(context.Background(), good, want)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ref, err := idx.Eval(context.Background(), leaf)
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +133,7 @@ func TestCorruptPayloadsAreRefusedOrNeverMissARow(t *testing.T) {
 			case 3:
 				p = append(p, byte(r.IntN(256)))
 			}
-			idx, err := k.Open(context.Background(), p, wantOf(in, k.Name()))
+			idx, err := k.Open(context.Background(), p, want)
 			if err != nil {
 				continue
 			}

@@ -11,8 +11,9 @@
 //	bound expression ──predicate.EncodeSubstrait──▶ request bytes
 //
 // Supported: = != <> < <= > >= [NOT] IN (...) [NOT] BETWEEN, IS [NOT] NULL,
-// isnan(col), [NOT] LIKE 'prefix%', starts_with(col, 'p'), AND, OR, NOT,
-// parentheses; literals: numbers, strings, TRUE/FALSE, and typed strings
+// isnan(col), [NOT] LIKE / ILIKE 'pattern' (% and _, \ escapes),
+// starts_with(col, 'p'), array_contains(list, v), v = ANY(list), AND, OR,
+// NOT, parentheses; literals: numbers, strings, TRUE/FALSE, and typed strings
 // (DATE '…', TIMESTAMP '…', TIMESTAMPTZ '…', TIME '…', UUID '…', DECIMAL '…').
 package sqlpred
 
@@ -32,7 +33,7 @@ import (
 )
 
 // Supported is the one-line summary shown with errors.
-const Supported = "supported: = != < <= > >= [NOT] IN (...), [NOT] BETWEEN, IS [NOT] NULL, isnan(col), [NOT] LIKE 'prefix%', starts_with(col, 'p'), AND, OR, NOT"
+const Supported = "supported: = != < <= > >= [NOT] IN (...), [NOT] BETWEEN, IS [NOT] NULL, isnan(col), [NOT] LIKE / ILIKE 'pattern', starts_with(col, 'p'), array_contains(list, v), v = ANY(list), AND, OR, NOT"
 
 // Parse converts a WHERE clause to an unbound Iceberg expression.
 func Parse(where string) (iceberg.BooleanExpression, error) {
@@ -184,6 +185,12 @@ func (c converter) convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 				return nil, unsupported("starts_with with a non-string prefix", e)
 			}
 			return iceberg.StartsWith(ref, p.RawString()), nil
+		case name == "array_contains" && len(x.Exprs) == 2:
+			ref, err := c.column(x.Exprs[0])
+			if err != nil {
+				return nil, err
+			}
+			return c.arrayContains(ref, x.Exprs[1], e)
 		}
 		return nil, unsupported("function "+name, e)
 	case *tree.ComparisonExpr:
@@ -192,8 +199,41 @@ func (c converter) convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 	return nil, unsupported(fmt.Sprintf("expression %T", e), e)
 }
 
+// arrayContains is ARRAY_CONTAINS(ref, lit) (an iceberg-go expression
+// the predicate package encodes; see predicate.Match).
+func (c converter) arrayContains(ref iceberg.UnboundTerm, litExpr tree.Expr, e tree.Expr) (iceberg.BooleanExpression, error) {
+	lit, err := literal(litExpr)
+	if err != nil {
+		return nil, err
+	}
+	if lit == nil {
+		// NULL is never an element that compares equal.
+		return iceberg.AlwaysFalse{}, nil
+	}
+	name, ok := ref.(iceberg.Reference)
+	if !ok {
+		return nil, unsupported("array_contains over an expression", e)
+	}
+	return predicate.Match{Column: string(name), MOp: predicate.OpArrayContains, Lit: lit}, nil
+}
+
 func (c converter) comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression, error) {
 	sym := x.Operator.Symbol
+	if sym == treecmp.Any || sym == treecmp.Some {
+		// v = ANY(list)
+		if x.SubOperator.Symbol != treecmp.EQ {
+			return nil, unsupported("ANY with an operator other than =", x)
+		}
+		right := x.Right
+		if p, ok := right.(*tree.ParenExpr); ok {
+			right = p.Expr
+		}
+		ref, err := c.column(right)
+		if err != nil {
+			return nil, err
+		}
+		return c.arrayContains(ref, x.Left, x)
+	}
 	left, right := x.Left, x.Right
 	if _, isCol := left.(*tree.UnresolvedName); !isCol {
 		if _, rightCol := right.(*tree.UnresolvedName); rightCol {
@@ -235,20 +275,30 @@ func (c converter) comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression
 			return iceberg.SetPredicate(iceberg.OpIn, ref, lits), nil
 		}
 		return iceberg.SetPredicate(iceberg.OpNotIn, ref, lits), nil
-	case treecmp.Like, treecmp.NotLike:
+	case treecmp.Like, treecmp.NotLike, treecmp.ILike, treecmp.NotILike:
 		p, ok := right.(*tree.StrVal)
 		if !ok {
 			return nil, unsupported("LIKE with a non-string pattern", x)
 		}
 		pat := p.RawString()
-		prefix, ok := strings.CutSuffix(pat, "%")
-		if !ok || strings.ContainsAny(prefix, "%_\\") {
-			return nil, unsupported("LIKE pattern "+strconv.Quote(pat)+" (only 'prefix%')", x)
-		}
-		if sym == treecmp.Like {
+		like := sym == treecmp.Like || sym == treecmp.NotLike
+		negated := sym == treecmp.NotLike || sym == treecmp.NotILike
+		if prefix, ok := strings.CutSuffix(pat, "%"); ok && like && !strings.ContainsAny(prefix, "%_\\") {
+			// 'prefix%' is Iceberg's own starts-with.
+			if negated {
+				return iceberg.NotStartsWith(ref, prefix), nil
+			}
 			return iceberg.StartsWith(ref, prefix), nil
 		}
-		return iceberg.NotStartsWith(ref, prefix), nil
+		name, ok := ref.(iceberg.Reference)
+		if !ok {
+			return nil, unsupported("LIKE over an expression", x)
+		}
+		op := predicate.OpLike
+		if !like {
+			op = predicate.OpILike
+		}
+		return predicate.Match{Column: string(name), MOp: op, Lit: iceberg.StringLiteral(pat), Negated: negated}, nil
 	}
 	lit, err := literal(right)
 	if err != nil {

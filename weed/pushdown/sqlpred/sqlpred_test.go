@@ -22,6 +22,8 @@ func testSchema() *iceberg.Schema {
 		iceberg.NestedField{ID: 9, Name: "addr", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
 			{ID: 10, Name: "zip", Type: iceberg.PrimitiveTypes.String},
 		}}},
+		iceberg.NestedField{ID: 11, Name: "tags", Type: &iceberg.ListType{ElementID: 12, Element: iceberg.PrimitiveTypes.String}},
+		iceberg.NestedField{ID: 13, Name: "codes", Type: &iceberg.ListType{ElementID: 14, Element: iceberg.PrimitiveTypes.Int32, ElementRequired: true}},
 	)
 }
 
@@ -49,6 +51,14 @@ func TestSQLTravelsThroughSubstraitToFieldIDPredicates(t *testing.T) {
 		"TENANT_ID = 'x'":                            `tenant_id#3 = "x"`,
 		"id NOT BETWEEN 1 AND 2":                     "(NOT (id#1 >= 1) OR NOT (id#1 <= 2))",
 		"starts_with(tenant_id, 'ab') AND id IN (1)": `(STARTS_WITH(tenant_id#3, "ab") AND id#1 = 1)`,
+		"tenant_id LIKE '%timeout%'":                 `tenant_id#3 LIKE "%timeout%"`,
+		"tenant_id NOT LIKE 'a_c'":                   `tenant_id#3 NOT LIKE "a_c"`,
+		"tenant_id ILIKE 'Zür%'":                     `tenant_id#3 ILIKE 0x5ac3bc7225`,
+		"addr.zip NOT ILIKE '%9'":                    `addr.zip#10 NOT ILIKE "%9"`,
+		"array_contains(tags, 'gpu')":                `ARRAY_CONTAINS(tags#11, "gpu")`,
+		"'gpu' = ANY(tags) AND id = 1":               `(ARRAY_CONTAINS(tags#11, "gpu") AND id#1 = 1)`,
+		"NOT array_contains(codes, 7) OR id = 2":     `(NOT ARRAY_CONTAINS(codes#13, 7) OR id#1 = 2)`,
+		"array_contains(tags, NULL)":                 "FALSE",
 	}
 	for sql, want := range cases {
 		b, err := Encode(sql, s)
@@ -76,7 +86,10 @@ func TestSQLErrorsSayWhatIsSupported(t *testing.T) {
 	s := testSchema()
 	for sql, want := range map[string]string{
 		"id + 1 = 3":             "not supported",
-		"tenant_id LIKE '%x'":    "only 'prefix%'",
+		"tenant_id LIKE id":      "non-string pattern",
+		"id LIKE '%x'":           "not string",
+		"array_contains(id, 1)":  "not a list",
+		"id > ANY(tags)":         "ANY with an operator other than =",
 		"nosuch = 1":             "does not bind",
 		"id = 'abc'":             "does not bind",
 		"SELECT":                 "WHERE clause",

@@ -11,6 +11,7 @@
 //	float double                     Float    IEEE numeric, -0 == +0; NaN is handled by callers
 //	string binary fixed uuid         Bytes    unsigned lexicographic (UTF-8 byte order)
 //	decimal(p, s)                    Decimal  by value, any scale
+//	list<primitive>                  List     not ordered: only array_contains reads it
 package value
 
 import (
@@ -20,6 +21,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 )
 
 // Kind is the comparison domain of a Value.
@@ -33,6 +35,9 @@ const (
 	Float
 	Bytes
 	Decimal
+	// List is a list of an element type (a row's value for
+	// array_contains); a NULL element is the zero Value.
+	List
 )
 
 func (k Kind) String() string {
@@ -49,6 +54,8 @@ func (k Kind) String() string {
 		return "bytes"
 	case Decimal:
 		return "decimal"
+	case List:
+		return "list"
 	}
 	return "invalid"
 }
@@ -62,6 +69,7 @@ type Value struct {
 	B     []byte   // Bytes
 	D     *big.Int // Decimal, unscaled
 	Scale int32    // Decimal
+	L     []Value  // List elements (a NULL element: the zero Value)
 }
 
 // Constructors.
@@ -71,11 +79,12 @@ func OfBool(b bool) Value {
 	}
 	return Value{K: Bool}
 }
-func OfInt(i int64) Value     { return Value{K: Int, I: i} }
-func OfUint(u uint64) Value   { return Value{K: Uint, U: u} }
-func OfFloat(f float64) Value { return Value{K: Float, F: f} }
-func OfBytes(b []byte) Value  { return Value{K: Bytes, B: b} }
-func OfString(s string) Value { return Value{K: Bytes, B: []byte(s)} }
+func OfInt(i int64) Value        { return Value{K: Int, I: i} }
+func OfUint(u uint64) Value      { return Value{K: Uint, U: u} }
+func OfFloat(f float64) Value    { return Value{K: Float, F: f} }
+func OfBytes(b []byte) Value     { return Value{K: Bytes, B: b} }
+func OfString(s string) Value    { return Value{K: Bytes, B: []byte(s)} }
+func OfList(elems []Value) Value { return Value{K: List, L: elems} }
 func OfDecimal(unscaled *big.Int, scale int32) Value {
 	return Value{K: Decimal, D: unscaled, Scale: scale}
 }
@@ -185,6 +194,15 @@ func (v Value) String() string {
 		}
 		r := new(big.Rat).SetFrac(v.D, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(v.Scale)), nil))
 		return r.FloatString(int(v.Scale))
+	case List:
+		parts := make([]string, len(v.L))
+		for i, e := range v.L {
+			parts[i] = e.String()
+			if e.K == Invalid {
+				parts[i] = "NULL"
+			}
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
 	}
 	return "invalid"
 }
