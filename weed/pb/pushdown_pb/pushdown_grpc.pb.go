@@ -265,6 +265,7 @@ const (
 	PushdownVolume_ComputeDeletes_FullMethodName  = "/pushdown_pb.PushdownVolume/ComputeDeletes"
 	PushdownVolume_BuildIndexes_FullMethodName    = "/pushdown_pb.PushdownVolume/BuildIndexes"
 	PushdownVolume_EvaluateIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/EvaluateIndexes"
+	PushdownVolume_SearchVectors_FullMethodName   = "/pushdown_pb.PushdownVolume/SearchVectors"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -289,6 +290,10 @@ type PushdownVolumeClient interface {
 	// EvaluateIndexes answers predicate leaves from side-index payloads:
 	// row positions (portable roaring64) that might match, exact or not.
 	EvaluateIndexes(ctx context.Context, in *EvaluateIndexesRequest, opts ...grpc.CallOption) (*EvaluateIndexesResponse, error)
+	// SearchVectors returns the local top-K of a batch of data files held by
+	// this volume server (their IVF index when committed, else an exact scan)
+	// with the projected columns of exactly those rows.
+	SearchVectors(ctx context.Context, in *SearchVectorsRequest, opts ...grpc.CallOption) (*SearchVectorsResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -349,6 +354,16 @@ func (c *pushdownVolumeClient) EvaluateIndexes(ctx context.Context, in *Evaluate
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) SearchVectors(ctx context.Context, in *SearchVectorsRequest, opts ...grpc.CallOption) (*SearchVectorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchVectorsResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_SearchVectors_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -371,6 +386,10 @@ type PushdownVolumeServer interface {
 	// EvaluateIndexes answers predicate leaves from side-index payloads:
 	// row positions (portable roaring64) that might match, exact or not.
 	EvaluateIndexes(context.Context, *EvaluateIndexesRequest) (*EvaluateIndexesResponse, error)
+	// SearchVectors returns the local top-K of a batch of data files held by
+	// this volume server (their IVF index when committed, else an exact scan)
+	// with the projected columns of exactly those rows.
+	SearchVectors(context.Context, *SearchVectorsRequest) (*SearchVectorsResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -395,6 +414,9 @@ func (UnimplementedPushdownVolumeServer) BuildIndexes(context.Context, *BuildInd
 }
 func (UnimplementedPushdownVolumeServer) EvaluateIndexes(context.Context, *EvaluateIndexesRequest) (*EvaluateIndexesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EvaluateIndexes not implemented")
+}
+func (UnimplementedPushdownVolumeServer) SearchVectors(context.Context, *SearchVectorsRequest) (*SearchVectorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchVectors not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -507,6 +529,24 @@ func _PushdownVolume_EvaluateIndexes_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_SearchVectors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchVectorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).SearchVectors(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_SearchVectors_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).SearchVectors(ctx, req.(*SearchVectorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -533,6 +573,10 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EvaluateIndexes",
 			Handler:    _PushdownVolume_EvaluateIndexes_Handler,
+		},
+		{
+			MethodName: "SearchVectors",
+			Handler:    _PushdownVolume_SearchVectors_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

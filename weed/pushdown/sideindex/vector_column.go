@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
@@ -47,7 +48,7 @@ func ReadVectors(ctx context.Context, file string, ft *footer.Footer, src footer
 			m, err = nil, fmt.Errorf("vectors of %s: decode: %v", short(file), p)
 		}
 	}()
-	rdr, err := openData(Input{File: file, Footer: ft}, &sourceReader{ctx: ctx, src: src})
+	rdr, err := OpenParquet(ctx, file, ft, src)
 	if err != nil {
 		return nil, err
 	}
@@ -140,4 +141,10 @@ func elements(a arrow.Array) (func(int) float32, func(int) bool, error) {
 		return func(i int) float32 { return float32(x.Value(i)) }, x.IsValid, nil
 	}
 	return nil, nil, fmt.Errorf("vector elements are %s, not float or double", a.DataType())
+}
+
+// OpenParquet opens a data file with arrow-go over its source, reusing
+// its parsed footer.
+func OpenParquet(ctx context.Context, path string, ft *footer.Footer, src footer.Source) (*file.Reader, error) {
+	return openData(Input{File: path, Footer: ft}, &sourceReader{ctx: ctx, src: src})
 }
