@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -309,6 +310,51 @@ func TestSearchVectorsBesideTheDataMatchesABruteForceOracle(t *testing.T) {
 		t.Fatalf("a 63-d query of a 64-d column: %v", err)
 	}
 
+	// Plan with vector_query: the catalog dispatches SearchVectors to the
+	// volume holding each file and merges the global top-K into row_refs.
+	planVec := func(q []float32, pred string) (*pushdown_pb.ParquetPushdownResponse, error) {
+		req := &pushdown_pb.ParquetPushdownRequest{Table: name, VectorQuery: &pushdown_pb.VectorQuery{
+			Column: &pushdown_pb.ColumnRef{Path: "embedding"}, Vector: q, Metric: pushdown_pb.VectorMetric_METRIC_L2, TopK: 10}}
+		if pred != "" {
+			req.PredicateKind, req.Predicate = pushdown_pb.PredicateKind_PREDICATE_ICEBERG, []byte(pred)
+		}
+		return c.Catalog(t).Plan(ctx, req)
+	}
+	planRecall := func(what string, resp *pushdown_pb.ParquetPushdownResponse, want []oracleHit) float64 {
+		t.Helper()
+		if len(resp.GetRowRefs()) != len(want) {
+			t.Fatalf("%s: %d row refs, want %d", what, len(resp.GetRowRefs()), len(want))
+		}
+		in := map[[2]int64]bool{}
+		for _, w := range want {
+			in[[2]int64{int64(w.file), w.pos}] = true
+		}
+		n := 0
+		for i, r := range resp.GetRowRefs() {
+			if !r.GetHasScore() || (i > 0 && r.GetScore() < resp.GetRowRefs()[i-1].GetScore()) {
+				t.Fatalf("%s: row ref %d is unscored or out of distance order", what, i)
+			}
+			if in[[2]int64{int64(slices.Index(paths, r.GetRef().GetFile())), r.GetRef().GetFilePosition()}] {
+				n++
+			}
+		}
+		return float64(n) / float64(len(want))
+	}
+	t1 := time.Now()
+	pv, err := planVec(queries[1], "")
+	if err != nil {
+		t.Fatalf("Plan with vector_query: %v", err)
+	}
+	st := pv.GetStats().GetVector()
+	if r := planRecall("plan", pv, bruteForceL2(oracle, queries[1], 10, all)); r < 0.9 || st.GetFilesByIndex() != 2 || len(st.GetFiles()) != 2 ||
+		st.GetFiles()[0].GetEndpoint() == "" || st.GetVectorsScored() >= int64(len(oracle[0].ids)) {
+		t.Fatalf("plan: recall %.2f, vector stats %+v", r, st)
+	}
+	t.Logf("Plan with vector_query: %v, %d vectors scored, %d files by index", time.Since(t1).Round(time.Microsecond), st.GetVectorsScored(), st.GetFilesByIndex())
+	if _, err := planVec(queries[1], fmt.Sprintf(`{"type":"lt","term":{"field-id":%d},"value":5000}`, idField.ID)); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "exactly") {
+		t.Fatalf("a vector plan with a predicate no index answers exactly: %v", err)
+	}
+
 	// The payload of the first file disappears: that file is searched
 	// exactly and says why; the answer is still the oracle's.
 	key := strings.TrimPrefix(entries[paths[0]].GetPayloadPath(), "s3://")
@@ -329,6 +375,15 @@ func TestSearchVectorsBesideTheDataMatchesABruteForceOracle(t *testing.T) {
 			check("after the payload was lost", resp, bruteForceL2(oracle, queries[0], 10, all), false)
 			if resp.GetFiles()[1].GetSearchedBy() != "ivf" {
 				t.Fatalf("the other file was searched by %q", resp.GetFiles()[1].GetSearchedBy())
+			}
+			pv, err := planVec(queries[0], "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			missing := strings.Join(pv.GetStats().GetIndexesMissing(), ";")
+			if r := planRecall("plan without one payload", pv, bruteForceL2(oracle, queries[0], 10, all)); r < 0.9 ||
+				pv.GetStats().GetVector().GetFilesExact() != 1 || !strings.Contains(missing, "missing") {
+				t.Fatalf("plan after the payload was lost: recall %.2f, stats %+v, missing %q", r, pv.GetStats().GetVector(), missing)
 			}
 			break
 		}

@@ -1549,6 +1549,7 @@ type PushdownStats struct {
 	DeleteBitmapCacheMisses int64                  `protobuf:"varint,21,opt,name=delete_bitmap_cache_misses,json=deleteBitmapCacheMisses,proto3" json:"delete_bitmap_cache_misses,omitempty"`
 	RowsDeleted             int64                  `protobuf:"varint,22,opt,name=rows_deleted,json=rowsDeleted,proto3" json:"rows_deleted,omitempty"`
 	ResidualPredicates      []string               `protobuf:"bytes,23,rep,name=residual_predicates,json=residualPredicates,proto3" json:"residual_predicates,omitempty"`
+	Vector                  *VectorSearchStats     `protobuf:"bytes,24,opt,name=vector,proto3" json:"vector,omitempty"` // vector queries only
 	unknownFields           protoimpl.UnknownFields
 	sizeCache               protoimpl.SizeCache
 }
@@ -1740,6 +1741,13 @@ func (x *PushdownStats) GetRowsDeleted() int64 {
 func (x *PushdownStats) GetResidualPredicates() []string {
 	if x != nil {
 		return x.ResidualPredicates
+	}
+	return nil
+}
+
+func (x *PushdownStats) GetVector() *VectorSearchStats {
+	if x != nil {
+		return x.Vector
 	}
 	return nil
 }
@@ -3948,6 +3956,185 @@ func (x *SearchVectorsResponse) GetFiles() []*VectorFileResult {
 	return nil
 }
 
+// What the vector search of a plan did.
+type VectorSearchStats struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	VectorsScored  int64                  `protobuf:"varint,1,opt,name=vectors_scored,json=vectorsScored,proto3" json:"vectors_scored,omitempty"` // exact distance computations
+	VectorsApprox  int64                  `protobuf:"varint,2,opt,name=vectors_approx,json=vectorsApprox,proto3" json:"vectors_approx,omitempty"` // PQ distance computations
+	FilesByIndex   int32                  `protobuf:"varint,3,opt,name=files_by_index,json=filesByIndex,proto3" json:"files_by_index,omitempty"`
+	FilesExact     int32                  `protobuf:"varint,4,opt,name=files_exact,json=filesExact,proto3" json:"files_exact,omitempty"`
+	Nprobe         int32                  `protobuf:"varint,5,opt,name=nprobe,proto3" json:"nprobe,omitempty"`                                         // requested (0: each index's default)
+	MaxListsProbed int32                  `protobuf:"varint,6,opt,name=max_lists_probed,json=maxListsProbed,proto3" json:"max_lists_probed,omitempty"` // the most lists one file probed (widened under masks)
+	Files          []*VectorFilePlan      `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *VectorSearchStats) Reset() {
+	*x = VectorSearchStats{}
+	mi := &file_pushdown_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorSearchStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorSearchStats) ProtoMessage() {}
+
+func (x *VectorSearchStats) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorSearchStats.ProtoReflect.Descriptor instead.
+func (*VectorSearchStats) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *VectorSearchStats) GetVectorsScored() int64 {
+	if x != nil {
+		return x.VectorsScored
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetVectorsApprox() int64 {
+	if x != nil {
+		return x.VectorsApprox
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFilesByIndex() int32 {
+	if x != nil {
+		return x.FilesByIndex
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFilesExact() int32 {
+	if x != nil {
+		return x.FilesExact
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetNprobe() int32 {
+	if x != nil {
+		return x.Nprobe
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetMaxListsProbed() int32 {
+	if x != nil {
+		return x.MaxListsProbed
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFiles() []*VectorFilePlan {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// Where and how one file was searched: a connector may dispatch
+// SearchVectors for the file to the same endpoint itself.
+type VectorFilePlan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	File          string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                    // volume pushdown service (rendezvous over the file's holders)
+	IndexKind     string                 `protobuf:"bytes,3,opt,name=index_kind,json=indexKind,proto3" json:"index_kind,omitempty"` // committed index searched, "" when none
+	IndexIdentity string                 `protobuf:"bytes,4,opt,name=index_identity,json=indexIdentity,proto3" json:"index_identity,omitempty"`
+	SearchedBy    string                 `protobuf:"bytes,5,opt,name=searched_by,json=searchedBy,proto3" json:"searched_by,omitempty"` // "ivf", "ivf_pq" or "exact"
+	Candidates    int64                  `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`                  // rows that could be returned (-1: every row)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VectorFilePlan) Reset() {
+	*x = VectorFilePlan{}
+	mi := &file_pushdown_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorFilePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorFilePlan) ProtoMessage() {}
+
+func (x *VectorFilePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorFilePlan.ProtoReflect.Descriptor instead.
+func (*VectorFilePlan) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *VectorFilePlan) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetIndexKind() string {
+	if x != nil {
+		return x.IndexKind
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetIndexIdentity() string {
+	if x != nil {
+		return x.IndexIdentity
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetSearchedBy() string {
+	if x != nil {
+		return x.SearchedBy
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetCandidates() int64 {
+	if x != nil {
+		return x.Candidates
+	}
+	return 0
+}
+
 var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
@@ -4078,7 +4265,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\ffiles_pruned\x18\x02 \x01(\x03R\vfilesPruned\x12*\n" +
 	"\x11row_groups_pruned\x18\x03 \x01(\x03R\x0frowGroupsPruned\x12!\n" +
 	"\fpages_pruned\x18\x04 \x01(\x03R\vpagesPruned\x12\x16\n" +
-	"\x06micros\x18\x05 \x01(\x03R\x06micros\"\xe6\a\n" +
+	"\x06micros\x18\x05 \x01(\x03R\x06micros\"\x9e\b\n" +
 	"\rPushdownStats\x12\x1f\n" +
 	"\vfiles_total\x18\x01 \x01(\x03R\n" +
 	"filesTotal\x12!\n" +
@@ -4109,7 +4296,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x18delete_bitmap_cache_hits\x18\x14 \x01(\x03R\x15deleteBitmapCacheHits\x12;\n" +
 	"\x1adelete_bitmap_cache_misses\x18\x15 \x01(\x03R\x17deleteBitmapCacheMisses\x12!\n" +
 	"\frows_deleted\x18\x16 \x01(\x03R\vrowsDeleted\x12/\n" +
-	"\x13residual_predicates\x18\x17 \x03(\tR\x12residualPredicates\"\x0f\n" +
+	"\x13residual_predicates\x18\x17 \x03(\tR\x12residualPredicates\x126\n" +
+	"\x06vector\x18\x18 \x01(\v2\x1e.pushdown_pb.VectorSearchStatsR\x06vector\"\x0f\n" +
 	"\rStatusRequest\"\xc1\x01\n" +
 	"\n" +
 	"CacheStats\x12\x12\n" +
@@ -4322,7 +4510,27 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tcache_hit\x18\t \x01(\bR\bcacheHit\"\x82\x01\n" +
 	"\x15SearchVectorsResponse\x124\n" +
 	"\brow_refs\x18\x01 \x03(\v2\x19.pushdown_pb.ScoredRowRefR\arowRefs\x123\n" +
-	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files*Z\n" +
+	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files\"\x9d\x02\n" +
+	"\x11VectorSearchStats\x12%\n" +
+	"\x0evectors_scored\x18\x01 \x01(\x03R\rvectorsScored\x12%\n" +
+	"\x0evectors_approx\x18\x02 \x01(\x03R\rvectorsApprox\x12$\n" +
+	"\x0efiles_by_index\x18\x03 \x01(\x05R\ffilesByIndex\x12\x1f\n" +
+	"\vfiles_exact\x18\x04 \x01(\x05R\n" +
+	"filesExact\x12\x16\n" +
+	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\x12(\n" +
+	"\x10max_lists_probed\x18\x06 \x01(\x05R\x0emaxListsProbed\x121\n" +
+	"\x05files\x18\a \x03(\v2\x1b.pushdown_pb.VectorFilePlanR\x05files\"\xc7\x01\n" +
+	"\x0eVectorFilePlan\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1a\n" +
+	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
+	"\n" +
+	"index_kind\x18\x03 \x01(\tR\tindexKind\x12%\n" +
+	"\x0eindex_identity\x18\x04 \x01(\tR\rindexIdentity\x12\x1f\n" +
+	"\vsearched_by\x18\x05 \x01(\tR\n" +
+	"searchedBy\x12\x1e\n" +
+	"\n" +
+	"candidates\x18\x06 \x01(\x03R\n" +
+	"candidates*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -4375,7 +4583,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -4425,9 +4633,11 @@ var file_pushdown_proto_goTypes = []any{
 	(*SearchVectorsRequest)(nil),      // 45: pushdown_pb.SearchVectorsRequest
 	(*VectorFileResult)(nil),          // 46: pushdown_pb.VectorFileResult
 	(*SearchVectorsResponse)(nil),     // 47: pushdown_pb.SearchVectorsResponse
-	nil,                               // 48: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 49: pushdown_pb.IndexProbe.ParamsEntry
-	nil,                               // 50: pushdown_pb.VectorSearchFile.IndexParamsEntry
+	(*VectorSearchStats)(nil),         // 48: pushdown_pb.VectorSearchStats
+	(*VectorFilePlan)(nil),            // 49: pushdown_pb.VectorFilePlan
+	nil,                               // 50: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 51: pushdown_pb.IndexProbe.ParamsEntry
+	nil,                               // 52: pushdown_pb.VectorSearchFile.IndexParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -4451,55 +4661,57 @@ var file_pushdown_proto_depIdxs = []int32{
 	16, // 18: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
 	18, // 19: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
 	4,  // 20: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
-	21, // 21: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
-	4,  // 22: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
-	22, // 23: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
-	21, // 24: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
-	21, // 25: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
-	12, // 26: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
-	6,  // 27: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	27, // 28: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	48, // 29: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
-	6,  // 30: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	30, // 31: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
-	32, // 32: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	49, // 33: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
-	34, // 34: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	0,  // 35: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	36, // 36: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
-	37, // 37: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	30, // 38: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	42, // 39: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	50, // 40: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
-	44, // 41: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
-	3,  // 42: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
-	17, // 43: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	46, // 44: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
-	5,  // 45: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 46: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	39, // 47: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	41, // 48: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	20, // 49: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 50: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 51: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	31, // 52: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	35, // 53: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	45, // 54: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	10, // 55: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 56: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	40, // 57: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	43, // 58: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	24, // 59: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 60: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 61: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	33, // 62: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	38, // 63: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	47, // 64: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	55, // [55:65] is the sub-list for method output_type
-	45, // [45:55] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	48, // 21: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
+	21, // 22: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
+	4,  // 23: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
+	22, // 24: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
+	21, // 25: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
+	21, // 26: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
+	12, // 27: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
+	6,  // 28: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	27, // 29: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
+	50, // 30: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	6,  // 31: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	30, // 32: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
+	32, // 33: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
+	51, // 34: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	34, // 35: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	0,  // 36: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	36, // 37: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	37, // 38: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	30, // 39: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	42, // 40: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	52, // 41: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	44, // 42: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
+	3,  // 43: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
+	17, // 44: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	46, // 45: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
+	49, // 46: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
+	5,  // 47: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 48: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	39, // 49: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	41, // 50: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	20, // 51: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 52: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 53: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	31, // 54: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	35, // 55: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	45, // 56: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	10, // 57: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 58: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	40, // 59: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	43, // 60: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	24, // 61: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 62: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 63: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	33, // 64: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	38, // 65: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	47, // 66: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	57, // [57:67] is the sub-list for method output_type
+	47, // [47:57] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -4515,7 +4727,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   46,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
