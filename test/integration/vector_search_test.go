@@ -393,3 +393,26 @@ func TestSearchVectorsBesideTheDataMatchesABruteForceOracle(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// SearchVectors is authorized like every volume RPC: on a cluster with
+// identities an unsigned caller is refused before any work, and so is a
+// signed one naming a file outside the table buckets.
+func TestSearchVectorsRefusesOutsidersBeforeAnyWork(t *testing.T) {
+	c := startIdentityCluster(t)
+	open := appendRows(t, createDeleteTable(t, c, "vacl_it", "open", 2), 0, 300)
+	file := filesOf(t, open)[0]
+	alice := c.Endpoints()
+	alice.AccessKey, alice.SecretKey = "AKALICE000000000", "alice-secret"
+	ctx := context.Background()
+	req := &pushdown_pb.SearchVectorsRequest{Files: []*pushdown_pb.VectorSearchFile{{Path: file, SizeBytes: 1, RecordCount: 1}},
+		FieldId: 1, Vector: []float32{1, 2}, TopK: 3}
+	_, err := c.Volume(t).SearchVectors(ctx, req)
+	wantDenied(t, "an unsigned SearchVectors", err, "signature was not accepted")
+	req.Files[0].Path = "/etc/iam/identities/probe.json"
+	sctx, err := alice.SignCall(ctx, c.VolumePushdownAddr(), "SearchVectors", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Volume(t).SearchVectors(sctx, req)
+	wantDenied(t, "SearchVectors of a file outside the buckets", err, "is not an object in a bucket")
+}
