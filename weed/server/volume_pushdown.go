@@ -40,6 +40,9 @@ type VolumePushdownOptions struct {
 	Refresh      time.Duration    // registry refresh (default 30s)
 	// DeleteCacheBytes bounds cached delete bitmaps (0 = the default).
 	DeleteCacheBytes int64
+	// VectorCacheBytes bounds the files' vectors cached for SearchVectors
+	// (0 = the default).
+	VectorCacheBytes int64
 	// S3ConfigFile is the S3 gateway's static identity file, if any: calls
 	// signed by S3 identities are checked against the same identities.
 	S3ConfigFile string
@@ -138,6 +141,9 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	svc.Guard = guard
 	tracker := freshness.New(freshness.DefaultRemembered)
 	svc.SetTracker(tracker)
+	if opts.VectorCacheBytes > 0 {
+		svc.SetVectorCacheBytes(opts.VectorCacheBytes)
+	}
 	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent, VolumeMaxRequestBytes)...)
 	pushdown_pb.RegisterPushdownVolumeServer(s, svc)
 	actx, cancel := context.WithCancel(context.Background())

@@ -1549,6 +1549,7 @@ type PushdownStats struct {
 	DeleteBitmapCacheMisses int64                  `protobuf:"varint,21,opt,name=delete_bitmap_cache_misses,json=deleteBitmapCacheMisses,proto3" json:"delete_bitmap_cache_misses,omitempty"`
 	RowsDeleted             int64                  `protobuf:"varint,22,opt,name=rows_deleted,json=rowsDeleted,proto3" json:"rows_deleted,omitempty"`
 	ResidualPredicates      []string               `protobuf:"bytes,23,rep,name=residual_predicates,json=residualPredicates,proto3" json:"residual_predicates,omitempty"`
+	Vector                  *VectorSearchStats     `protobuf:"bytes,24,opt,name=vector,proto3" json:"vector,omitempty"` // vector queries only
 	unknownFields           protoimpl.UnknownFields
 	sizeCache               protoimpl.SizeCache
 }
@@ -1740,6 +1741,13 @@ func (x *PushdownStats) GetRowsDeleted() int64 {
 func (x *PushdownStats) GetResidualPredicates() []string {
 	if x != nil {
 		return x.ResidualPredicates
+	}
+	return nil
+}
+
+func (x *PushdownStats) GetVector() *VectorSearchStats {
+	if x != nil {
+		return x.Vector
 	}
 	return nil
 }
@@ -3769,6 +3777,572 @@ func (x *ListIndexesResponse) GetFilesTotal() int64 {
 	return 0
 }
 
+// One data file of a SearchVectors batch.
+type VectorSearchFile struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SizeBytes   int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	RecordCount int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
+	// The committed index to search: kind ("ivf", "ivf_pq"), the identity it
+	// was built against and its build parameters. An empty kind: exact scan.
+	IndexKind     string            `protobuf:"bytes,4,opt,name=index_kind,json=indexKind,proto3" json:"index_kind,omitempty"`
+	IndexIdentity string            `protobuf:"bytes,5,opt,name=index_identity,json=indexIdentity,proto3" json:"index_identity,omitempty"`
+	IndexParams   map[string]string `protobuf:"bytes,6,rep,name=index_params,json=indexParams,proto3" json:"index_params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When has_candidates: the only file-absolute positions that may be
+	// returned (portable roaring64): rows surviving scalar pruning and not
+	// deleted. Otherwise every row is a candidate.
+	HasCandidates bool   `protobuf:"varint,7,opt,name=has_candidates,json=hasCandidates,proto3" json:"has_candidates,omitempty"`
+	Candidates    []byte `protobuf:"bytes,8,opt,name=candidates,proto3" json:"candidates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VectorSearchFile) Reset() {
+	*x = VectorSearchFile{}
+	mi := &file_pushdown_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorSearchFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorSearchFile) ProtoMessage() {}
+
+func (x *VectorSearchFile) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorSearchFile.ProtoReflect.Descriptor instead.
+func (*VectorSearchFile) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *VectorSearchFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *VectorSearchFile) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *VectorSearchFile) GetRecordCount() int64 {
+	if x != nil {
+		return x.RecordCount
+	}
+	return 0
+}
+
+func (x *VectorSearchFile) GetIndexKind() string {
+	if x != nil {
+		return x.IndexKind
+	}
+	return ""
+}
+
+func (x *VectorSearchFile) GetIndexIdentity() string {
+	if x != nil {
+		return x.IndexIdentity
+	}
+	return ""
+}
+
+func (x *VectorSearchFile) GetIndexParams() map[string]string {
+	if x != nil {
+		return x.IndexParams
+	}
+	return nil
+}
+
+func (x *VectorSearchFile) GetHasCandidates() bool {
+	if x != nil {
+		return x.HasCandidates
+	}
+	return false
+}
+
+func (x *VectorSearchFile) GetCandidates() []byte {
+	if x != nil {
+		return x.Candidates
+	}
+	return nil
+}
+
+type SearchVectorsRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Files             []*VectorSearchFile    `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	SchemaJson        []byte                 `protobuf:"bytes,2,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`                  // the table schema (Iceberg JSON)
+	NameMappingJson   []byte                 `protobuf:"bytes,3,opt,name=name_mapping_json,json=nameMappingJson,proto3" json:"name_mapping_json,omitempty"` // for files written without field ids
+	FieldId           int32                  `protobuf:"varint,4,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`                          // the vector column
+	Vector            []float32              `protobuf:"fixed32,5,rep,packed,name=vector,proto3" json:"vector,omitempty"`
+	Metric            VectorMetric           `protobuf:"varint,6,opt,name=metric,proto3,enum=pushdown_pb.VectorMetric" json:"metric,omitempty"`
+	TopK              int32                  `protobuf:"varint,7,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	Nprobe            int32                  `protobuf:"varint,8,opt,name=nprobe,proto3" json:"nprobe,omitempty"` // 0: the index's default
+	Refine            int32                  `protobuf:"varint,9,opt,name=refine,proto3" json:"refine,omitempty"` // ivf_pq re-rank factor; 0: the default
+	ProjectedFieldIds []int32                `protobuf:"varint,10,rep,packed,name=projected_field_ids,json=projectedFieldIds,proto3" json:"projected_field_ids,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SearchVectorsRequest) Reset() {
+	*x = SearchVectorsRequest{}
+	mi := &file_pushdown_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchVectorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchVectorsRequest) ProtoMessage() {}
+
+func (x *SearchVectorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchVectorsRequest.ProtoReflect.Descriptor instead.
+func (*SearchVectorsRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SearchVectorsRequest) GetFiles() []*VectorSearchFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *SearchVectorsRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+func (x *SearchVectorsRequest) GetNameMappingJson() []byte {
+	if x != nil {
+		return x.NameMappingJson
+	}
+	return nil
+}
+
+func (x *SearchVectorsRequest) GetFieldId() int32 {
+	if x != nil {
+		return x.FieldId
+	}
+	return 0
+}
+
+func (x *SearchVectorsRequest) GetVector() []float32 {
+	if x != nil {
+		return x.Vector
+	}
+	return nil
+}
+
+func (x *SearchVectorsRequest) GetMetric() VectorMetric {
+	if x != nil {
+		return x.Metric
+	}
+	return VectorMetric_METRIC_L2
+}
+
+func (x *SearchVectorsRequest) GetTopK() int32 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchVectorsRequest) GetNprobe() int32 {
+	if x != nil {
+		return x.Nprobe
+	}
+	return 0
+}
+
+func (x *SearchVectorsRequest) GetRefine() int32 {
+	if x != nil {
+		return x.Refine
+	}
+	return 0
+}
+
+func (x *SearchVectorsRequest) GetProjectedFieldIds() []int32 {
+	if x != nil {
+		return x.ProjectedFieldIds
+	}
+	return nil
+}
+
+type VectorFileResult struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Path       string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SearchedBy string                 `protobuf:"bytes,2,opt,name=searched_by,json=searchedBy,proto3" json:"searched_by,omitempty"` // "ivf", "ivf_pq" or "exact"
+	// Why a requested index was not used ("missing", "stale", "corrupt").
+	IndexState    string `protobuf:"bytes,3,opt,name=index_state,json=indexState,proto3" json:"index_state,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	VectorsScored int64  `protobuf:"varint,5,opt,name=vectors_scored,json=vectorsScored,proto3" json:"vectors_scored,omitempty"` // exact distance computations
+	VectorsApprox int64  `protobuf:"varint,6,opt,name=vectors_approx,json=vectorsApprox,proto3" json:"vectors_approx,omitempty"` // PQ distance computations
+	ListsProbed   int32  `protobuf:"varint,7,opt,name=lists_probed,json=listsProbed,proto3" json:"lists_probed,omitempty"`
+	// Arrow IPC stream of the projected columns of this file's rows in
+	// row_refs, in the order they appear there.
+	ColumnsIpc    []byte `protobuf:"bytes,8,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
+	CacheHit      bool   `protobuf:"varint,9,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"` // vectors served from memory
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VectorFileResult) Reset() {
+	*x = VectorFileResult{}
+	mi := &file_pushdown_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorFileResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorFileResult) ProtoMessage() {}
+
+func (x *VectorFileResult) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorFileResult.ProtoReflect.Descriptor instead.
+func (*VectorFileResult) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *VectorFileResult) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *VectorFileResult) GetSearchedBy() string {
+	if x != nil {
+		return x.SearchedBy
+	}
+	return ""
+}
+
+func (x *VectorFileResult) GetIndexState() string {
+	if x != nil {
+		return x.IndexState
+	}
+	return ""
+}
+
+func (x *VectorFileResult) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *VectorFileResult) GetVectorsScored() int64 {
+	if x != nil {
+		return x.VectorsScored
+	}
+	return 0
+}
+
+func (x *VectorFileResult) GetVectorsApprox() int64 {
+	if x != nil {
+		return x.VectorsApprox
+	}
+	return 0
+}
+
+func (x *VectorFileResult) GetListsProbed() int32 {
+	if x != nil {
+		return x.ListsProbed
+	}
+	return 0
+}
+
+func (x *VectorFileResult) GetColumnsIpc() []byte {
+	if x != nil {
+		return x.ColumnsIpc
+	}
+	return nil
+}
+
+func (x *VectorFileResult) GetCacheHit() bool {
+	if x != nil {
+		return x.CacheHit
+	}
+	return false
+}
+
+type SearchVectorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The local top-K over the batch, nearest first (score: the distance;
+	// L2 squared, cosine 1 − cos, dot −q·x), ties by file order then position.
+	RowRefs       []*ScoredRowRef     `protobuf:"bytes,1,rep,name=row_refs,json=rowRefs,proto3" json:"row_refs,omitempty"`
+	Files         []*VectorFileResult `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchVectorsResponse) Reset() {
+	*x = SearchVectorsResponse{}
+	mi := &file_pushdown_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchVectorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchVectorsResponse) ProtoMessage() {}
+
+func (x *SearchVectorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchVectorsResponse.ProtoReflect.Descriptor instead.
+func (*SearchVectorsResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *SearchVectorsResponse) GetRowRefs() []*ScoredRowRef {
+	if x != nil {
+		return x.RowRefs
+	}
+	return nil
+}
+
+func (x *SearchVectorsResponse) GetFiles() []*VectorFileResult {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// What the vector search of a plan did.
+type VectorSearchStats struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	VectorsScored  int64                  `protobuf:"varint,1,opt,name=vectors_scored,json=vectorsScored,proto3" json:"vectors_scored,omitempty"` // exact distance computations
+	VectorsApprox  int64                  `protobuf:"varint,2,opt,name=vectors_approx,json=vectorsApprox,proto3" json:"vectors_approx,omitempty"` // PQ distance computations
+	FilesByIndex   int32                  `protobuf:"varint,3,opt,name=files_by_index,json=filesByIndex,proto3" json:"files_by_index,omitempty"`
+	FilesExact     int32                  `protobuf:"varint,4,opt,name=files_exact,json=filesExact,proto3" json:"files_exact,omitempty"`
+	Nprobe         int32                  `protobuf:"varint,5,opt,name=nprobe,proto3" json:"nprobe,omitempty"`                                         // requested (0: each index's default)
+	MaxListsProbed int32                  `protobuf:"varint,6,opt,name=max_lists_probed,json=maxListsProbed,proto3" json:"max_lists_probed,omitempty"` // the most lists one file probed (widened under masks)
+	Files          []*VectorFilePlan      `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *VectorSearchStats) Reset() {
+	*x = VectorSearchStats{}
+	mi := &file_pushdown_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorSearchStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorSearchStats) ProtoMessage() {}
+
+func (x *VectorSearchStats) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorSearchStats.ProtoReflect.Descriptor instead.
+func (*VectorSearchStats) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *VectorSearchStats) GetVectorsScored() int64 {
+	if x != nil {
+		return x.VectorsScored
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetVectorsApprox() int64 {
+	if x != nil {
+		return x.VectorsApprox
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFilesByIndex() int32 {
+	if x != nil {
+		return x.FilesByIndex
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFilesExact() int32 {
+	if x != nil {
+		return x.FilesExact
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetNprobe() int32 {
+	if x != nil {
+		return x.Nprobe
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetMaxListsProbed() int32 {
+	if x != nil {
+		return x.MaxListsProbed
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFiles() []*VectorFilePlan {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// Where and how one file was searched: a connector may dispatch
+// SearchVectors for the file to the same endpoint itself.
+type VectorFilePlan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	File          string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                    // volume pushdown service (rendezvous over the file's holders)
+	IndexKind     string                 `protobuf:"bytes,3,opt,name=index_kind,json=indexKind,proto3" json:"index_kind,omitempty"` // committed index searched, "" when none
+	IndexIdentity string                 `protobuf:"bytes,4,opt,name=index_identity,json=indexIdentity,proto3" json:"index_identity,omitempty"`
+	SearchedBy    string                 `protobuf:"bytes,5,opt,name=searched_by,json=searchedBy,proto3" json:"searched_by,omitempty"` // "ivf", "ivf_pq" or "exact"
+	Candidates    int64                  `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`                  // rows that could be returned (-1: every row)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VectorFilePlan) Reset() {
+	*x = VectorFilePlan{}
+	mi := &file_pushdown_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorFilePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorFilePlan) ProtoMessage() {}
+
+func (x *VectorFilePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorFilePlan.ProtoReflect.Descriptor instead.
+func (*VectorFilePlan) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *VectorFilePlan) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetIndexKind() string {
+	if x != nil {
+		return x.IndexKind
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetIndexIdentity() string {
+	if x != nil {
+		return x.IndexIdentity
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetSearchedBy() string {
+	if x != nil {
+		return x.SearchedBy
+	}
+	return ""
+}
+
+func (x *VectorFilePlan) GetCandidates() int64 {
+	if x != nil {
+		return x.Candidates
+	}
+	return 0
+}
+
 var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
@@ -3899,7 +4473,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\ffiles_pruned\x18\x02 \x01(\x03R\vfilesPruned\x12*\n" +
 	"\x11row_groups_pruned\x18\x03 \x01(\x03R\x0frowGroupsPruned\x12!\n" +
 	"\fpages_pruned\x18\x04 \x01(\x03R\vpagesPruned\x12\x16\n" +
-	"\x06micros\x18\x05 \x01(\x03R\x06micros\"\xe6\a\n" +
+	"\x06micros\x18\x05 \x01(\x03R\x06micros\"\x9e\b\n" +
 	"\rPushdownStats\x12\x1f\n" +
 	"\vfiles_total\x18\x01 \x01(\x03R\n" +
 	"filesTotal\x12!\n" +
@@ -3930,7 +4504,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x18delete_bitmap_cache_hits\x18\x14 \x01(\x03R\x15deleteBitmapCacheHits\x12;\n" +
 	"\x1adelete_bitmap_cache_misses\x18\x15 \x01(\x03R\x17deleteBitmapCacheMisses\x12!\n" +
 	"\frows_deleted\x18\x16 \x01(\x03R\vrowsDeleted\x12/\n" +
-	"\x13residual_predicates\x18\x17 \x03(\tR\x12residualPredicates\"\x0f\n" +
+	"\x13residual_predicates\x18\x17 \x03(\tR\x12residualPredicates\x126\n" +
+	"\x06vector\x18\x18 \x01(\v2\x1e.pushdown_pb.VectorSearchStatsR\x06vector\"\x0f\n" +
 	"\rStatusRequest\"\xc1\x01\n" +
 	"\n" +
 	"CacheStats\x12\x12\n" +
@@ -4112,7 +4687,72 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06wanted\x18\x01 \x03(\v2\x16.pushdown_pb.IndexSpecR\x06wanted\x121\n" +
 	"\aentries\x18\x02 \x03(\v2\x17.pushdown_pb.IndexEntryR\aentries\x12\x1f\n" +
 	"\vfiles_total\x18\x03 \x01(\x03R\n" +
-	"filesTotal*Z\n" +
+	"filesTotal\"\x88\x03\n" +
+	"\x10VectorSearchFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\frecord_count\x18\x03 \x01(\x03R\vrecordCount\x12\x1d\n" +
+	"\n" +
+	"index_kind\x18\x04 \x01(\tR\tindexKind\x12%\n" +
+	"\x0eindex_identity\x18\x05 \x01(\tR\rindexIdentity\x12Q\n" +
+	"\findex_params\x18\x06 \x03(\v2..pushdown_pb.VectorSearchFile.IndexParamsEntryR\vindexParams\x12%\n" +
+	"\x0ehas_candidates\x18\a \x01(\bR\rhasCandidates\x12\x1e\n" +
+	"\n" +
+	"candidates\x18\b \x01(\fR\n" +
+	"candidates\x1a>\n" +
+	"\x10IndexParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf3\x02\n" +
+	"\x14SearchVectorsRequest\x123\n" +
+	"\x05files\x18\x01 \x03(\v2\x1d.pushdown_pb.VectorSearchFileR\x05files\x12\x1f\n" +
+	"\vschema_json\x18\x02 \x01(\fR\n" +
+	"schemaJson\x12*\n" +
+	"\x11name_mapping_json\x18\x03 \x01(\fR\x0fnameMappingJson\x12\x19\n" +
+	"\bfield_id\x18\x04 \x01(\x05R\afieldId\x12\x16\n" +
+	"\x06vector\x18\x05 \x03(\x02R\x06vector\x121\n" +
+	"\x06metric\x18\x06 \x01(\x0e2\x19.pushdown_pb.VectorMetricR\x06metric\x12\x13\n" +
+	"\x05top_k\x18\a \x01(\x05R\x04topK\x12\x16\n" +
+	"\x06nprobe\x18\b \x01(\x05R\x06nprobe\x12\x16\n" +
+	"\x06refine\x18\t \x01(\x05R\x06refine\x12.\n" +
+	"\x13projected_field_ids\x18\n" +
+	" \x03(\x05R\x11projectedFieldIds\"\xaf\x02\n" +
+	"\x10VectorFileResult\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
+	"\vsearched_by\x18\x02 \x01(\tR\n" +
+	"searchedBy\x12\x1f\n" +
+	"\vindex_state\x18\x03 \x01(\tR\n" +
+	"indexState\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12%\n" +
+	"\x0evectors_scored\x18\x05 \x01(\x03R\rvectorsScored\x12%\n" +
+	"\x0evectors_approx\x18\x06 \x01(\x03R\rvectorsApprox\x12!\n" +
+	"\flists_probed\x18\a \x01(\x05R\vlistsProbed\x12\x1f\n" +
+	"\vcolumns_ipc\x18\b \x01(\fR\n" +
+	"columnsIpc\x12\x1b\n" +
+	"\tcache_hit\x18\t \x01(\bR\bcacheHit\"\x82\x01\n" +
+	"\x15SearchVectorsResponse\x124\n" +
+	"\brow_refs\x18\x01 \x03(\v2\x19.pushdown_pb.ScoredRowRefR\arowRefs\x123\n" +
+	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files\"\x9d\x02\n" +
+	"\x11VectorSearchStats\x12%\n" +
+	"\x0evectors_scored\x18\x01 \x01(\x03R\rvectorsScored\x12%\n" +
+	"\x0evectors_approx\x18\x02 \x01(\x03R\rvectorsApprox\x12$\n" +
+	"\x0efiles_by_index\x18\x03 \x01(\x05R\ffilesByIndex\x12\x1f\n" +
+	"\vfiles_exact\x18\x04 \x01(\x05R\n" +
+	"filesExact\x12\x16\n" +
+	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\x12(\n" +
+	"\x10max_lists_probed\x18\x06 \x01(\x05R\x0emaxListsProbed\x121\n" +
+	"\x05files\x18\a \x03(\v2\x1b.pushdown_pb.VectorFilePlanR\x05files\"\xc7\x01\n" +
+	"\x0eVectorFilePlan\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1a\n" +
+	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
+	"\n" +
+	"index_kind\x18\x03 \x01(\tR\tindexKind\x12%\n" +
+	"\x0eindex_identity\x18\x04 \x01(\tR\rindexIdentity\x12\x1f\n" +
+	"\vsearched_by\x18\x05 \x01(\tR\n" +
+	"searchedBy\x12\x1e\n" +
+	"\n" +
+	"candidates\x18\x06 \x01(\x03R\n" +
+	"candidates*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -4142,7 +4782,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x00\x12_\n" +
 	"\fBuildIndexes\x12%.pushdown_pb.BuildTableIndexesRequest\x1a&.pushdown_pb.BuildTableIndexesResponse\"\x00\x12R\n" +
-	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\x98\x04\n" +
+	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xf2\x04\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
@@ -4150,7 +4790,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0eComputeDeletes\x12\".pushdown_pb.ComputeDeletesRequest\x1a#.pushdown_pb.ComputeDeletesResponse\"\x00\x12U\n" +
 	"\fBuildIndexes\x12 .pushdown_pb.BuildIndexesRequest\x1a!.pushdown_pb.BuildIndexesResponse\"\x00\x12^\n" +
 	"\x0fEvaluateIndexes\x12#.pushdown_pb.EvaluateIndexesRequest\x1a$.pushdown_pb.EvaluateIndexesResponse\"\x00\x12^\n" +
-	"\x0fReadPageIndexes\x12#.pushdown_pb.ReadPageIndexesRequest\x1a$.pushdown_pb.ReadPageIndexesResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"\x0fReadPageIndexes\x12#.pushdown_pb.ReadPageIndexesRequest\x1a$.pushdown_pb.ReadPageIndexesResponse\"\x00\x12X\n" +
+	"\rSearchVectors\x12!.pushdown_pb.SearchVectorsRequest\x1a\".pushdown_pb.SearchVectorsResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -4165,7 +4806,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -4215,8 +4856,15 @@ var file_pushdown_proto_goTypes = []any{
 	(*ListIndexesRequest)(nil),        // 45: pushdown_pb.ListIndexesRequest
 	(*IndexEntry)(nil),                // 46: pushdown_pb.IndexEntry
 	(*ListIndexesResponse)(nil),       // 47: pushdown_pb.ListIndexesResponse
-	nil,                               // 48: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 49: pushdown_pb.IndexProbe.ParamsEntry
+	(*VectorSearchFile)(nil),          // 48: pushdown_pb.VectorSearchFile
+	(*SearchVectorsRequest)(nil),      // 49: pushdown_pb.SearchVectorsRequest
+	(*VectorFileResult)(nil),          // 50: pushdown_pb.VectorFileResult
+	(*SearchVectorsResponse)(nil),     // 51: pushdown_pb.SearchVectorsResponse
+	(*VectorSearchStats)(nil),         // 52: pushdown_pb.VectorSearchStats
+	(*VectorFilePlan)(nil),            // 53: pushdown_pb.VectorFilePlan
+	nil,                               // 54: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 55: pushdown_pb.IndexProbe.ParamsEntry
+	nil,                               // 56: pushdown_pb.VectorSearchFile.IndexParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -4240,54 +4888,63 @@ var file_pushdown_proto_depIdxs = []int32{
 	16, // 18: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
 	18, // 19: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
 	4,  // 20: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
-	21, // 21: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
-	4,  // 22: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
-	22, // 23: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
-	21, // 24: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
-	21, // 25: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
-	12, // 26: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
-	6,  // 27: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	27, // 28: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	48, // 29: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
-	6,  // 30: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	30, // 31: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
-	32, // 32: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	49, // 33: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
-	34, // 34: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	0,  // 35: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	36, // 36: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
-	37, // 37: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	34, // 38: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	40, // 39: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
-	41, // 40: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
-	37, // 41: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	30, // 42: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	46, // 43: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	5,  // 44: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 45: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	43, // 46: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	45, // 47: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	20, // 48: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 49: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 50: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	31, // 51: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	35, // 52: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	39, // 53: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	10, // 54: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 55: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	44, // 56: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	47, // 57: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	24, // 58: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 59: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 60: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	33, // 61: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	38, // 62: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	42, // 63: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	54, // [54:64] is the sub-list for method output_type
-	44, // [44:54] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	52, // 21: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
+	21, // 22: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
+	4,  // 23: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
+	22, // 24: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
+	21, // 25: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
+	21, // 26: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
+	12, // 27: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
+	6,  // 28: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	27, // 29: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
+	54, // 30: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	6,  // 31: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	30, // 32: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
+	32, // 33: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
+	55, // 34: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	34, // 35: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	0,  // 36: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	36, // 37: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	37, // 38: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	34, // 39: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	40, // 40: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
+	41, // 41: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
+	37, // 42: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	30, // 43: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	46, // 44: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	56, // 45: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	48, // 46: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
+	3,  // 47: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
+	17, // 48: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	50, // 49: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
+	53, // 50: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
+	5,  // 51: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 52: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	43, // 53: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	45, // 54: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	20, // 55: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 56: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 57: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	31, // 58: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	35, // 59: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	39, // 60: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	49, // 61: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	10, // 62: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 63: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	44, // 64: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	47, // 65: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	24, // 66: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 67: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 68: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	33, // 69: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	38, // 70: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	42, // 71: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	51, // 72: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	62, // [62:73] is the sub-list for method output_type
+	51, // [51:62] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -4303,7 +4960,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   45,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

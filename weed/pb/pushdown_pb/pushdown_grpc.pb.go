@@ -266,6 +266,7 @@ const (
 	PushdownVolume_BuildIndexes_FullMethodName    = "/pushdown_pb.PushdownVolume/BuildIndexes"
 	PushdownVolume_EvaluateIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/EvaluateIndexes"
 	PushdownVolume_ReadPageIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/ReadPageIndexes"
+	PushdownVolume_SearchVectors_FullMethodName   = "/pushdown_pb.PushdownVolume/SearchVectors"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -294,6 +295,10 @@ type PushdownVolumeClient interface {
 	// OffsetIndex and ColumnIndex of each row group, which a planner parses
 	// as it parses a native page index.
 	ReadPageIndexes(ctx context.Context, in *ReadPageIndexesRequest, opts ...grpc.CallOption) (*ReadPageIndexesResponse, error)
+	// SearchVectors returns the local top-K of a batch of data files held by
+	// this volume server (their IVF index when committed, else an exact scan)
+	// with the projected columns of exactly those rows.
+	SearchVectors(ctx context.Context, in *SearchVectorsRequest, opts ...grpc.CallOption) (*SearchVectorsResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -364,6 +369,16 @@ func (c *pushdownVolumeClient) ReadPageIndexes(ctx context.Context, in *ReadPage
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) SearchVectors(ctx context.Context, in *SearchVectorsRequest, opts ...grpc.CallOption) (*SearchVectorsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchVectorsResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_SearchVectors_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -390,6 +405,10 @@ type PushdownVolumeServer interface {
 	// OffsetIndex and ColumnIndex of each row group, which a planner parses
 	// as it parses a native page index.
 	ReadPageIndexes(context.Context, *ReadPageIndexesRequest) (*ReadPageIndexesResponse, error)
+	// SearchVectors returns the local top-K of a batch of data files held by
+	// this volume server (their IVF index when committed, else an exact scan)
+	// with the projected columns of exactly those rows.
+	SearchVectors(context.Context, *SearchVectorsRequest) (*SearchVectorsResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -417,6 +436,9 @@ func (UnimplementedPushdownVolumeServer) EvaluateIndexes(context.Context, *Evalu
 }
 func (UnimplementedPushdownVolumeServer) ReadPageIndexes(context.Context, *ReadPageIndexesRequest) (*ReadPageIndexesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadPageIndexes not implemented")
+}
+func (UnimplementedPushdownVolumeServer) SearchVectors(context.Context, *SearchVectorsRequest) (*SearchVectorsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchVectors not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -547,6 +569,24 @@ func _PushdownVolume_ReadPageIndexes_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_SearchVectors_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchVectorsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).SearchVectors(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_SearchVectors_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).SearchVectors(ctx, req.(*SearchVectorsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -577,6 +617,10 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadPageIndexes",
 			Handler:    _PushdownVolume_ReadPageIndexes_Handler,
+		},
+		{
+			MethodName: "SearchVectors",
+			Handler:    _PushdownVolume_SearchVectors_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

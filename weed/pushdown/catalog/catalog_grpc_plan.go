@@ -156,9 +156,14 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 			preq.SidePages = side
 		}
 	}
-	resp, _, err := s.Planner.Plan(ctx, preq)
+	resp, filePlans, err := s.Planner.Plan(ctx, preq)
 	if err != nil {
 		return nil, err
+	}
+	if req.GetVectorQuery() != nil {
+		if resp, err = s.planVectors(ctx, req, tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), schema, tbl.Meta.NameMapping(), e, resp, filePlans); err != nil {
+			return nil, err
+		}
 	}
 	resp.SnapshotId = snapID
 	resp.SchemaId = int32(schema.ID)
@@ -257,11 +262,7 @@ func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
 	if refs > lim.MaxDeleteRefs {
 		return perr.New(perr.ResourceExhausted, "Plan: %d delete file references exceed the limit of %d", refs, lim.MaxDeleteRefs)
 	}
-	switch {
-	case req.GetVectorQuery() != nil:
-		return perr.New(perr.Unimplemented, "Plan: vector queries are not built yet")
-	}
-	return nil
+	return checkVectorShape(req.GetVectorQuery(), lim)
 }
 
 func optional[T any](p *T) *T { return p }

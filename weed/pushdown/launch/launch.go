@@ -59,6 +59,7 @@ type flags struct {
 	trustMode      *string
 	allowBareDV    *bool
 	deleteCacheMB  *int // volume side
+	vectorCacheMB  *int // volume side
 	maxRequestMB   *int
 	s3Config       *string // volume command: the S3 identity file
 
@@ -152,6 +153,7 @@ func install(cmd *command.Command, k kind) {
 		}
 		f.indexLeftoverAge = cmd.Flag.Duration("pushdown.index.leftoverAge", volume.LeftoverAge, "temporary side-index payloads older than this, left by builds that did not finish, are removed when a build next writes beside them")
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
+		f.vectorCacheMB = cmd.Flag.Int("pushdown.vectorCacheMB", 1024, "memory for the data files' vectors cached by vector searches on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run
 	cmd.Run = func(c *command.Command, args []string) bool {
@@ -375,6 +377,7 @@ func (l *launcher) startVolume() {
 	opts := pdserver.VolumePushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: port, VolumeServer: httpAddr, Masters: masters,
 		DeleteCacheBytes: int64(*l.flags.deleteCacheMB) << 20, S3ConfigFile: l.s3ConfigFile(),
+		VectorCacheBytes: int64(*l.flags.vectorCacheMB) << 20,
 	}
 	if l.kind.name != "volume" && (l.kind.name == "mini" || l.boolean("filer")) {
 		opts.Filer = l.filerAddress()

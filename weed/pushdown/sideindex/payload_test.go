@@ -21,7 +21,7 @@ func builtPayloads(t *testing.T) (map[string][]byte, Input) {
 	out := map[string][]byte{}
 	for _, k := range Kinds() {
 		if !k.Supports(in.Type) {
-			continue // string and list kinds: see their own tests
+			continue // string, list and vector kinds: see their own tests
 		}
 		p, err := k.Build(context.Background(), in)
 		if err != nil {

@@ -78,6 +78,8 @@ type Service struct {
 	store                      deletes.Store
 	mu                         sync.Mutex
 	strictDeletes, bareDeletes *deletes.Computer
+	vecMu                      sync.Mutex
+	vectors                    *indexing.IndexCache // files' vectors (SearchVectors)
 }
 
 // New returns a Service reading through reader.

@@ -137,7 +137,7 @@ func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescripto
 	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
 	col, ok := cm.Leaf(int(sp.GetFieldId()))
 	if leaves := cm.Leaves(int(sp.GetFieldId())); !ok && len(leaves) == 1 {
-		col, ok = leaves[0], true // a list's element column (label_list)
+		col, ok = leaves[0], true // a list's element column (label_list) or a vector column's one repeated leaf
 	}
 	if !ok {
 		return perr.New(perr.FailedPrecondition, "%s stores no column for field %d (%s)", d.GetPath(), sp.GetFieldId(), perr.Quote(field.Name))

@@ -1,0 +1,480 @@
+package vector
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+)
+
+// Matrix is the vectors of one data file, one row per file position.
+type Matrix struct {
+	Dim  int
+	Data []float32 // rows × Dim; an invalid row is zeros
+	// Valid is false where the row's vector is NULL or has a length other
+	// than Dim: such a row is never returned.
+	Valid []bool
+}
+
+// Rows is the number of file positions.
+func (m *Matrix) Rows() int64 { return int64(len(m.Valid)) }
+
+// Row is the vector at file position i.
+func (m *Matrix) Row(i int64) []float32 { return m.Data[i*int64(m.Dim) : (i+1)*int64(m.Dim)] }
+
+// Bytes is the memory the matrix holds.
+func (m *Matrix) Bytes() int64 { return int64(len(m.Data))*4 + int64(len(m.Valid)) + 64 }
+
+// Index is the IVF index of one data file. With no lists (NList() == 0)
+// the file is too small for an index and is searched exactly.
+type Index struct {
+	Dim       int
+	Rows      int64     // file positions the index covers
+	Centroids []float32 // NList × Dim
+	Lists     [][]int64 // file positions of each list, ascending
+	// ivf_pq: residuals (x − centroid) quantized by PQ; Codes[l] holds
+	// len(Lists[l]) × PQ.M codes, Norms[l] the rows' |x| (for dot and cosine).
+	PQ    *PQ
+	Codes [][]byte
+	Norms [][]float32
+}
+
+// NList is the number of lists (centroids).
+func (ix *Index) NList() int { return len(ix.Lists) }
+
+// Bytes is the memory the index holds.
+func (ix *Index) Bytes() int64 {
+	b := int64(len(ix.Centroids))*4 + 128
+	for l := range ix.Lists {
+		b += int64(len(ix.Lists[l]))*8 + 24
+	}
+	for l := range ix.Codes {
+		b += int64(len(ix.Codes[l])) + int64(len(ix.Norms[l]))*4 + 48
+	}
+	if ix.PQ != nil {
+		b += int64(len(ix.PQ.Codebooks)) * 4
+	}
+	return b
+}
+
+// MinPointsPerList is how many training points every list keeps at least:
+// the centroid count is capped by rows / MinPointsPerList.
+const MinPointsPerList = 39
+
+// DefaultMinRows is the row count below which a file gets no lists and is
+// searched exactly.
+const DefaultMinRows = 1000
+
+// CentroidCount is 2^ceil(log2(4·sqrt(rows))), halved until every list
+// keeps MinPointsPerList points; 0 for no rows.
+func CentroidCount(rows int64) int {
+	if rows <= 0 {
+		return 0
+	}
+	c := 1 << bits.Len64(uint64(math.Ceil(4*math.Sqrt(float64(rows))))-1)
+	if float64(c) < 4*math.Sqrt(float64(rows)) {
+		c <<= 1
+	}
+	for c > 1 && int64(c)*MinPointsPerList > rows {
+		c >>= 1
+	}
+	return c
+}
+
+// DefaultNProbe is the lists probed when a query names none: one in
+// sixteen, at least one.
+func DefaultNProbe(nlist int) int { return max(1, (nlist+15)/16) }
+
+// DefaultRefine is the re-rank factor of ivf_pq: the best k × DefaultRefine
+// PQ candidates are re-scored exactly.
+const DefaultRefine = 16
+
+// BuildOptions tune Build.
+type BuildOptions struct {
+	NList      int   // 0: CentroidCount(valid rows)
+	PQ         bool  // quantize residuals (ivf_pq)
+	M          int   // PQ subspaces; 0: DefaultSubspaces(dim)
+	MinRows    int64 // fewer valid rows: no lists; 0: DefaultMinRows
+	Seed       int64
+	Workers    int // 0: every core
+	Iterations int // k-means iterations; 0: 10
+}
+
+// Build trains the index of mat.
+func Build(mat *Matrix, opt BuildOptions) (*Index, error) {
+	if mat.Dim <= 0 || int64(len(mat.Data)) != mat.Rows()*int64(mat.Dim) {
+		return nil, fmt.Errorf("vector matrix of %d values is not %d rows of %d dimensions", len(mat.Data), mat.Rows(), mat.Dim)
+	}
+	ix := &Index{Dim: mat.Dim, Rows: mat.Rows()}
+	var valid []int64
+	for i, ok := range mat.Valid {
+		if ok {
+			valid = append(valid, int64(i))
+		}
+	}
+	minRows := opt.MinRows
+	if minRows <= 0 {
+		minRows = DefaultMinRows
+	}
+	if int64(len(valid)) < minRows {
+		return ix, nil
+	}
+	nlist := opt.NList
+	if nlist <= 0 {
+		nlist = CentroidCount(int64(len(valid)))
+	}
+	if nlist > len(valid) {
+		return nil, fmt.Errorf("%d lists need at least as many vectors, the file has %d", nlist, len(valid))
+	}
+	w := workers(opt.Workers)
+	dim := mat.Dim
+	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x243f6a8885a308d3))
+	order := slices.Clone(valid)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	trainN := min(len(order), 32*nlist)
+	train := make([]float32, trainN*dim)
+	for i := range trainN {
+		copy(train[i*dim:(i+1)*dim], mat.Row(order[i]))
+	}
+	km := KMeansOptions{K: nlist, Iterations: opt.Iterations, Seed: opt.Seed, Workers: w}
+	ix.Centroids = KMeans(train, dim, km)
+	as := newAssigner(ix.Centroids, dim)
+	assign := make([]int32, len(valid))
+	parallelFor(w, len(valid), 512, func(lo, hi int) {
+		buf := make([]float32, nlist)
+		for i := lo; i < hi; i++ {
+			c, _ := as.nearest(mat.Row(valid[i]), buf)
+			assign[i] = int32(c)
+		}
+	})
+	ix.Lists = make([][]int64, nlist)
+	for i, p := range valid {
+		ix.Lists[assign[i]] = append(ix.Lists[assign[i]], p)
+	}
+	if !opt.PQ {
+		return ix, nil
+	}
+	m := opt.M
+	if m <= 0 {
+		m = DefaultSubspaces(dim)
+	}
+	pqN := min(trainN, 32*PQCentroids)
+	res := make([]float32, pqN*dim)
+	buf := make([]float32, nlist)
+	for i := range pqN {
+		x := mat.Row(order[i])
+		c, _ := as.nearest(x, buf)
+		cc := ix.Centroids[c*dim : (c+1)*dim]
+		r := res[i*dim : (i+1)*dim]
+		for j := range r {
+			r[j] = x[j] - cc[j]
+		}
+	}
+	km.Seed = opt.Seed + 7919
+	pq, err := TrainPQ(res, dim, m, km)
+	if err != nil {
+		return nil, err
+	}
+	ix.PQ = pq
+	ix.Codes = make([][]byte, nlist)
+	ix.Norms = make([][]float32, nlist)
+	for l := range ix.Lists {
+		ix.Codes[l] = make([]byte, len(ix.Lists[l])*m)
+		ix.Norms[l] = make([]float32, len(ix.Lists[l]))
+	}
+	parallelFor(w, nlist, 1, func(lo, hi int) {
+		r := make([]float32, dim)
+		sc := make([]float32, PQCentroids)
+		for l := lo; l < hi; l++ {
+			cc := ix.Centroids[l*dim : (l+1)*dim]
+			for i, p := range ix.Lists[l] {
+				x := mat.Row(p)
+				for j := range r {
+					r[j] = x[j] - cc[j]
+				}
+				pq.encode(r, ix.Codes[l][i*m:(i+1)*m], sc)
+				ix.Norms[l][i] = float32(math.Sqrt(float64(dot(x, x))))
+			}
+		}
+	})
+	return ix, nil
+}
+
+// MaxK bounds the results of one search.
+const MaxK = 10000
+
+// Query is one search of one file.
+type Query struct {
+	Vector []float32
+	K      int
+	NProbe int // lists probed at least; 0: DefaultNProbe
+	Refine int // ivf_pq re-rank factor; 0: DefaultRefine
+	Metric Metric
+	// Mask, when set, holds the only file positions that may be returned
+	// (rows surviving the scalar predicate and not deleted).
+	Mask *roaring64.Bitmap
+}
+
+// Hit is one result: a file position and its distance.
+type Hit struct {
+	Pos  int64
+	Dist float32
+}
+
+// Stats say what a search did.
+type Stats struct {
+	Scored int64 // exact distance computations
+	Approx int64 // PQ distance computations
+	Probed int   // lists probed
+	Exact  bool  // searched exactly (no lists, or few candidate rows)
+}
+
+// ErrDimension is returned (wrapped) when the query and the column differ
+// in dimension.
+var ErrDimension = errors.New("vector dimension mismatch")
+
+func (q Query) check(dim int) error {
+	switch {
+	case len(q.Vector) != dim:
+		return fmt.Errorf("%w: the query vector has %d dimensions, the column's vectors have %d", ErrDimension, len(q.Vector), dim)
+	case q.K <= 0 || q.K > MaxK:
+		return fmt.Errorf("k = %d: want 1 to %d results", q.K, MaxK)
+	case !q.Metric.Valid():
+		return fmt.Errorf("unknown vector metric %d", int32(q.Metric))
+	case q.NProbe < 0 || q.Refine < 0:
+		return fmt.Errorf("nprobe %d and refine %d must not be negative", q.NProbe, q.Refine)
+	}
+	for i, v := range q.Vector {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("query vector element %d is not a finite number", i)
+		}
+	}
+	return nil
+}
+
+// Exact is the exact top-K of the valid rows of mat that pass the mask,
+// nearest first, ties by position.
+func Exact(mat *Matrix, q Query) ([]Hit, Stats, error) {
+	if err := q.check(mat.Dim); err != nil {
+		return nil, Stats{}, err
+	}
+	sc := newScorer(q.Metric, q.Vector)
+	h := &topK{k: q.K}
+	st := Stats{Exact: true}
+	visit := func(p int64) {
+		if p < mat.Rows() && mat.Valid[p] {
+			h.offer(Hit{p, sc.dist(mat.Row(p))})
+			st.Scored++
+		}
+	}
+	if q.Mask != nil {
+		it := q.Mask.Iterator()
+		for it.HasNext() {
+			p := it.Next()
+			if p >= uint64(mat.Rows()) {
+				break
+			}
+			visit(int64(p))
+		}
+	} else {
+		for p := range mat.Rows() {
+			visit(p)
+		}
+	}
+	return h.sorted(), st, nil
+}
+
+// Search is the approximate top-K of mat (the vectors the index was built
+// from): the nearest NProbe lists, widened until K rows pass the mask or
+// every list is probed (so K rows come back whenever K rows match). ivf
+// scores the lists' rows exactly; ivf_pq scores them by PQ and re-ranks
+// the best K × Refine exactly. A file without lists, or a mask of at most
+// K × Refine rows, is searched exactly.
+func (ix *Index) Search(mat *Matrix, q Query) ([]Hit, Stats, error) {
+	if err := q.check(ix.Dim); err != nil {
+		return nil, Stats{}, err
+	}
+	if mat.Dim != ix.Dim || mat.Rows() != ix.Rows {
+		return nil, Stats{}, fmt.Errorf("the index covers %d rows of %d dimensions, the vectors are %d rows of %d", ix.Rows, ix.Dim, mat.Rows(), mat.Dim)
+	}
+	refine := q.Refine
+	if refine == 0 {
+		refine = DefaultRefine
+	}
+	if ix.NList() == 0 || (q.Mask != nil && q.Mask.GetCardinality() <= uint64(q.K*refine)) {
+		return Exact(mat, q)
+	}
+	nprobe := q.NProbe
+	if nprobe == 0 {
+		nprobe = DefaultNProbe(ix.NList())
+	}
+	sc := newScorer(q.Metric, q.Vector)
+	order := ix.probeOrder(sc)
+	pass := func(p int64) bool { return mat.Valid[p] && (q.Mask == nil || q.Mask.Contains(uint64(p))) }
+	var st Stats
+	if ix.PQ == nil {
+		h := &topK{k: q.K}
+		for _, l := range order {
+			if st.Probed >= nprobe && h.Len() >= q.K {
+				break
+			}
+			st.Probed++
+			for _, p := range ix.Lists[l] {
+				if pass(p) {
+					h.offer(Hit{p, sc.dist(mat.Row(p))})
+					st.Scored++
+				}
+			}
+		}
+		return h.sorted(), st, nil
+	}
+	cand := &topK{k: q.K * refine}
+	passed := 0
+	pq := ix.PQ
+	table := make([]float32, pq.M*PQCentroids)
+	qr := make([]float32, ix.Dim)
+	qq := dot(q.Vector, q.Vector)
+	for _, l := range order {
+		if st.Probed >= nprobe && passed >= q.K {
+			break
+		}
+		st.Probed++
+		cc := ix.Centroids[l*ix.Dim : (l+1)*ix.Dim]
+		for j := range qr {
+			qr[j] = q.Vector[j] - cc[j]
+		}
+		pq.l2Table(qr, table)
+		for i, p := range ix.Lists[l] {
+			if !pass(p) {
+				continue
+			}
+			passed++
+			st.Approx++
+			// |q − x|² by PQ; dot and cosine follow from it and the stored
+			// |x|: q·x = (|q|² + |x|² − |q − x|²) / 2.
+			s := pq.lookup(table, ix.Codes[l][i*pq.M:(i+1)*pq.M])
+			n := ix.Norms[l][i]
+			switch q.Metric {
+			case Dot:
+				s = -(qq + n*n - s) / 2
+			case Cosine:
+				if n == 0 || sc.qnorm == 0 {
+					s = 1
+				} else {
+					s = 1 - (qq+n*n-s)/(2*sc.qnorm*n)
+				}
+			}
+			cand.offer(Hit{p, s})
+		}
+	}
+	h := &topK{k: q.K}
+	for _, c := range cand.hits {
+		h.offer(Hit{c.Pos, sc.dist(mat.Row(c.Pos))})
+		st.Scored++
+	}
+	return h.sorted(), st, nil
+}
+
+// probeOrder is the lists by the query's distance to their centroid,
+// ties by list number.
+func (ix *Index) probeOrder(sc scorer) []int {
+	d := make([]float32, ix.NList())
+	order := make([]int, ix.NList())
+	for l := range order {
+		order[l] = l
+		d[l] = sc.dist(ix.Centroids[l*ix.Dim : (l+1)*ix.Dim])
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case d[a] < d[b]:
+			return -1
+		case d[a] > d[b]:
+			return 1
+		}
+		return a - b
+	})
+	return order
+}
+
+// topK keeps the k nearest hits (a max-heap on (distance, position)).
+type topK struct {
+	k    int
+	hits []Hit
+}
+
+func worse(a, b Hit) bool { return a.Dist > b.Dist || (a.Dist == b.Dist && a.Pos > b.Pos) }
+
+func (h *topK) Len() int           { return len(h.hits) }
+func (h *topK) Less(i, j int) bool { return worse(h.hits[i], h.hits[j]) }
+func (h *topK) Swap(i, j int)      { h.hits[i], h.hits[j] = h.hits[j], h.hits[i] }
+func (h *topK) Push(x any)         { h.hits = append(h.hits, x.(Hit)) }
+func (h *topK) Pop() any {
+	x := h.hits[len(h.hits)-1]
+	h.hits = h.hits[:len(h.hits)-1]
+	return x
+}
+
+func (h *topK) offer(x Hit) {
+	if len(h.hits) < h.k {
+		heap.Push(h, x)
+	} else if worse(h.hits[0], x) {
+		h.hits[0] = x
+		heap.Fix(h, 0)
+	}
+}
+
+// sorted is the hits nearest first.
+func (h *topK) sorted() []Hit {
+	out := slices.Clone(h.hits)
+	slices.SortFunc(out, func(a, b Hit) int {
+		if worse(a, b) {
+			return 1
+		}
+		if worse(b, a) {
+			return -1
+		}
+		return 0
+	})
+	return out
+}
+
+// Merge is the global top-K of per-file results already sorted nearest
+// first, with the file each came from: nearest first, ties by file then
+// position.
+func Merge[F any](k int, lists [][]Hit, files []F, less func(a, b F) bool) []struct {
+	File F
+	Hit  Hit
+} {
+	type item = struct {
+		File F
+		Hit  Hit
+	}
+	var all []item
+	for i, l := range lists {
+		for _, h := range l {
+			all = append(all, item{files[i], h})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b item) int {
+		switch {
+		case a.Hit.Dist < b.Hit.Dist:
+			return -1
+		case a.Hit.Dist > b.Hit.Dist:
+			return 1
+		case less(a.File, b.File):
+			return -1
+		case less(b.File, a.File):
+			return 1
+		}
+		return int(a.Hit.Pos - b.Hit.Pos)
+	})
+	if len(all) > k {
+		all = all[:k]
+	}
+	return all
+}

@@ -1,0 +1,403 @@
+package volume
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
+)
+
+// Limits of SearchVectors.
+const (
+	MaxVectorFiles     = 1024
+	MaxProjectedFields = 1024
+	MaxCandidateBytes  = 64 << 20 // all masks of one call
+)
+
+// DefaultVectorCacheBytes bounds the files' vectors kept in memory
+// (-pushdown.vectorCacheMB).
+const DefaultVectorCacheBytes = 1 << 30
+
+// SetVectorCacheBytes sizes the cache of files' vectors (call before
+// serving).
+func (s *Service) SetVectorCacheBytes(n int64) {
+	s.vecMu.Lock()
+	defer s.vecMu.Unlock()
+	s.vectors = indexing.NewIndexCache(n)
+	s.vectors.Tracker = s.Tracker
+}
+
+func (s *Service) vectorCache() *indexing.IndexCache {
+	s.vecMu.Lock()
+	defer s.vecMu.Unlock()
+	if s.vectors == nil {
+		s.vectors = indexing.NewIndexCache(DefaultVectorCacheBytes)
+		s.vectors.Tracker = s.Tracker
+	}
+	return s.vectors
+}
+
+// cachedMatrix carries a file's vectors in an IndexCache (it answers no
+// leaf).
+type cachedMatrix struct{ m *vector.Matrix }
+
+func (c cachedMatrix) Eval(context.Context, *predicate.Leaf) (sideindex.Answer, error) {
+	return sideindex.Answer{Unknown: true}, nil
+}
+func (c cachedMatrix) Bytes() int64 { return c.m.Bytes() }
+
+// SearchVectors answers the top-K of a batch of data files: per file the
+// committed IVF index when it opens and matches the file's identity (else
+// an exact scan, and index_state says why), restricted to the file's
+// candidate mask; the local top-K over the batch comes back with the
+// projected columns of exactly those rows.
+//
+//	files ─▶ identity re-check ─▶ vectors (cache, else read the column once)
+//	      ─▶ index (IndexCache, else payload) ─▶ masked search ─▶ merge top-K
+//	      ─▶ projected columns of the winners (their row groups only) as Arrow IPC
+func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVectorsRequest) (*pushdown_pb.SearchVectorsResponse, error) {
+	maskBytes := 0
+	for _, f := range req.GetFiles() {
+		maskBytes += len(f.GetCandidates())
+	}
+	switch {
+	case len(req.GetFiles()) > MaxVectorFiles:
+		return nil, perr.New(perr.ResourceExhausted, "SearchVectors: %d files exceed the limit of %d per call", len(req.GetFiles()), MaxVectorFiles)
+	case len(req.GetVector()) > sideindex.MaxVectorDim:
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: a query vector of %d dimensions exceeds %d", len(req.GetVector()), sideindex.MaxVectorDim)
+	case len(req.GetProjectedFieldIds()) > MaxProjectedFields:
+		return nil, perr.New(perr.ResourceExhausted, "SearchVectors: %d projected fields exceed %d", len(req.GetProjectedFieldIds()), MaxProjectedFields)
+	case maskBytes > MaxCandidateBytes:
+		return nil, perr.New(perr.ResourceExhausted, "SearchVectors: candidate masks of %d bytes exceed %d", maskBytes, MaxCandidateBytes)
+	case req.GetTopK() <= 0 || req.GetTopK() > vector.MaxK:
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: top_k %d: want 1 to %d", req.GetTopK(), vector.MaxK)
+	case len(req.GetVector()) == 0:
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: the query vector is empty")
+	case req.GetNprobe() < 0 || req.GetRefine() < 0 || req.GetRefine() > 1000:
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: nprobe %d and refine %d: want nprobe ≥ 0 and refine in [0, 1000]", req.GetNprobe(), req.GetRefine())
+	}
+	caller, err := s.authenticate(ctx, "SearchVectors", req)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range req.GetFiles() {
+		if _, err := caller.MayRead(ctx, f.GetPath()); err != nil {
+			return nil, perr.New(perr.KindOf(err), "SearchVectors: files[%d]: %w", i, err)
+		}
+	}
+	schema, nm, err := schemaOf(req.GetSchemaJson(), req.GetNameMappingJson())
+	if err != nil {
+		return nil, err
+	}
+	if schema == nil {
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: schema_json is required")
+	}
+	field, ok := schema.FindFieldByID(int(req.GetFieldId()))
+	if !ok {
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: field id %d is not in the schema", req.GetFieldId())
+	}
+	if !sideindex.IsVectorType(field.Type) {
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: column %s is %s, not a vector (a list of float or double)", perr.Quote(field.Name), field.Type)
+	}
+	q := vector.Query{Vector: req.GetVector(), K: int(req.GetTopK()), NProbe: int(req.GetNprobe()), Refine: int(req.GetRefine()),
+		Metric: vector.Metric(req.GetMetric())}
+	type fileOut struct {
+		hits   []vector.Hit
+		ft     *footer.Footer
+		cm     *plan.ColumnMap
+		result *pushdown_pb.VectorFileResult
+	}
+	outs := make([]fileOut, len(req.GetFiles()))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, cap(s.buildSlots)))
+	for i, f := range req.GetFiles() {
+		g.Go(func() error {
+			o := &outs[i]
+			o.result = &pushdown_pb.VectorFileResult{Path: f.GetPath()}
+			hits, ft, cm, err := s.searchFile(gctx, f, schema, nm, field, q, o.result)
+			if err != nil {
+				if perr.IsContext(err) {
+					return err
+				}
+				return perr.New(perr.KindOf(err), "SearchVectors: %s: %w", f.GetPath(), err)
+			}
+			o.hits, o.ft, o.cm = hits, ft, cm
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	type ranked struct {
+		file int
+		hit  vector.Hit
+	}
+	var all []ranked
+	for i, o := range outs {
+		for _, h := range o.hits {
+			all = append(all, ranked{i, h})
+		}
+	}
+	slices.SortFunc(all, func(a, b ranked) int {
+		return cmp.Or(cmp.Compare(a.hit.Dist, b.hit.Dist), cmp.Compare(a.file, b.file), cmp.Compare(a.hit.Pos, b.hit.Pos))
+	})
+	all = all[:min(len(all), q.K)]
+	resp := &pushdown_pb.SearchVectorsResponse{}
+	perFile := make([][]int64, len(outs))
+	for _, r := range all {
+		o := outs[r.file]
+		resp.RowRefs = append(resp.RowRefs, &pushdown_pb.ScoredRowRef{HasScore: true, Score: r.hit.Dist,
+			Ref: &pushdown_pb.RowRef{File: o.result.Path, RowGroup: int32(rowGroupOf(o.ft, r.hit.Pos)), FilePosition: r.hit.Pos}})
+		perFile[r.file] = append(perFile[r.file], r.hit.Pos)
+	}
+	for i, o := range outs {
+		resp.Files = append(resp.Files, o.result)
+		if len(perFile[i]) == 0 || len(req.GetProjectedFieldIds()) == 0 {
+			continue
+		}
+		ipcBytes, err := s.projectRows(ctx, req.GetFiles()[i], o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
+		if err != nil {
+			if perr.IsContext(err) {
+				return nil, err
+			}
+			return nil, perr.New(perr.KindOf(err), "SearchVectors: projecting %s: %w", o.result.Path, err)
+		}
+		o.result.ColumnsIpc = ipcBytes
+	}
+	return resp, nil
+}
+
+// searchFile searches one file and fills res.
+func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm iceberg.NameMapping,
+	field iceberg.NestedField, q vector.Query, res *pushdown_pb.VectorFileResult) ([]vector.Hit, *footer.Footer, *plan.ColumnMap, error) {
+	hash, err := s.footers.Identify(ctx, f.GetPath(), f.GetSizeBytes(), f.GetRecordCount())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ft, _, err := s.footers.Get(ctx, footer.Identity{Path: f.GetPath(), Size: f.GetSizeBytes()})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	identity := identityOf(&pushdown_pb.DataFileDescriptor{SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount()}, hash)
+	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
+	leaves := cm.Leaves(field.ID)
+	if len(leaves) != 1 {
+		return nil, nil, nil, perr.New(perr.FailedPrecondition, "the file stores %d leaf columns for vector field %d (%s), not one", len(leaves), field.ID, perr.Quote(field.Name))
+	}
+	if q.Mask, err = candidates(f); err != nil {
+		return nil, nil, nil, err
+	}
+	mat, hit, err := s.fileVectors(ctx, f.GetPath(), identity, ft, leaves[0], field.ID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res.CacheHit = hit
+	if len(q.Vector) != mat.Dim {
+		return nil, nil, nil, perr.New(perr.InvalidArgument, "dimension mismatch: the query vector has %d dimensions, column %s of this file holds vectors of %d", len(q.Vector), perr.Quote(field.Name), mat.Dim)
+	}
+	var ix *vector.Index
+	if kind := f.GetIndexKind(); kind != "" {
+		probe := &pushdown_pb.IndexProbe{DataFile: f.GetPath(), SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount(), Identity: f.GetIndexIdentity(),
+			FieldId: int32(field.ID), Kind: kind, Params: f.GetIndexParams()}
+		idx, state, err := s.openIndex(ctx, probe, schema)
+		vi, isVector := idx.(sideindex.VectorIndex)
+		switch {
+		case err != nil:
+			if perr.IsContext(err) {
+				return nil, nil, nil, err
+			}
+			res.IndexState, res.Reason = state, boundedReason(err)
+		case !isVector:
+			res.IndexState, res.Reason = indexing.StateFailed, fmt.Sprintf("%s is not a vector index kind", perr.Quote(kind))
+		default:
+			ix = vi.Vectors()
+		}
+	}
+	var hits []vector.Hit
+	var st vector.Stats
+	if ix != nil {
+		hits, st, err = ix.Search(mat, q)
+		res.SearchedBy = f.GetIndexKind()
+		if st.Exact {
+			res.SearchedBy = "exact"
+		}
+	} else {
+		hits, st, err = vector.Exact(mat, q)
+		res.SearchedBy = "exact"
+	}
+	if err != nil { // a dimension mismatch or a bad query
+		return nil, nil, nil, perr.New(perr.InvalidArgument, "%v", err)
+	}
+	res.VectorsScored, res.VectorsApprox, res.ListsProbed = st.Scored, st.Approx, int32(st.Probed)
+	return hits, ft, cm, nil
+}
+
+func candidates(f *pushdown_pb.VectorSearchFile) (*roaring64.Bitmap, error) {
+	if !f.GetHasCandidates() {
+		return nil, nil
+	}
+	m := roaring64.New()
+	if len(f.GetCandidates()) > 0 {
+		if _, err := m.ReadFrom(bytes.NewReader(f.GetCandidates())); err != nil {
+			return nil, perr.New(perr.InvalidArgument, "candidates are not a portable roaring64 bitmap: %v", err)
+		}
+	}
+	return m, nil
+}
+
+// vectorLoads collapses concurrent loads of the same file's vectors.
+var vectorLoads sync.Map // key → *sync.Mutex
+
+// fileVectors returns the file's vectors from the cache, else reads its
+// vector column once (concurrent searches of one file wait for one read).
+func (s *Service) fileVectors(ctx context.Context, path, identity string, ft *footer.Footer, leaf, fieldID int) (*vector.Matrix, bool, error) {
+	key := fmt.Sprintf("%s\x00%s\x00%d", path, identity, fieldID)
+	cache := s.vectorCache()
+	if m, ok := cache.Get(key); ok {
+		return m.(cachedMatrix).m, true, nil
+	}
+	mu, _ := vectorLoads.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	defer vectorLoads.Delete(key)
+	if m, ok := cache.Get(key); ok {
+		return m.(cachedMatrix).m, true, nil
+	}
+	loaded := freshness.Now()
+	fr, err := s.Reader.Open(ctx, path)
+	if err != nil {
+		return nil, false, classifyOpen(err)
+	}
+	m, err := sideindex.ReadVectors(ctx, path, ft, sourceOf(fr), leaf)
+	if err != nil {
+		if perr.IsContext(err) {
+			return nil, false, err
+		}
+		return nil, false, perr.New(perr.FailedPrecondition, "%v", err)
+	}
+	cache.Add(key, path, loaded, cachedMatrix{m}, m.Bytes())
+	return m, false, nil
+}
+
+func rowGroupOf(ft *footer.Footer, pos int64) int {
+	first := int64(0)
+	for rg := range ft.Meta.NumRowGroups() {
+		n := ft.Meta.RowGroup(rg).NumRows()
+		if pos < first+n {
+			return rg
+		}
+		first += n
+	}
+	return -1
+}
+
+// projectRows reads the projected columns of the row groups holding
+// positions and returns exactly those rows, in the order given, as an
+// Arrow IPC stream.
+func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFile, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, perr.New(perr.Corrupt, "decode: %v", p)
+		}
+	}()
+	fids := make([]int, len(ids))
+	for i, id := range ids {
+		fids[i] = int(id)
+	}
+	cols := cm.Projection(ft.Meta, fids)
+	fh, err := s.Reader.Open(ctx, f.GetPath())
+	if err != nil {
+		return nil, classifyOpen(err)
+	}
+	rdr, err := sideindex.OpenParquet(ctx, f.GetPath(), ft, sourceOf(fh))
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "%v", err)
+	}
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "%v", err)
+	}
+	firsts := make([]int64, ft.Meta.NumRowGroups()+1)
+	for rg := range ft.Meta.NumRowGroups() {
+		firsts[rg+1] = firsts[rg] + ft.Meta.RowGroup(rg).NumRows()
+	}
+	tables := map[int]arrow.Table{}
+	defer func() {
+		for _, t := range tables {
+			t.Release()
+		}
+	}()
+	var schema *arrow.Schema
+	slicesPerCol := [][]arrow.Array{}
+	for _, p := range positions {
+		rg := rowGroupOf(ft, p)
+		t, ok := tables[rg]
+		if !ok {
+			t, err = fr.ReadRowGroups(ctx, cols, []int{rg})
+			if err != nil {
+				return nil, perr.Wrap(perr.Unavailable, err)
+			}
+			tables[rg] = t
+			if schema == nil {
+				schema = t.Schema()
+				slicesPerCol = make([][]arrow.Array, schema.NumFields())
+			}
+		}
+		local := p - firsts[rg]
+		for c := range schema.NumFields() {
+			ch := t.Column(c).Data()
+			off := int64(0)
+			for _, a := range ch.Chunks() {
+				if local < off+int64(a.Len()) {
+					slicesPerCol[c] = append(slicesPerCol[c], array.NewSlice(a, local-off, local-off+1))
+					break
+				}
+				off += int64(a.Len())
+			}
+		}
+	}
+	arrs := make([]arrow.Array, len(slicesPerCol))
+	for c, parts := range slicesPerCol {
+		a, err := array.Concatenate(parts, memory.DefaultAllocator)
+		for _, p := range parts {
+			p.Release()
+		}
+		if err != nil {
+			return nil, perr.New(perr.Internal, "%v", err)
+		}
+		arrs[c] = a
+		defer a.Release()
+	}
+	rec := array.NewRecordBatch(schema, arrs, int64(len(positions)))
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	return buf.Bytes(), nil
+}
