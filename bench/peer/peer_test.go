@@ -88,15 +88,23 @@ func TestPeerBenchmark(t *testing.T) {
 		rows, _ = strconv.ParseInt(v, 10, 64)
 	}
 	tables := map[string]string{}
-	for _, idx := range []demo.Indexed{demo.IndexedAll, demo.IndexedHalf, demo.IndexedNone} {
+	modeList := peerModes()
+	for _, mode := range modeList {
+		idx := demo.Indexed(mode)
+		if mode == sideMode {
+			idx = demo.IndexedNone // the files of "none", with side indexes
+		}
 		spec := demo.DefaultSpec()
 		spec.Rows, spec.Indexed = rows, idx
-		name := "peer." + string(idx)
+		name := "peer." + mode
 		res, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tables[string(idx)] = res.Location
+		tables[mode] = res.Location
+		if mode == sideMode {
+			createSideIndexes(t, c, name)
+		}
 	}
 
 	mnt := filepath.Join(c.Dir, "mnt")
@@ -128,7 +136,7 @@ func TestPeerBenchmark(t *testing.T) {
 	mountRead := func() int64 { return procIO(mount.Cmd.Process.Pid, "rchar") }
 
 	var results []measurement
-	for _, idx := range []string{"all", "half", "none"} {
+	for _, idx := range modeList {
 		loc := tables[idx]
 		dir := filepath.Join(mnt, strings.TrimPrefix(loc, "s3://warehouse/"), "data")
 		for _, q := range queries(rows) {
@@ -156,6 +164,31 @@ func TestPeerBenchmark(t *testing.T) {
 		}
 	}
 	write(t, results)
+}
+
+// sideMode is the table written like "none" (no page index, no bloom
+// filters) with side indexes built beside it: btree(id), bloom(tenant_id)
+// and page_index on every column the queries read.
+const sideMode = "side"
+
+// peerModes are the tables measured: all, half, none and side, or the
+// comma-separated list in LAKEWEED_PEER_MODES.
+func peerModes() []string {
+	if v := os.Getenv("LAKEWEED_PEER_MODES"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"all", "half", "none", sideMode}
+}
+
+func createSideIndexes(t *testing.T, c *harness.Cluster, name string) {
+	e := c.Endpoints()
+	for _, x := range [][2]string{{"id", "btree"}, {"tenant_id", "bloom"}, {"id", "page_index"}, {"ts", "page_index"},
+		{"tenant_id", "page_index"}, {"status", "page_index"}, {"message", "page_index"}} {
+		if out, errOut, err := harness.Weed(t, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3,
+			"-warehouse", e.Warehouse, "-table", name, "-column", x[0], "-kind", x[1], "-wait"); err != nil {
+			t.Fatalf("index create %s(%s): %v\n%s%s", x[1], x[0], err, out, errOut)
+		}
+	}
 }
 
 var conns = map[bool]*connector.Connector{}
@@ -376,7 +409,7 @@ func write(t *testing.T, ms []measurement) {
 	var md strings.Builder
 	md.WriteString("| indexed | query | rows | bytes a | bytes b | bytes c | b/a bytes | c/a bytes | warm ms a | warm ms b | warm ms c | b/a warm | c/a warm | cold ms a | cold ms b | cold ms c |\n")
 	md.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, idx := range []string{"all", "half", "none"} {
+	for _, idx := range peerModes() {
 		for _, q := range queries(0) {
 			a, b, c := byKey[idx+"|"+q.name+"|a"], byKey[idx+"|"+q.name+"|b"], byKey[idx+"|"+q.name+"|c"]
 			ratio := func(x, y float64) string {
