@@ -200,11 +200,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	out := map[*FilePlan]*fileOutput{}
 	for i, fp := range live {
-		if outs[i] != nil {
-			out[fp] = outs[i]
-		}
+		fp.output = outs[i]
 	}
 
 	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
@@ -217,7 +214,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	for _, fp := range plans {
 		st.FilesTotal++
 		rowsTotal += fp.File.RecordCount
-		out := out[fp]
+		out := fp.output
 		if fp.Skip { // pruned by the manifest tier
 			st.FilesPruned++
 			st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
@@ -245,8 +242,11 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		rowsPlanned += out.rowsPlanned
 		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
 		resp.Pages = append(resp.Pages, out.pages...)
-		for _, r := range out.ranges {
-			resp.FileRanges = append(resp.FileRanges, &pushdown_pb.FileRange{File: fp.File.Path, Offset: r.Off, Length: r.Len})
+		frs := make([]pushdown_pb.FileRange, len(out.ranges)) // one allocation for the file's ranges
+		for i, r := range out.ranges {
+			fr := &frs[i]
+			fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
+			resp.FileRanges = append(resp.FileRanges, fr)
 			st.BytesPlanned += r.Len
 		}
 		resp.Files = append(resp.Files, &pushdown_pb.PlannedFile{

@@ -1,8 +1,9 @@
 package plan
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -23,9 +24,13 @@ func Coalesce(rs []byteRange, gap int64) []byteRange {
 	if len(rs) == 0 {
 		return nil
 	}
-	sorted := append([]byteRange{}, rs...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Off < sorted[j].Off })
-	out := []byteRange{sorted[0]}
+	sorted := rs
+	if !slices.IsSortedFunc(rs, byOffset) {
+		sorted = slices.Clone(rs)
+		slices.SortFunc(sorted, byOffset)
+	}
+	out := make([]byteRange, 1, len(sorted))
+	out[0] = sorted[0]
 	useful := sorted[0].Len // bytes the last merged range serves
 	for _, r := range sorted[1:] {
 		last := &out[len(out)-1]
@@ -49,6 +54,8 @@ func Coalesce(rs []byteRange, gap int64) []byteRange {
 	return out
 }
 
+func byOffset(a, b byteRange) int { return cmp.Compare(a.Off, b.Off) }
+
 // fileOutput is the response part of one planned file.
 type fileOutput struct {
 	rowGroups     []*pushdown_pb.RowGroupRef
@@ -65,6 +72,8 @@ type fileOutput struct {
 func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb.ColumnRef, gap int64) *fileOutput {
 	out := &fileOutput{}
 	md := fp.Footer.Meta
+	// One allocation for the file's row group refs.
+	refs := make([]pushdown_pb.RowGroupRef, 0, md.NumRowGroups())
 	var firstRow int64
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
 		rgm := md.RowGroup(rg)
@@ -111,7 +120,9 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 		}
 		if !rgp.Skip {
 			out.rowGroupsLeft++
-			ref := &pushdown_pb.RowGroupRef{File: fp.File.Path, RowGroup: int32(rg), FirstRow: firstRow, RowCount: numRows}
+			refs = refs[:len(refs)+1]
+			ref := &refs[len(refs)-1]
+			ref.File, ref.RowGroup, ref.FirstRow, ref.RowCount = fp.File.Path, int32(rg), firstRow, numRows
 			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
 				for _, r := range rgp.Rows {

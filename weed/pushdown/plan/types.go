@@ -143,6 +143,7 @@ type FilePlan struct {
 	// Why a tier could not be used on this file (for indexes_missing).
 	Missing []string
 	Used    []string
+	output  *fileOutput // the file's response pieces (nil: pruned)
 }
 
 // Clock is swappable for tests.
