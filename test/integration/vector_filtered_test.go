@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -14,12 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -208,12 +204,23 @@ func TestFilteredVectorPlansReturnTheBruteForceTopKOfTheMatchingRows(t *testing.
 		t.Fatalf("index create ivf: %v\n%s%s", err, out, errOut)
 	}
 	run("ivf", false)
-	resp, err := vectorPlan(t, c, name, near, k, cases[0].pred)
+	// The volume's vector cache holds the files' vectors and the
+	// predicates' answers, and says so in Status (and so in /metrics).
+	if vc := volumeCache(t, c.VolumePushdownAddr(), "vectors"); vc.GetEntries() < int64(len(paths)) || vc.GetBytes() < int64(len(paths))*10000*64*4 ||
+		vc.GetHits() == 0 || vc.GetCapacityBytes() == 0 {
+		t.Fatalf("the volume's vectors cache after filtered plans over %d files: %+v", len(paths), vc)
+	}
+	// Masks no larger than what an unmasked search scores are scanned
+	// exactly; a 20% one is searched through the index, with recall.
+	unselective := filteredCase{"status", `{"type":"eq","term":{"field-id":4},"value":"error"}`,
+		func(o oracleFile, p int) bool { return o.strs["status"][p] == "error" }}
+	resp, err := vectorPlan(t, c, name, near, k, unselective.pred)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := resp.GetStats().GetVector(); st.GetFilesByIndex() == 0 {
-		t.Fatalf("after the ivf build no file was searched by index: %+v", st)
+	want := bruteForceL2(oracle, near, k, func(f int, p int64) bool { return unselective.match(oracle[f], int(p)) })
+	if r := checkFilteredPlan(t, "status = 'error'", resp, oracle, paths, want, unselective); r < 0.9 || resp.GetStats().GetVector().GetFilesByIndex() == 0 {
+		t.Fatalf("status = 'error' after the ivf build: recall %.2f, %+v", r, resp.GetStats().GetVector())
 	}
 
 	// A predicate with a part no tier and no volume can evaluate is
@@ -253,18 +260,12 @@ func TestVectorPlansOverAnIdentityPartitionSearchMatchingFilesWholeWithoutAPredi
 		{Name: "cat", Type: arrow.BinaryTypes.String, Metadata: fid("3")},
 		{Name: "embedding", Type: arrow.FixedSizeListOfField(dim, arrow.Field{Name: "element", Type: arrow.PrimitiveTypes.Float32, Metadata: fid("5")}), Nullable: true, Metadata: fid("4")},
 	}, nil)
-	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(tbl.Location(), "s3://"), "/")
 	r := rand.New(rand.NewPCG(7, 11))
-	var dfs []iceberg.DataFile
+	var datas [][]byte
+	var parts []map[int]any
 	for i, part := range []string{"a", "b", "c"} {
-		// Four row groups, each written as its own record (arrow-go writes
-		// the first slice's vectors again for later slices of one
-		// fixed_size_list record).
-		var buf bytes.Buffer
-		w, err := pqarrow.NewFileWriter(as, &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rows/4)), pqarrow.NewArrowWriterProperties())
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Four row groups, each written as its own record.
+		var recs []arrow.RecordBatch
 		for g := range 4 {
 			b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 			emb := b.Field(3).(*array.FixedSizeListBuilder)
@@ -277,35 +278,16 @@ func TestVectorPlansOverAnIdentityPartitionSearchMatchingFilesWholeWithoutAPredi
 					emb.ValueBuilder().(*array.Float32Builder).Append(float32(r.NormFloat64()))
 				}
 			}
-			rec := b.NewRecordBatch()
+			recs = append(recs, b.NewRecordBatch())
 			b.Release()
-			if err := w.Write(rec); err != nil {
-				t.Fatal(err)
-			}
+		}
+		datas = append(datas, harness.WriteParquetRecords(t, as, recs, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rows/4))))
+		parts = append(parts, map[int]any{1000: part})
+		for _, rec := range recs {
 			rec.Release()
 		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		data := buf.Bytes()
-		key := fmt.Sprintf("%s/data/part-%d.parquet", prefix, i)
-		if _, err := c.S3(t).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data)}); err != nil {
-			t.Fatal(err)
-		}
-		df, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, "s3://"+bucket+"/"+key, iceberg.ParquetFile,
-			map[int]any{1000: part}, nil, nil, rows, int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dfs = append(dfs, df.Build())
 	}
-	tx := tbl.NewTransaction()
-	if err := tx.AddDataFiles(ctx, dfs, nil); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl = harness.CommitDataFiles(t, c, tbl, datas, []int64{rows, rows, rows}, parts)
 	paths, oracle := tableOracle(t, c, tbl)
 	q := make([]float32, dim)
 	for d := range q {

@@ -316,16 +316,8 @@ func (s *Service) vectorEndpoints(ctx context.Context, path string) []string {
 	if s.Watcher == nil || s.Reader == nil {
 		return nil
 	}
-	fh, err := s.Reader.Open(ctx, path)
-	if err != nil {
-		return nil
-	}
-	servers, err := fh.Holders(ctx)
-	if err != nil {
-		return nil
-	}
 	var eps []string
-	for _, vs := range servers {
+	for _, vs := range s.holderServers(ctx, path) {
 		if ep, ok := s.Watcher.ForVolumeServer(vs); ok && !slices.Contains(eps, ep.Address) {
 			eps = append(eps, ep.Address)
 		}
