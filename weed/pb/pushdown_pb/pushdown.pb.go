@@ -3793,6 +3793,10 @@ type VectorSearchFile struct {
 	// deleted. Otherwise every row is a candidate.
 	HasCandidates bool   `protobuf:"varint,7,opt,name=has_candidates,json=hasCandidates,proto3" json:"has_candidates,omitempty"`
 	Candidates    []byte `protobuf:"bytes,8,opt,name=candidates,proto3" json:"candidates,omitempty"`
+	// Past the sketch: evaluate the request's predicate exactly on this
+	// file's candidates (the rows the side indexes could not decide) and
+	// search only the rows that match.
+	Filter        bool `protobuf:"varint,9,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3883,6 +3887,13 @@ func (x *VectorSearchFile) GetCandidates() []byte {
 	return nil
 }
 
+func (x *VectorSearchFile) GetFilter() bool {
+	if x != nil {
+		return x.Filter
+	}
+	return false
+}
+
 type SearchVectorsRequest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Files             []*VectorSearchFile    `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
@@ -3895,8 +3906,12 @@ type SearchVectorsRequest struct {
 	Nprobe            int32                  `protobuf:"varint,8,opt,name=nprobe,proto3" json:"nprobe,omitempty"` // 0: the index's default
 	Refine            int32                  `protobuf:"varint,9,opt,name=refine,proto3" json:"refine,omitempty"` // ivf_pq re-rank factor; 0: the default
 	ProjectedFieldIds []int32                `protobuf:"varint,10,rep,packed,name=projected_field_ids,json=projectedFieldIds,proto3" json:"projected_field_ids,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Past the sketch: the plan's predicate, evaluated on the candidates of
+	// the files with filter set (as EvaluateIndexes takes it).
+	PredicateKind PredicateKind `protobuf:"varint,11,opt,name=predicate_kind,json=predicateKind,proto3,enum=pushdown_pb.PredicateKind" json:"predicate_kind,omitempty"`
+	Predicate     []byte        `protobuf:"bytes,12,opt,name=predicate,proto3" json:"predicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchVectorsRequest) Reset() {
@@ -3999,6 +4014,20 @@ func (x *SearchVectorsRequest) GetProjectedFieldIds() []int32 {
 	return nil
 }
 
+func (x *SearchVectorsRequest) GetPredicateKind() PredicateKind {
+	if x != nil {
+		return x.PredicateKind
+	}
+	return PredicateKind_PREDICATE_UNSPECIFIED
+}
+
+func (x *SearchVectorsRequest) GetPredicate() []byte {
+	if x != nil {
+		return x.Predicate
+	}
+	return nil
+}
+
 type VectorFileResult struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Path       string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -4011,10 +4040,14 @@ type VectorFileResult struct {
 	ListsProbed   int32  `protobuf:"varint,7,opt,name=lists_probed,json=listsProbed,proto3" json:"lists_probed,omitempty"`
 	// Arrow IPC stream of the projected columns of this file's rows in
 	// row_refs, in the order they appear there.
-	ColumnsIpc    []byte `protobuf:"bytes,8,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
-	CacheHit      bool   `protobuf:"varint,9,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"` // vectors served from memory
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ColumnsIpc []byte `protobuf:"bytes,8,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
+	CacheHit   bool   `protobuf:"varint,9,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"` // vectors served from memory
+	// Rows the search could return: the candidates after the predicate
+	// (filter) and the mask; -1 when every row could.
+	MaskRows       int64 `protobuf:"varint,10,opt,name=mask_rows,json=maskRows,proto3" json:"mask_rows,omitempty"`
+	FilterCacheHit bool  `protobuf:"varint,11,opt,name=filter_cache_hit,json=filterCacheHit,proto3" json:"filter_cache_hit,omitempty"` // the predicate's answer served from memory
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *VectorFileResult) Reset() {
@@ -4110,6 +4143,20 @@ func (x *VectorFileResult) GetCacheHit() bool {
 	return false
 }
 
+func (x *VectorFileResult) GetMaskRows() int64 {
+	if x != nil {
+		return x.MaskRows
+	}
+	return 0
+}
+
+func (x *VectorFileResult) GetFilterCacheHit() bool {
+	if x != nil {
+		return x.FilterCacheHit
+	}
+	return false
+}
+
 type SearchVectorsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The local top-K over the batch, nearest first (score: the distance;
@@ -4174,8 +4221,12 @@ type VectorSearchStats struct {
 	Nprobe         int32                  `protobuf:"varint,5,opt,name=nprobe,proto3" json:"nprobe,omitempty"`                                         // requested (0: each index's default)
 	MaxListsProbed int32                  `protobuf:"varint,6,opt,name=max_lists_probed,json=maxListsProbed,proto3" json:"max_lists_probed,omitempty"` // the most lists one file probed (widened under masks)
 	Files          []*VectorFilePlan      `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Rows the masks held over the masked files (after the volume-side
+	// predicate), and how many files had the predicate evaluated on the volume.
+	MaskRows      int64 `protobuf:"varint,8,opt,name=mask_rows,json=maskRows,proto3" json:"mask_rows,omitempty"`
+	FilesFiltered int32 `protobuf:"varint,9,opt,name=files_filtered,json=filesFiltered,proto3" json:"files_filtered,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VectorSearchStats) Reset() {
@@ -4257,6 +4308,20 @@ func (x *VectorSearchStats) GetFiles() []*VectorFilePlan {
 	return nil
 }
 
+func (x *VectorSearchStats) GetMaskRows() int64 {
+	if x != nil {
+		return x.MaskRows
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFilesFiltered() int32 {
+	if x != nil {
+		return x.FilesFiltered
+	}
+	return 0
+}
+
 // Where and how one file was searched: a connector may dispatch
 // SearchVectors for the file to the same endpoint itself.
 type VectorFilePlan struct {
@@ -4266,7 +4331,11 @@ type VectorFilePlan struct {
 	IndexKind     string                 `protobuf:"bytes,3,opt,name=index_kind,json=indexKind,proto3" json:"index_kind,omitempty"` // committed index searched, "" when none
 	IndexIdentity string                 `protobuf:"bytes,4,opt,name=index_identity,json=indexIdentity,proto3" json:"index_identity,omitempty"`
 	SearchedBy    string                 `protobuf:"bytes,5,opt,name=searched_by,json=searchedBy,proto3" json:"searched_by,omitempty"` // "ivf", "ivf_pq" or "exact"
-	Candidates    int64                  `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`                  // rows that could be returned (-1: every row)
+	Candidates    int64                  `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`                  // rows the plan left (-1: every row)
+	// Rows that could be returned after the volume evaluated the predicate
+	// on the candidates (-1: every row); filtered says it did.
+	MaskRows      int64 `protobuf:"varint,7,opt,name=mask_rows,json=maskRows,proto3" json:"mask_rows,omitempty"`
+	Filtered      bool  `protobuf:"varint,8,opt,name=filtered,proto3" json:"filtered,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4341,6 +4410,20 @@ func (x *VectorFilePlan) GetCandidates() int64 {
 		return x.Candidates
 	}
 	return 0
+}
+
+func (x *VectorFilePlan) GetMaskRows() int64 {
+	if x != nil {
+		return x.MaskRows
+	}
+	return 0
+}
+
+func (x *VectorFilePlan) GetFiltered() bool {
+	if x != nil {
+		return x.Filtered
+	}
+	return false
 }
 
 var File_pushdown_proto protoreflect.FileDescriptor
@@ -4687,7 +4770,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06wanted\x18\x01 \x03(\v2\x16.pushdown_pb.IndexSpecR\x06wanted\x121\n" +
 	"\aentries\x18\x02 \x03(\v2\x17.pushdown_pb.IndexEntryR\aentries\x12\x1f\n" +
 	"\vfiles_total\x18\x03 \x01(\x03R\n" +
-	"filesTotal\"\x88\x03\n" +
+	"filesTotal\"\xa0\x03\n" +
 	"\x10VectorSearchFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -4700,10 +4783,11 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0ehas_candidates\x18\a \x01(\bR\rhasCandidates\x12\x1e\n" +
 	"\n" +
 	"candidates\x18\b \x01(\fR\n" +
-	"candidates\x1a>\n" +
+	"candidates\x12\x16\n" +
+	"\x06filter\x18\t \x01(\bR\x06filter\x1a>\n" +
 	"\x10IndexParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf3\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x03\n" +
 	"\x14SearchVectorsRequest\x123\n" +
 	"\x05files\x18\x01 \x03(\v2\x1d.pushdown_pb.VectorSearchFileR\x05files\x12\x1f\n" +
 	"\vschema_json\x18\x02 \x01(\fR\n" +
@@ -4716,7 +4800,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06nprobe\x18\b \x01(\x05R\x06nprobe\x12\x16\n" +
 	"\x06refine\x18\t \x01(\x05R\x06refine\x12.\n" +
 	"\x13projected_field_ids\x18\n" +
-	" \x03(\x05R\x11projectedFieldIds\"\xaf\x02\n" +
+	" \x03(\x05R\x11projectedFieldIds\x12A\n" +
+	"\x0epredicate_kind\x18\v \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
+	"\tpredicate\x18\f \x01(\fR\tpredicate\"\xf6\x02\n" +
 	"\x10VectorFileResult\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vsearched_by\x18\x02 \x01(\tR\n" +
@@ -4729,10 +4815,13 @@ const file_pushdown_proto_rawDesc = "" +
 	"\flists_probed\x18\a \x01(\x05R\vlistsProbed\x12\x1f\n" +
 	"\vcolumns_ipc\x18\b \x01(\fR\n" +
 	"columnsIpc\x12\x1b\n" +
-	"\tcache_hit\x18\t \x01(\bR\bcacheHit\"\x82\x01\n" +
+	"\tcache_hit\x18\t \x01(\bR\bcacheHit\x12\x1b\n" +
+	"\tmask_rows\x18\n" +
+	" \x01(\x03R\bmaskRows\x12(\n" +
+	"\x10filter_cache_hit\x18\v \x01(\bR\x0efilterCacheHit\"\x82\x01\n" +
 	"\x15SearchVectorsResponse\x124\n" +
 	"\brow_refs\x18\x01 \x03(\v2\x19.pushdown_pb.ScoredRowRefR\arowRefs\x123\n" +
-	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files\"\x9d\x02\n" +
+	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files\"\xe1\x02\n" +
 	"\x11VectorSearchStats\x12%\n" +
 	"\x0evectors_scored\x18\x01 \x01(\x03R\rvectorsScored\x12%\n" +
 	"\x0evectors_approx\x18\x02 \x01(\x03R\rvectorsApprox\x12$\n" +
@@ -4741,7 +4830,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"filesExact\x12\x16\n" +
 	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\x12(\n" +
 	"\x10max_lists_probed\x18\x06 \x01(\x05R\x0emaxListsProbed\x121\n" +
-	"\x05files\x18\a \x03(\v2\x1b.pushdown_pb.VectorFilePlanR\x05files\"\xc7\x01\n" +
+	"\x05files\x18\a \x03(\v2\x1b.pushdown_pb.VectorFilePlanR\x05files\x12\x1b\n" +
+	"\tmask_rows\x18\b \x01(\x03R\bmaskRows\x12%\n" +
+	"\x0efiles_filtered\x18\t \x01(\x05R\rfilesFiltered\"\x80\x02\n" +
 	"\x0eVectorFilePlan\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1a\n" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
@@ -4752,7 +4843,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"searchedBy\x12\x1e\n" +
 	"\n" +
 	"candidates\x18\x06 \x01(\x03R\n" +
-	"candidates*Z\n" +
+	"candidates\x12\x1b\n" +
+	"\tmask_rows\x18\a \x01(\x03R\bmaskRows\x12\x1a\n" +
+	"\bfiltered\x18\b \x01(\bR\bfiltered*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -4915,36 +5008,37 @@ var file_pushdown_proto_depIdxs = []int32{
 	56, // 45: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
 	48, // 46: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
 	3,  // 47: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
-	17, // 48: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	50, // 49: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
-	53, // 50: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
-	5,  // 51: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 52: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	43, // 53: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	45, // 54: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	20, // 55: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 56: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 57: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	31, // 58: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	35, // 59: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	39, // 60: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	49, // 61: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	10, // 62: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 63: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	44, // 64: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	47, // 65: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	24, // 66: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 67: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 68: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	33, // 69: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	38, // 70: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	42, // 71: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	51, // 72: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	62, // [62:73] is the sub-list for method output_type
-	51, // [51:62] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	0,  // 48: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	17, // 49: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	50, // 50: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
+	53, // 51: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
+	5,  // 52: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	20, // 53: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	43, // 54: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	45, // 55: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	20, // 56: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	25, // 57: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	26, // 58: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	31, // 59: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	35, // 60: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	39, // 61: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	49, // 62: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	10, // 63: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	23, // 64: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	44, // 65: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	47, // 66: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	24, // 67: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	29, // 68: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	28, // 69: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	33, // 70: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	38, // 71: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	42, // 72: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	51, // 73: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	63, // [63:74] is the sub-list for method output_type
+	52, // [52:63] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }

@@ -161,7 +161,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		return nil, err
 	}
 	if req.GetVectorQuery() != nil {
-		if resp, err = s.planVectors(ctx, req, tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), schema, tbl.Meta.NameMapping(), e, resp, filePlans); err != nil {
+		if resp, err = s.planVectors(ctx, req, tbl.Meta.TableUUID().String(), tbl.Meta.Properties(), &preq, resp, filePlans); err != nil {
 			return nil, err
 		}
 	}

@@ -176,11 +176,21 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 	if s.Watcher == nil || s.Reader == nil {
 		return ""
 	}
+	for _, vs := range s.holderServers(ctx, path) {
+		if ep, ok := s.Watcher.ForVolumeServer(vs); ok {
+			return ep.Address
+		}
+	}
+	return ""
+}
+
+// holderServers returns the volume servers holding the file's chunks.
+// Which servers hold the file is cached; which of them has a healthy
+// pushdown endpoint is for the caller to ask each time, so an endpoint
+// discovered (or lost) after the lookup counts at once. A failed lookup is
+// retried after a second, not after HolderTTL.
+func (s *Service) holderServers(ctx context.Context, path string) []string {
 	h, ok := s.holders.Get(path)
-	// Which servers hold the file is cached; which of them has a healthy
-	// pushdown endpoint is asked each time, so an endpoint discovered (or
-	// lost) after the lookup counts at once. A failed lookup is retried
-	// after a second, not after HolderTTL.
 	ttl := HolderTTL
 	if ok && len(h.servers) == 0 {
 		ttl = time.Second
@@ -194,12 +204,7 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 		}
 		s.holders.Add(path, h)
 	}
-	for _, vs := range h.servers {
-		if ep, ok := s.Watcher.ForVolumeServer(vs); ok {
-			return ep.Address
-		}
-	}
-	return ""
+	return h.servers
 }
 
 // volumeClient returns a client of the volume pushdown service at addr and

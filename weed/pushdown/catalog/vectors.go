@@ -56,17 +56,24 @@ type vectorFile struct {
 }
 
 // planVectors answers a vector query over the files the scalar tiers left:
-// per file a candidate mask (the rows the side indexes matched exactly,
-// minus deleted rows; every live row without a predicate), the committed
-// ivf / ivf_pq index when there is one, and SearchVectors on the volume
-// pushdown service the file's holders rank first by rendezvous hashing
-// (the next on failure); the global top-K is merged exactly into row_refs.
+// per file a candidate mask, the committed ivf / ivf_pq index when there
+// is one, and SearchVectors on the volume pushdown service the file's
+// holders rank first by rendezvous hashing (the next on failure); the
+// global top-K is merged exactly into row_refs. The mask of a file is
+// every live row without a predicate; with one, the rows the side indexes
+// matched exactly, or every row when the predicate is only on
+// identity-partition columns whose values match (a file whose values do
+// not match is not searched), else the rows the tiers left (row groups,
+// row ranges, side-index candidates) on which the volume evaluates the
+// predicate exactly before searching — deleted rows never.
 //
-//	scalar plan ─▶ FilePlans ─▶ masks ─▶ registry: committed index? ─▶ rendezvous endpoint
+//	scalar plan ─▶ FilePlans ─▶ masks (exact │ partition │ candidates + filter on the volume)
+//	      ─▶ registry: committed index? ─▶ rendezvous endpoint
 //	      ─▶ SearchVectors per endpoint (batch) ─▶ merge top-K ─▶ row_refs + stats.vector
-func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest, tableUUID string, props iceberg.Properties, schema *iceberg.Schema,
-	nm iceberg.NameMapping, e predicate.Expr, resp *pushdown_pb.ParquetPushdownResponse, plans []*plan.FilePlan) (*pushdown_pb.ParquetPushdownResponse, error) {
+func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest, tableUUID string, props iceberg.Properties,
+	preq *plan.Request, resp *pushdown_pb.ParquetPushdownResponse, plans []*plan.FilePlan) (*pushdown_pb.ParquetPushdownResponse, error) {
 	vq := req.GetVectorQuery()
+	schema, nm, e := preq.Table.Schema, preq.Table.NameMapping, preq.Predicate
 	field, err := vectorField(vq.GetColumn(), schema)
 	if err != nil {
 		return nil, err
@@ -87,7 +94,6 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 		planned[pf.GetFile()] = pf.GetRowGroupsPlanned() > 0
 	}
 	var files []*vectorFile
-	var inexact []string
 	stats := &pushdown_pb.VectorSearchStats{Nprobe: vq.GetNprobe()}
 	missing := 0
 	for _, fp := range plans {
@@ -95,17 +101,14 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			continue
 		}
 		f := &pushdown_pb.VectorSearchFile{Path: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount}
-		var mask *roaring64.Bitmap
-		switch {
-		case filtered && (!fp.SideIndexExact || fp.SideIndex == nil):
-			inexact = append(inexact, fp.File.Path)
-			continue
-		case filtered:
-			mask = fp.SideIndex.Clone()
-		case fp.Deleted != nil && !fp.Deleted.IsEmpty():
-			mask = roaring64.New()
-			mask.AddRange(0, uint64(fp.File.RecordCount))
+		mask, filter, searched, err := vectorMask(&preq.Table, fp, e, filtered)
+		if err != nil {
+			return nil, err
 		}
+		if !searched {
+			continue
+		}
+		f.Filter = filter
 		candidates := int64(-1)
 		if mask != nil {
 			if fp.Deleted != nil {
@@ -119,7 +122,7 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			f.HasCandidates, f.Candidates = true, buf.Bytes()
 			candidates = int64(mask.GetCardinality())
 		}
-		vp := &pushdown_pb.VectorFilePlan{File: fp.File.Path, Candidates: candidates}
+		vp := &pushdown_pb.VectorFilePlan{File: fp.File.Path, Candidates: candidates, Filtered: filter}
 		for _, kind := range vectorKinds {
 			sp, ok := specs[kind]
 			if !ok || s.Registry == nil {
@@ -139,9 +142,6 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			missing++
 		}
 		files = append(files, &vectorFile{req: f, plan: vp})
-	}
-	if len(inexact) > 0 {
-		return nil, perr.New(perr.FailedPrecondition, "Plan: vector_query with a predicate needs the side indexes to answer it exactly (a btree on its columns), so the search can be masked; %d files (first %s) have no exact answer", len(inexact), perr.Quote(inexact[0]))
 	}
 	name := "vector(" + field.Name + ")"
 	switch {
@@ -163,13 +163,22 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 	}
 	base := &pushdown_pb.SearchVectorsRequest{SchemaJson: schemaJSON, NameMappingJson: nmJSON, FieldId: int32(field.ID), Vector: vq.GetVector(),
 		Metric: vq.GetMetric(), TopK: vq.GetTopK(), Nprobe: vq.GetNprobe()}
+	if slices.ContainsFunc(files, func(f *vectorFile) bool { return f.req.GetFilter() }) {
+		base.PredicateKind, base.Predicate = req.GetPredicateKind(), req.GetPredicate()
+	}
 	refs, results, err := s.searchVectorFiles(ctx, base, files)
 	if err != nil {
 		return nil, err
 	}
 	for i, f := range files {
 		r := results[i]
-		f.plan.SearchedBy = r.GetSearchedBy()
+		f.plan.SearchedBy, f.plan.MaskRows = r.GetSearchedBy(), r.GetMaskRows()
+		if r.GetMaskRows() >= 0 {
+			stats.MaskRows += r.GetMaskRows()
+		}
+		if f.req.GetFilter() {
+			stats.FilesFiltered++
+		}
 		if r.GetIndexState() != "" {
 			resp.Stats.IndexesMissing = append(resp.Stats.IndexesMissing, fmt.Sprintf("%s of %s: %s (%s); searched exactly", f.req.GetIndexKind(), f.req.GetPath(), r.GetIndexState(), r.GetReason()))
 		}
@@ -192,6 +201,73 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 	resp.RowRefs = refs[:min(len(refs), int(vq.GetTopK()))]
 	resp.Stats.Vector = stats
 	return resp, nil
+}
+
+// vectorMask is the candidate mask of one file of a vector plan (before
+// deletes; nil: every row), whether the volume must evaluate the predicate
+// on it, and whether the file is searched at all.
+func vectorMask(t *plan.Table, fp *plan.FilePlan, e predicate.Expr, filtered bool) (mask *roaring64.Bitmap, filter, searched bool, err error) {
+	switch {
+	case !filtered:
+		if fp.Deleted != nil && !fp.Deleted.IsEmpty() {
+			mask = roaring64.New()
+			mask.AddRange(0, uint64(fp.File.RecordCount))
+		}
+		return mask, false, true, nil
+	case fp.SideIndexExact && fp.SideIndex != nil:
+		return fp.SideIndex.Clone(), false, true, nil
+	}
+	if r := predicate.Residuals(e); len(r) > 0 {
+		return nil, false, false, perr.New(perr.FailedPrecondition, "Plan: vector_query with a predicate that has a part no tier can evaluate exactly (%s) and no side index answers: the search cannot be restricted to matching rows", perr.Quote(r[0]))
+	}
+	if row, ok := plan.IdentityRow(t, fp.File, e); ok {
+		// Every row holds these values: the whole file matches or none does.
+		if predicate.Eval(e, row, predicate.IEEE) != predicate.True {
+			return nil, false, false, nil
+		}
+		return vectorMask(t, fp, e, false)
+	}
+	for _, id := range predicate.FieldIDs(e) {
+		name, _ := t.Schema.FindColumnName(id)
+		if !slices.ContainsFunc(t.Schema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id }) {
+			return nil, false, false, perr.New(perr.FailedPrecondition, "Plan: vector_query with a predicate on the nested column %s needs a side index that answers it exactly (the volume evaluates top-level columns only)", perr.Quote(name))
+		}
+		if fp.Columns != nil && len(fp.Columns.Leaves(id)) == 0 && plan.IsIdentitySource(t, fp.File, id) {
+			return nil, false, false, perr.New(perr.FailedPrecondition, "Plan: vector_query: %s stores no column %s (only its partition value) and the predicate also needs other columns; a side index that answers it exactly is needed", perr.Quote(fp.File.Path), perr.Quote(name))
+		}
+	}
+	return plannedRows(fp), true, true, nil
+}
+
+// plannedRows are the file positions the scalar tiers left: the rows of
+// the row groups (and row ranges) not skipped, within the side indexes'
+// candidates.
+func plannedRows(fp *plan.FilePlan) *roaring64.Bitmap {
+	m := roaring64.New()
+	if fp.Footer == nil || len(fp.RowGroups) != fp.Footer.Meta.NumRowGroups() {
+		m.AddRange(0, uint64(fp.File.RecordCount))
+	} else {
+		first := int64(0)
+		for i, rg := range fp.RowGroups {
+			n := fp.Footer.Meta.RowGroup(i).NumRows()
+			switch {
+			case rg.Skip:
+			case rg.Rows == nil:
+				m.AddRange(uint64(first), uint64(first+n))
+			default:
+				for _, r := range rg.Rows {
+					if lo, hi := max(r.Start, 0), min(r.End, n); lo < hi {
+						m.AddRange(uint64(first+lo), uint64(first+hi))
+					}
+				}
+			}
+			first += n
+		}
+	}
+	if fp.SideIndex != nil {
+		m.And(fp.SideIndex)
+	}
+	return m
 }
 
 func compactStrings(xs []string) []string {
@@ -240,16 +316,8 @@ func (s *Service) vectorEndpoints(ctx context.Context, path string) []string {
 	if s.Watcher == nil || s.Reader == nil {
 		return nil
 	}
-	fh, err := s.Reader.Open(ctx, path)
-	if err != nil {
-		return nil
-	}
-	servers, err := fh.Holders(ctx)
-	if err != nil {
-		return nil
-	}
 	var eps []string
-	for _, vs := range servers {
+	for _, vs := range s.holderServers(ctx, path) {
 		if ep, ok := s.Watcher.ForVolumeServer(vs); ok && !slices.Contains(eps, ep.Address) {
 			eps = append(eps, ep.Address)
 		}
@@ -329,7 +397,7 @@ func (s *Service) searchVectorFiles(ctx context.Context, base *pushdown_pb.Searc
 
 func (s *Service) callSearch(ctx context.Context, addr string, base *pushdown_pb.SearchVectorsRequest, files []*vectorFile, batch []int) (*pushdown_pb.SearchVectorsResponse, error) {
 	req := &pushdown_pb.SearchVectorsRequest{SchemaJson: base.SchemaJson, NameMappingJson: base.NameMappingJson, FieldId: base.FieldId,
-		Vector: base.Vector, Metric: base.Metric, TopK: base.TopK, Nprobe: base.Nprobe}
+		Vector: base.Vector, Metric: base.Metric, TopK: base.TopK, Nprobe: base.Nprobe, PredicateKind: base.PredicateKind, Predicate: base.Predicate}
 	var named []string
 	for _, i := range batch {
 		req.Files = append(req.Files, files[i].req)

@@ -284,3 +284,64 @@ func successor(p []byte) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// IdentityRow is the row every record of f holds in the fields e
+// references, when each of them is the source of an identity partition
+// field of f's spec with a recorded value (nil: NULL): e evaluated on it
+// decides the whole file. ok is false when some field is not such a
+// source or its value does not convert.
+func IdentityRow(t *Table, f *DataFile, e predicate.Expr) (row predicate.Row, ok bool) {
+	spec, hasSpec := t.Specs[int(f.SpecID)]
+	if !hasSpec || t.Schema == nil {
+		return nil, false
+	}
+	vals := map[int]*value.Value{}
+	for _, id := range predicate.FieldIDs(e) {
+		field, found := t.Schema.FindFieldByID(id)
+		if !found {
+			return nil, false
+		}
+		known := false
+		for _, pf := range spec.FieldsBySourceID(id) {
+			pv, present := f.Partition[pf.FieldID]
+			if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity || !present {
+				continue
+			}
+			if pv == nil {
+				vals[id], known = nil, true
+				break
+			}
+			v, err := value.FromGo(field.Type, normalizeGo(pv))
+			if err != nil {
+				return nil, false
+			}
+			vals[id], known = &v, true
+			break
+		}
+		if !known {
+			return nil, false
+		}
+	}
+	return func(id int) (value.Value, bool) {
+		v := vals[id]
+		if v == nil {
+			return value.Value{}, true
+		}
+		return *v, false
+	}, true
+}
+
+// IsIdentitySource reports whether field id is the source of an identity
+// partition field of f's spec.
+func IsIdentitySource(t *Table, f *DataFile, id int) bool {
+	spec, ok := t.Specs[int(f.SpecID)]
+	if !ok {
+		return false
+	}
+	for _, pf := range spec.FieldsBySourceID(id) {
+		if _, identity := pf.Transform.(iceberg.IdentityTransform); identity {
+			return true
+		}
+	}
+	return false
+}

@@ -306,12 +306,26 @@ func (ix *Index) Search(mat *Matrix, q Query) ([]Hit, Stats, error) {
 	if refine == 0 {
 		refine = DefaultRefine
 	}
-	if ix.NList() == 0 || (q.Mask != nil && q.Mask.GetCardinality() <= uint64(q.K*refine)) {
-		return Exact(mat, q)
-	}
 	nprobe := q.NProbe
 	if nprobe == 0 {
 		nprobe = DefaultNProbe(ix.NList())
+	}
+	// Under a mask of m rows: when m is no more than the rows an unmasked
+	// search would score (or k × refine), scanning it exactly costs no
+	// more and misses nothing. Otherwise the nearest masked rows need not
+	// sit in the nearest lists, so probing goes on until as large a share
+	// of the masked rows passed as nprobe lists hold of all rows (at
+	// least k): an overscan by the mask's selectivity.
+	want := q.K
+	if q.Mask != nil && ix.NList() > 0 {
+		m := int64(q.Mask.GetCardinality())
+		if m <= max(int64(q.K*refine), ix.Rows*int64(nprobe)/int64(ix.NList())) {
+			return Exact(mat, q)
+		}
+		want = max(q.K, int(m*int64(nprobe)/int64(ix.NList())))
+	}
+	if ix.NList() == 0 {
+		return Exact(mat, q)
 	}
 	sc := newScorer(q.Metric, q.Vector)
 	order := ix.probeOrder(sc)
@@ -320,7 +334,7 @@ func (ix *Index) Search(mat *Matrix, q Query) ([]Hit, Stats, error) {
 	if ix.PQ == nil {
 		h := &topK{k: q.K}
 		for _, l := range order {
-			if st.Probed >= nprobe && h.Len() >= q.K {
+			if st.Probed >= nprobe && int(st.Scored) >= want {
 				break
 			}
 			st.Probed++
@@ -340,7 +354,7 @@ func (ix *Index) Search(mat *Matrix, q Query) ([]Hit, Stats, error) {
 	qr := make([]float32, ix.Dim)
 	qq := dot(q.Vector, q.Vector)
 	for _, l := range order {
-		if st.Probed >= nprobe && passed >= q.K {
+		if st.Probed >= nprobe && passed >= want {
 			break
 		}
 		st.Probed++

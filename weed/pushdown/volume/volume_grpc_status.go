@@ -32,13 +32,17 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 }
 
 // CacheStats reports the service's caches: the footers it checks file
-// identities with and the delete bitmaps of each framing mode.
+// identities with, side indexes, vectors and the delete bitmaps of each
+// framing mode.
 func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
 	fs := s.footers.Stats()
 	out := []*pushdown_pb.CacheStats{{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
 		Hits: fs.Hits, Misses: fs.Misses, Evictions: fs.Evictions}}
 	ie, ib, ic, ih, im, iev := s.indexes.Stats()
 	out = append(out, &pushdown_pb.CacheStats{Name: "side_index", Entries: ie, Bytes: ib, CapacityBytes: ic, Hits: ih, Misses: im, Evictions: iev})
+	// The files' vectors and the predicates' answers of vector searches.
+	ve, vb, vc, vh, vm, vev := s.vectorCache().Stats()
+	out = append(out, &pushdown_pb.CacheStats{Name: "vectors", Entries: ve, Bytes: vb, CapacityBytes: vc, Hits: vh, Misses: vm, Evictions: vev})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range []struct {

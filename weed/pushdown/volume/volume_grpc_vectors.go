@@ -58,14 +58,17 @@ func (s *Service) vectorCache() *indexing.IndexCache {
 	return s.vectors
 }
 
-// cachedMatrix carries a file's vectors in an IndexCache (it answers no
-// leaf).
-type cachedMatrix struct{ m *vector.Matrix }
+// cachedValue carries a file's vectors or a predicate's answer in an
+// IndexCache (it answers no leaf).
+type cachedValue struct {
+	v any
+	n int64
+}
 
-func (c cachedMatrix) Eval(context.Context, *predicate.Leaf) (sideindex.Answer, error) {
+func (c cachedValue) Eval(context.Context, *predicate.Leaf) (sideindex.Answer, error) {
 	return sideindex.Answer{Unknown: true}, nil
 }
-func (c cachedMatrix) Bytes() int64 { return c.m.Bytes() }
+func (c cachedValue) Bytes() int64 { return c.n }
 
 // SearchVectors answers the top-K of a batch of data files: per file the
 // committed IVF index when it opens and matches the file's identity (else
@@ -94,6 +97,8 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: top_k %d: want 1 to %d", req.GetTopK(), vector.MaxK)
 	case len(req.GetVector()) == 0:
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: the query vector is empty")
+	case len(req.GetPredicate()) > MaxPredicateSize:
+		return nil, perr.New(perr.ResourceExhausted, "SearchVectors: predicate of %d bytes exceeds %d", len(req.GetPredicate()), MaxPredicateSize)
 	case req.GetNprobe() < 0 || req.GetRefine() < 0 || req.GetRefine() > 1000:
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: nprobe %d and refine %d: want nprobe ≥ 0 and refine in [0, 1000]", req.GetNprobe(), req.GetRefine())
 	}
@@ -120,6 +125,10 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	if !sideindex.IsVectorType(field.Type) {
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: column %s is %s, not a vector (a list of float or double)", perr.Quote(field.Name), field.Type)
 	}
+	vf, err := newVectorFilter(req, schema)
+	if err != nil {
+		return nil, err
+	}
 	q := vector.Query{Vector: req.GetVector(), K: int(req.GetTopK()), NProbe: int(req.GetNprobe()), Refine: int(req.GetRefine()),
 		Metric: vector.Metric(req.GetMetric())}
 	type fileOut struct {
@@ -135,7 +144,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		g.Go(func() error {
 			o := &outs[i]
 			o.result = &pushdown_pb.VectorFileResult{Path: f.GetPath()}
-			hits, ft, cm, err := s.searchFile(gctx, f, schema, nm, field, q, o.result)
+			hits, ft, cm, err := s.searchFile(gctx, f, schema, nm, field, vf, q, o.result)
 			if err != nil {
 				if perr.IsContext(err) {
 					return err
@@ -190,7 +199,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 
 // searchFile searches one file and fills res.
 func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm iceberg.NameMapping,
-	field iceberg.NestedField, q vector.Query, res *pushdown_pb.VectorFileResult) ([]vector.Hit, *footer.Footer, *plan.ColumnMap, error) {
+	field iceberg.NestedField, vf *vectorFilter, q vector.Query, res *pushdown_pb.VectorFileResult) ([]vector.Hit, *footer.Footer, *plan.ColumnMap, error) {
 	hash, err := s.footers.Identify(ctx, f.GetPath(), f.GetSizeBytes(), f.GetRecordCount())
 	if err != nil {
 		return nil, nil, nil, err
@@ -207,6 +216,19 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 	}
 	if q.Mask, err = candidates(f); err != nil {
 		return nil, nil, nil, err
+	}
+	if f.GetFilter() {
+		if q.Mask, res.FilterCacheHit, err = s.filterMask(ctx, f, identity, ft, cm, schema, vf, q.Mask); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	res.MaskRows = -1
+	if q.Mask != nil {
+		res.MaskRows = int64(q.Mask.GetCardinality())
+		if q.Mask.IsEmpty() { // nothing to search: the vectors are not read
+			res.SearchedBy = "exact"
+			return nil, ft, cm, nil
+		}
 	}
 	mat, hit, err := s.fileVectors(ctx, f.GetPath(), identity, ft, leaves[0], field.ID)
 	if err != nil {
@@ -275,14 +297,14 @@ func (s *Service) fileVectors(ctx context.Context, path, identity string, ft *fo
 	key := fmt.Sprintf("%s\x00%s\x00%d", path, identity, fieldID)
 	cache := s.vectorCache()
 	if m, ok := cache.Get(key); ok {
-		return m.(cachedMatrix).m, true, nil
+		return m.(cachedValue).v.(*vector.Matrix), true, nil
 	}
 	mu, _ := vectorLoads.LoadOrStore(key, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	defer vectorLoads.Delete(key)
 	if m, ok := cache.Get(key); ok {
-		return m.(cachedMatrix).m, true, nil
+		return m.(cachedValue).v.(*vector.Matrix), true, nil
 	}
 	loaded := freshness.Now()
 	fr, err := s.Reader.Open(ctx, path)
@@ -296,7 +318,7 @@ func (s *Service) fileVectors(ctx context.Context, path, identity string, ft *fo
 		}
 		return nil, false, perr.New(perr.FailedPrecondition, "%v", err)
 	}
-	cache.Add(key, path, loaded, cachedMatrix{m}, m.Bytes())
+	cache.Add(key, path, loaded, cachedValue{m, m.Bytes()}, m.Bytes())
 	return m, false, nil
 }
 

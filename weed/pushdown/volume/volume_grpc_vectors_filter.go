@@ -1,0 +1,264 @@
+package volume
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// vectorFilter is the predicate of a filtered SearchVectors call, decoded
+// and bound once: the files with filter set search only the candidates it
+// matches, evaluated exactly as a reader evaluates a bound predicate
+// (predicate.Eval under IEEE semantics, TRUE keeps the row).
+//
+//	candidates ─▶ row groups holding one ─▶ decode the predicate's columns (pqarrow)
+//	      ─▶ oracle.ArrowValue per row ─▶ predicate.Eval == TRUE ─▶ mask ─▶ masked search
+type vectorFilter struct {
+	e   predicate.Expr
+	ids []int
+	key string // digest of the predicate, for the cache
+}
+
+// newVectorFilter decodes the request's predicate when a file asks for it.
+// A predicate with parts the volume cannot evaluate exactly (residuals) or
+// on a nested field is refused: a row it kept might not match.
+func newVectorFilter(req *pushdown_pb.SearchVectorsRequest, schema *iceberg.Schema) (*vectorFilter, error) {
+	if !slices.ContainsFunc(req.GetFiles(), (*pushdown_pb.VectorSearchFile).GetFilter) {
+		return nil, nil
+	}
+	if len(req.GetPredicate()) == 0 {
+		return nil, perr.New(perr.InvalidArgument, "SearchVectors: a file asks for the predicate to be evaluated but the request has none")
+	}
+	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, predicate.DefaultLimits)
+	if err != nil {
+		return nil, perr.New(perr.KindOf(err), "SearchVectors: %w", err)
+	}
+	if r := predicate.Residuals(e); len(r) > 0 {
+		return nil, perr.New(perr.FailedPrecondition, "SearchVectors: the predicate has a part the volume cannot evaluate exactly (%s)", perr.Quote(r[0]))
+	}
+	ids := predicate.FieldIDs(e)
+	for _, id := range ids {
+		if !slices.ContainsFunc(schema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id }) {
+			name, _ := schema.FindColumnName(id)
+			return nil, perr.New(perr.FailedPrecondition, "SearchVectors: the predicate's column %s is nested; the volume evaluates predicates on top-level columns only", perr.Quote(name))
+		}
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00", req.GetPredicateKind())
+	h.Write(req.GetPredicate())
+	return &vectorFilter{e: e, ids: ids, key: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// filterMask returns the candidates (nil: every row) of one file that
+// match the predicate, from the cache when this predicate was evaluated
+// on these candidates of this file before.
+func (s *Service) filterMask(ctx context.Context, f *pushdown_pb.VectorSearchFile, identity string, ft *footer.Footer, cm *plan.ColumnMap,
+	schema *iceberg.Schema, vf *vectorFilter, mask *roaring64.Bitmap) (*roaring64.Bitmap, bool, error) {
+	h := sha256.New()
+	if f.GetHasCandidates() {
+		h.Write([]byte{1})
+		h.Write(f.GetCandidates())
+	}
+	key := fmt.Sprintf("%s\x00%s\x00filter\x00%s\x00%x", f.GetPath(), identity, vf.key, h.Sum(nil))
+	cache := s.vectorCache()
+	if m, ok := cache.Get(key); ok {
+		return m.(cachedValue).v.(*roaring64.Bitmap), true, nil
+	}
+	loaded := freshness.Now()
+	out, err := s.evaluateOnRows(ctx, f.GetPath(), ft, cm, schema, vf, mask)
+	if err != nil {
+		return nil, false, err
+	}
+	out.RunOptimize()
+	cache.Add(key, f.GetPath(), loaded, cachedValue{out, int64(out.GetSizeInBytes()) + int64(len(key))}, int64(out.GetSizeInBytes())+int64(len(key)))
+	return out, false, nil
+}
+
+// evaluateOnRows decodes the predicate's columns of the row groups holding
+// candidates and keeps the candidates the predicate is TRUE on.
+func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Footer, cm *plan.ColumnMap, schema *iceberg.Schema,
+	vf *vectorFilter, mask *roaring64.Bitmap) (out *roaring64.Bitmap, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, perr.New(perr.Corrupt, "decode the predicate's columns: %v", p)
+		}
+	}()
+	out = roaring64.New()
+	if mask != nil && mask.IsEmpty() {
+		return out, nil
+	}
+	if !cm.Mapped && len(vf.ids) > 0 {
+		return nil, perr.New(perr.FailedPrecondition, "the file's columns carry no field ids and no name mapping maps them, so the predicate cannot be evaluated on it")
+	}
+	var leaves []int
+	types := map[int]iceberg.Type{}
+	for _, id := range vf.ids {
+		field, _ := schema.FindFieldByID(id)
+		types[id] = field.Type
+		if len(cm.Leaves(id)) == 0 && field.InitialDefault != nil {
+			return nil, perr.New(perr.FailedPrecondition, "the predicate's column %s is absent from the file and has an initial-default; the volume does not evaluate defaults", perr.Quote(field.Name))
+		}
+		leaves = append(leaves, cm.Leaves(id)...)
+	}
+	slices.Sort(leaves)
+	leaves = slices.Compact(leaves)
+	fh, err := s.Reader.Open(ctx, path)
+	if err != nil {
+		return nil, classifyOpen(err)
+	}
+	rdr, err := sideindex.OpenParquet(ctx, path, ft, sourceOf(fh))
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "%v", err)
+	}
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "%v", err)
+	}
+	first := int64(0)
+	for rg := range ft.Meta.NumRowGroups() {
+		n := ft.Meta.RowGroup(rg).NumRows()
+		lo, hi := first, first+n
+		first = hi
+		var rows []int64
+		if mask == nil {
+			rows = nil
+		} else {
+			it := mask.Iterator()
+			it.AdvanceIfNeeded(uint64(lo))
+			for it.HasNext() {
+				p := it.PeekNext()
+				if p >= uint64(hi) {
+					break
+				}
+				rows = append(rows, int64(p)-lo)
+				it.Next()
+			}
+			if len(rows) == 0 {
+				continue
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, lo, leaves, vf, types, rows, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// evaluateRowGroup evaluates the predicate on rows (row-group-local; nil:
+// every row) of row group rg and adds the file positions it keeps to out.
+func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, n, first int64, leaves []int,
+	vf *vectorFilter, types map[int]iceberg.Type, rows []int64, out *roaring64.Bitmap) error {
+	cols := map[int]*chunkedColumn{}
+	if len(leaves) > 0 {
+		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+		if err != nil {
+			if perr.IsContext(err) {
+				return err
+			}
+			return perr.Wrap(perr.Unavailable, err)
+		}
+		defer tbl.Release()
+		for _, id := range vf.ids {
+			ls := cm.Leaves(id)
+			if len(ls) == 0 {
+				continue // absent from the file: NULL
+			}
+			idx := tbl.Schema().FieldIndices(ft.Meta.Schema.ColumnRoot(ls[0]).Name())
+			if len(idx) == 0 {
+				return perr.New(perr.Corrupt, "row group %d: the column of field %d was not decoded", rg, id)
+			}
+			cols[id] = newChunkedColumn(tbl.Column(idx[0]).Data().Chunks())
+		}
+	}
+	var convErr error
+	var local int64
+	row := func(id int) (value.Value, bool) {
+		c, ok := cols[id]
+		if !ok {
+			return value.Value{}, true
+		}
+		a, i := c.at(local)
+		if a == nil || a.IsNull(i) {
+			return value.Value{}, true
+		}
+		v, err := oracle.ArrowValue(a, i, types[id])
+		if err != nil {
+			if convErr == nil {
+				convErr = perr.New(perr.FailedPrecondition, "field %d: %s value as %s: %v", id, a.DataType(), types[id], err)
+			}
+			return value.Value{}, true
+		}
+		return v, false
+	}
+	eval := func(r int64) error {
+		local = r
+		if predicate.Eval(vf.e, row, predicate.IEEE) == predicate.True {
+			out.Add(uint64(first + r))
+		}
+		return convErr
+	}
+	if rows == nil {
+		for r := range n {
+			if err := eval(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range rows {
+		if err := eval(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkedColumn finds row i of a chunked column (rows asked in increasing
+// order are found in constant time).
+type chunkedColumn struct {
+	chunks []arrow.Array
+	starts []int64
+	cur    int
+}
+
+func newChunkedColumn(chunks []arrow.Array) *chunkedColumn {
+	c := &chunkedColumn{chunks: chunks, starts: make([]int64, len(chunks)+1)}
+	for i, a := range chunks {
+		c.starts[i+1] = c.starts[i] + int64(a.Len())
+	}
+	return c
+}
+
+func (c *chunkedColumn) at(i int64) (arrow.Array, int) {
+	if c.cur >= len(c.chunks) || i < c.starts[c.cur] {
+		c.cur = 0
+	}
+	for c.cur < len(c.chunks) && i >= c.starts[c.cur+1] {
+		c.cur++
+	}
+	if c.cur >= len(c.chunks) {
+		return nil, 0
+	}
+	return c.chunks[c.cur], int(i - c.starts[c.cur])
+}
