@@ -57,14 +57,18 @@ func (s *Service) newSideIndexSource(tableUUID string, props iceberg.Properties,
 		if _, ok := sideindex.Lookup(sp.Kind); !ok {
 			continue
 		}
-		if fields[sp.FieldID] {
-			src.specs = append(src.specs, sp)
-		}
 		if sp.Kind == pageIndexKind {
+			// Served to the page tier (pagesource.go), which evaluates the
+			// leaves on it as on a native page index: asking the volume to
+			// evaluate it too would only repeat that work.
 			if src.pageSpecs == nil {
 				src.pageSpecs = map[int]indexing.Spec{}
 			}
 			src.pageSpecs[sp.FieldID] = sp
+			continue
+		}
+		if fields[sp.FieldID] {
+			src.specs = append(src.specs, sp)
 		}
 	}
 	if len(src.specs) == 0 && len(src.pageSpecs) == 0 {

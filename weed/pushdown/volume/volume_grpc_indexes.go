@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/util"
@@ -396,9 +398,14 @@ func identityOf(d *pushdown_pb.DataFileDescriptor, hash string) string {
 func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, error) {
 	var schema *iceberg.Schema
 	if len(schemaJSON) > 0 {
-		schema = new(iceberg.Schema)
-		if err := json.Unmarshal(schemaJSON, schema); err != nil {
-			return nil, nil, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
+		key := sha256.Sum256(schemaJSON)
+		var ok bool
+		if schema, ok = parsedSchemas.Get(key); !ok {
+			schema = new(iceberg.Schema)
+			if err := json.Unmarshal(schemaJSON, schema); err != nil {
+				return nil, nil, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
+			}
+			parsedSchemas.Add(key, schema)
 		}
 	}
 	var nm iceberg.NameMapping
@@ -409,6 +416,10 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, 
 	}
 	return schema, nm, nil
 }
+
+// parsedSchemas keeps the schemas requests carried, by the SHA-256 of
+// their JSON: the catalog sends the same table schema with every call.
+var parsedSchemas, _ = lru.New[[32]byte, *iceberg.Schema](256)
 
 func boundedReason(err error) string { return perr.Truncate(err.Error(), 512) }
 
