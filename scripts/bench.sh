@@ -3,7 +3,7 @@
 # Results: bench/results/*.json and *.md.
 #   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
-#   BENCH=plan|deletes|peer|sideindex runs one of them
+#   BENCH=plan|deletes|peer|sideindex|kinds runs one of them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LAKEWEED_BENCH=1
@@ -18,6 +18,10 @@ if [ "$BENCH" = all ] || [ "$BENCH" = deletes ]; then
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = sideindex ]; then
   go test -count=1 -timeout 60m -run TestSideIndexBenchmark -v ./bench/sideindexbench/ 2>&1 | tee bench/results/sideindex.log | grep -E "sideindex_bench|^ok|FAIL|^---"
+fi
+if [ "$BENCH" = all ] || [ "$BENCH" = kinds ]; then
+  go test -count=1 -timeout 90m -run TestKindsBenchmark -v ./bench/kindsbench/ 2>&1 | tee bench/results/kinds.log | grep -E "kinds_bench|^ok|FAIL|^---"
+  (cd bench/peer && go test -count=1 -timeout 90m -run TestKindsPeerBenchmark -v . 2>&1) | tee bench/results/kinds_peer.log | grep -E "kinds_peer|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = peer ]; then
   # Its own module: DuckDB (cgo) stays out of the main build.
