@@ -3,7 +3,7 @@
 # Results: bench/results/*.json and *.md.
 #   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
-#   BENCH=plan|deletes|peer|sideindex|vector runs one of them
+#   BENCH=plan|deletes|peer|sideindex|vector|kinds runs one of them
 #   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (20,000 / 100,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,10 @@ if [ "$BENCH" = all ] || [ "$BENCH" = sideindex ]; then
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = vector ]; then
   go test -count=1 -timeout 60m -run TestVectorBenchmark -v ./bench/vectorbench/ 2>&1 | tee bench/results/vector.log | grep -E "vector_bench|^ok|FAIL|^---"
+fi
+if [ "$BENCH" = all ] || [ "$BENCH" = kinds ]; then
+  go test -count=1 -timeout 90m -run TestKindsBenchmark -v ./bench/kindsbench/ 2>&1 | tee bench/results/kinds.log | grep -E "kinds_bench|^ok|FAIL|^---"
+  (cd bench/peer && go test -count=1 -timeout 90m -run TestKindsPeerBenchmark -v . 2>&1) | tee bench/results/kinds_peer.log | grep -E "kinds_peer|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = peer ]; then
   # Its own module: DuckDB (cgo) stays out of the main build.

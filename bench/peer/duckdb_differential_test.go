@@ -28,12 +28,7 @@ import (
 // NOT, TIMESTAMP literals). LAKEWEED_DIFF_PREDICATES sets the count
 // (default 200); LAKEWEED_DIFF_ROWS the rows (default 200,000).
 func TestConnectorAgreesWithDuckDBOnRandomPredicates(t *testing.T) {
-	if os.Getenv("LAKEWEED_BENCH") == "" {
-		t.Skip("runs with `make bench` (LAKEWEED_BENCH=1): needs DuckDB and weed mount")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("weed mount (FUSE) needs root here")
-	}
+	requireBenchAsRoot(t, "runs with `make bench` (LAKEWEED_BENCH=1): needs DuckDB and weed mount")
 	n := envInt("LAKEWEED_DIFF_PREDICATES", 200)
 	rows := int64(envInt("LAKEWEED_DIFF_ROWS", 200_000))
 	c := harness.StartMini(t, harness.MiniOptions{})
@@ -44,13 +39,7 @@ func TestConnectorAgreesWithDuckDBOnRandomPredicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mnt := filepath.Join(c.Dir, "mnt")
-	_ = os.MkdirAll(mnt, 0o755)
-	harness.StartProcess(t, c.Dir, "mount", nil, "mount", "-filer="+c.FilerGrpcAddress(), "-dir="+mnt,
-		"-filer.path=/buckets/warehouse", "-readOnly", "-cacheDir="+filepath.Join(c.Dir, "mountcache"))
-	waitMounted(t, mnt)
-	t.Cleanup(func() { _ = exec("umount", "-l", mnt) })
-	dir := filepath.Join(mnt, strings.TrimPrefix(res.Location, "s3://warehouse/"), "data")
+	dir, _ := mountData(t, c, res.Location)
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +85,29 @@ func TestConnectorAgreesWithDuckDBOnRandomPredicates(t *testing.T) {
 	}
 	t.Logf("%d random predicates over %d rows: DuckDB and the connector (page-aware, row-group, no pushdown) agreed; %d rows matched in all, %d predicates matched nothing",
 		n, rows, matchedTotal, empty)
+}
+
+// requireBenchAsRoot skips unless LAKEWEED_BENCH is set (saying why) and
+// the test runs as root (weed mount needs FUSE).
+func requireBenchAsRoot(t *testing.T, why string) {
+	if os.Getenv("LAKEWEED_BENCH") == "" {
+		t.Skip(why)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("weed mount (FUSE) needs root here")
+	}
+}
+
+// mountData mounts the warehouse bucket read-only with weed mount and
+// returns the data directory of the table at location and the mount.
+func mountData(t *testing.T, c *harness.Cluster, location string) (string, *harness.Process) {
+	mnt := filepath.Join(c.Dir, "mnt")
+	_ = os.MkdirAll(mnt, 0o755)
+	p := harness.StartProcess(t, c.Dir, "mount", nil, "mount", "-filer="+c.FilerGrpcAddress(), "-dir="+mnt,
+		"-filer.path=/buckets/warehouse", "-readOnly", "-cacheDir="+filepath.Join(c.Dir, "mountcache"))
+	waitMounted(t, mnt)
+	t.Cleanup(func() { _ = exec("umount", "-l", mnt) })
+	return filepath.Join(mnt, strings.TrimPrefix(location, "s3://warehouse/"), "data"), p
 }
 
 func envInt(k string, def int) int {

@@ -16,24 +16,15 @@ package sideindexbench
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"bytes"
-	"encoding/json"
-
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
+	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/cli"
@@ -69,12 +60,6 @@ type measured struct {
 	planMs, query float64
 }
 
-func p50(d []time.Duration) float64 {
-	s := append([]time.Duration{}, d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return float64(s[len(s)/2].Microseconds()) / 1000
-}
-
 func measure(t *testing.T, c *harness.Cluster, conn *connector.Connector, name string, q query) measured {
 	ctx := context.Background()
 	req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), name, 0, q.where, projection)
@@ -105,19 +90,7 @@ func measure(t *testing.T, c *harness.Cluster, conn *connector.Connector, name s
 			reads = append(reads, time.Since(t0))
 		}
 	}
-	return measured{planned: last.GetStats().GetBytesPlanned(), planMs: p50(plans), query: p50(reads)}
-}
-
-func weed(t *testing.T, c *harness.Cluster, args ...string) time.Duration {
-	t.Helper()
-	e := c.Endpoints()
-	args = append(append([]string{"pushdown"}, args...), "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse)
-	t0 := time.Now()
-	out, errOut, err := harness.Weed(t, args...)
-	if err != nil {
-		t.Fatalf("weed %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
-	}
-	return time.Since(t0)
+	return measured{planned: last.GetStats().GetBytesPlanned(), planMs: benchutil.P50(plans), query: benchutil.P50(reads)}
 }
 
 func specOf(rows int64, idx demo.Indexed) demo.Spec {
@@ -132,114 +105,9 @@ func load(t *testing.T, c *harness.Cluster, name string, s demo.Spec) {
 	}
 }
 
-// createIndexes records the wish for each (column, kind) and waits for
-// the builds.
-func createIndexes(t *testing.T, c *harness.Cluster, name string, idx ...[2]string) {
-	for _, x := range idx {
-		weed(t, c, "index", "create", "-table", name, "-column", x[0], "-kind", x[1], "-wait")
-	}
-}
-
 // sidePageColumns are the columns given page_index side indexes: the
 // projection (the predicate columns are in it).
 var sidePageColumns = strings.Split(projection, ",")
-
-// buildSeconds is the median wall time of one volume BuildIndexes call
-// building kind on column for every data file of the table (3 calls), and
-// the builds' summed build_micros: the volume-side build alone, without
-// the CLI, the property commit or the catalog's scheduling.
-func buildSeconds(t *testing.T, c *harness.Cluster, name, column, kind string) (wall, busy float64) {
-	ctx := context.Background()
-	ns, tn, _ := strings.Cut(name, ".")
-	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, tn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	field, ok := tbl.Schema().FindFieldByName(column)
-	if !ok {
-		t.Fatalf("no column %s", column)
-	}
-	schemaJSON, err := json.Marshal(tbl.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &pushdown_pb.BuildIndexesRequest{SchemaJson: schemaJSON, Indexes: []*pushdown_pb.IndexSpec{{FieldId: int32(field.ID), Kind: kind}}}
-	for _, task := range tasks {
-		req.DataFiles = append(req.DataFiles, &pushdown_pb.DataFileDescriptor{Path: task.File.FilePath(), SizeBytes: task.File.FileSizeBytes(), RecordCount: task.File.Count()})
-	}
-	var walls []time.Duration
-	for i := 0; i < 3; i++ {
-		t0 := time.Now()
-		resp, err := c.Volume(t).BuildIndexes(ctx, req)
-		if err != nil {
-			t.Fatalf("build %s(%s): %v", kind, column, err)
-		}
-		walls = append(walls, time.Since(t0))
-		var micros int64
-		for _, b := range resp.GetBuilt() {
-			if b.GetError() != "" {
-				t.Fatalf("build %s(%s) of %s: %s", kind, column, b.GetDataFile(), b.GetError())
-			}
-			micros += b.GetBuildMicros()
-		}
-		busy = float64(micros) / 1e6
-	}
-	return p50(walls) / 1000, busy
-}
-
-// columnBytes sums the compressed bytes of a top-level column over the table's files.
-func columnBytes(t *testing.T, c *harness.Cluster, name, column string) int64 {
-	ctx := context.Background()
-	ns, tn, _ := strings.Cut(name, ".")
-	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, tn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, task := range tasks {
-		bucket, key, _ := strings.Cut(strings.TrimPrefix(task.File.FilePath(), "s3://"), "/")
-		obj, err := c.S3(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(obj.Body)
-		obj.Body.Close()
-		rdr, err := file.NewParquetReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md := rdr.MetaData()
-		col := md.Schema.ColumnIndexByName(column)
-		for rg := 0; rg < md.NumRowGroups(); rg++ {
-			cc, _ := md.RowGroup(rg).ColumnChunk(col)
-			n += cc.TotalCompressedSize()
-		}
-		rdr.Close()
-	}
-	return n
-}
-
-func payloadBytes(t *testing.T, c *harness.Cluster, name, kind string) int64 {
-	list, err := c.Catalog(t).ListIndexes(context.Background(), &pushdown_pb.ListIndexesRequest{Table: name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, e := range list.GetEntries() {
-		if e.GetKind() == kind && e.GetState() == "committed" {
-			n += e.GetPayloadBytes()
-		}
-	}
-	return n
-}
 
 func TestSideIndexBenchmark(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {
@@ -282,10 +150,10 @@ func TestSideIndexBenchmark(t *testing.T) {
 		}
 	}
 	runState(states[0])
-	createIndexes(t, c, "bench.side", [2]string{"id", "btree"}, [2]string{"tenant_id", "bloom"})
+	kindq.CreateIndexes(t, c, "bench.side", [2]string{"id", "btree"}, [2]string{"tenant_id", "bloom"})
 	runState(states[1])
 	for _, col := range sidePageColumns {
-		createIndexes(t, c, "bench.side", [2]string{col, "page_index"})
+		kindq.CreateIndexes(t, c, "bench.side", [2]string{col, "page_index"})
 	}
 	runState(states[2])
 	type build struct {
@@ -295,24 +163,24 @@ func TestSideIndexBenchmark(t *testing.T) {
 	}
 	builds := []*build{{column: "id", kind: "btree"}, {column: "tenant_id", kind: "bloom"}, {column: "ts", kind: "page_index"}}
 	for _, b := range builds {
-		b.wall[1], b.busy[1] = buildSeconds(t, c, "bench.side", b.column, b.kind)
-		b.col = columnBytes(t, c, "bench.side", b.column)
+		b.wall[1], b.busy[1] = benchutil.BuildSeconds(t, c, "bench.side", b.column, b.kind)
+		b.col = benchutil.ColumnBytes(t, c, "bench.side", b.column)
 	}
 	for _, b := range builds[:2] {
-		b.payload = payloadBytes(t, c, "bench.side", b.kind)
+		b.payload = benchutil.PayloadBytes(t, c, "bench.side", b.kind, 0)
 	}
 	var pagePayload, pageCols int64
 	for _, col := range sidePageColumns {
-		pageCols += columnBytes(t, c, "bench.side", col)
+		pageCols += benchutil.ColumnBytes(t, c, "bench.side", col)
 	}
-	pagePayload = payloadBytes(t, c, "bench.side", "page_index")
+	pagePayload = benchutil.PayloadBytes(t, c, "bench.side", "page_index", 0)
 	c.Proc.Stop(20 * time.Second)
 
 	// One core: GOMAXPROCS=1 on the cluster process (one build slot).
 	c1 := harness.StartMini(t, harness.MiniOptions{Env: []string{"GOMAXPROCS=1"}})
 	load(t, c1, "bench.side", specOf(rows, demo.IndexedNone))
 	for _, b := range builds {
-		b.wall[0], b.busy[0] = buildSeconds(t, c1, "bench.side", b.column, b.kind)
+		b.wall[0], b.busy[0] = benchutil.BuildSeconds(t, c1, "bench.side", b.column, b.kind)
 	}
 	c1.Proc.Stop(20 * time.Second)
 

@@ -77,3 +77,116 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 		}
 	}
 }
+
+// `index create -param` validates parameters per kind before recording
+// anything, records them in the table's spec, and a bitmap capped below a
+// column's distinct count fails its builds with a message naming the
+// count, which `index list` shows; raising the cap builds every file.
+func TestIndexCreateParamsAreValidatedRecordedAndReachTheBuilds(t *testing.T) {
+	c := sharedCluster(t)
+	e := c.Endpoints()
+	const name = "side_params.events"
+	weed := func(args ...string) (string, string, error) {
+		t.Helper()
+		args = append(args, "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse)
+		return harness.Weed(t, append([]string{"pushdown"}, args...)...)
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := weed(args...)
+		if err != nil {
+			t.Fatalf("weed pushdown %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+		}
+		return out + errOut
+	}
+	refused := func(want string, args ...string) string {
+		t.Helper()
+		out, errOut, err := weed(args...)
+		if err == nil || !strings.Contains(errOut, want) {
+			t.Fatalf("weed pushdown %s: err %v, want a refusal naming %q\n%s%s", strings.Join(args, " "), err, want, out, errOut)
+		}
+		return errOut
+	}
+	must("demo", "-table", name, "-rows", "8000", "-files", "4", "-rowGroupRows", "1000", "-indexed", "none")
+	create := []string{"index", "create", "-table", name, "-column", "tenant_id", "-kind", "bitmap"}
+	refused(`build parameter max_distinct="abc": want an integer`, append(create, "-param", "max_distinct=abc")...)
+	refused(`build parameter max_distinct="0": want an integer in [1, `, append(create, "-param", "max_distinct=0")...)
+	refused(`unknown build parameter "max_dist": want max_distinct`, append(create, "-param", "max_dist=3")...)
+	refused("want key=value", append(create, "-param", "max_distinct")...)
+	refused(`unknown build parameter "fpp": this kind takes none`, "index", "create", "-table", name, "-column", "message", "-kind", "ngram", "-param", "fpp=0.1")
+	if out := must("index", "list", "-table", name); strings.Contains(out, "bitmap") {
+		t.Fatalf("a refused create recorded an index:\n%s", out)
+	}
+
+	errOut := refused("4 builds failed", append(create, "-param", "max_distinct=2", "-wait")...)
+	if !strings.Contains(errOut, "distinct values, over max_distinct=2") {
+		t.Fatalf("the failed builds do not name the distinct count:\n%s", errOut)
+	}
+	list := must("index", "list", "-table", name)
+	for _, want := range []string{"max_distinct=2", "0 of 4", "failed 4", "bitmap of field 3 failed: ", "distinct values, over max_distinct=2"} {
+		if !strings.Contains(list, want) {
+			t.Fatalf("index list lacks %q:\n%s", want, list)
+		}
+	}
+
+	must(append(create, "-param", "max_distinct=1000", "-wait")...)
+	must("index", "create", "-table", name, "-column", "id", "-kind", "btree", "-param", "rows_per_group=256", "-wait")
+	list = must("index", "list", "-table", name)
+	for _, want := range []string{"max_distinct=1000", "rows_per_group=256", "committed 4"} {
+		if !strings.Contains(list, want) {
+			t.Fatalf("index list lacks %q:\n%s", want, list)
+		}
+	}
+	if strings.Contains(list, "failed") {
+		t.Fatalf("raising max_distinct left failed builds:\n%s", list)
+	}
+	type listJSON struct {
+		Wanted []struct {
+			Kind   string            `json:"kind"`
+			Params map[string]string `json:"params"`
+		} `json:"wanted"`
+		Entries []struct {
+			Kind    string `json:"kind"`
+			State   string `json:"state"`
+			BuiltMs string `json:"built_unix_ms"`
+		} `json:"entries"`
+	}
+	listed := func() (params map[string]string, built map[string]bool) {
+		t.Helper()
+		out, _, err := weed("index", "list", "-table", name, "-json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var js listJSON
+		if err := json.Unmarshal([]byte(out), &js); err != nil {
+			t.Fatalf("index list -json: %v\n%s", err, out)
+		}
+		params, built = map[string]string{}, map[string]bool{}
+		for _, w := range js.Wanted {
+			for k, v := range w.Params {
+				params[w.Kind+"."+k] = v
+			}
+		}
+		for _, en := range js.Entries {
+			if en.Kind == "btree" && en.State == "committed" {
+				built[en.BuiltMs] = true
+			}
+		}
+		return params, built
+	}
+	params, built := listed()
+	if params["bitmap.max_distinct"] != "1000" || params["btree.rows_per_group"] != "256" || len(params) != 2 {
+		t.Fatalf("wanted params %v; want bitmap max_distinct=1000 and btree rows_per_group=256", params)
+	}
+	// New parameters replace the spec and rebuild the committed indexes.
+	must("index", "create", "-table", name, "-column", "id", "-kind", "btree", "-param", "rows_per_group=512", "-wait")
+	params, rebuilt := listed()
+	if params["btree.rows_per_group"] != "512" {
+		t.Fatalf("wanted params %v after re-creating the btree with rows_per_group=512", params)
+	}
+	for ms := range rebuilt {
+		if built[ms] {
+			t.Fatalf("btree entries built at %s ms were kept after their parameters changed", ms)
+		}
+	}
+}

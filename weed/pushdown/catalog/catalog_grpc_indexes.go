@@ -253,7 +253,7 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 				if err != nil {
 					return err
 				}
-				if ok && e.State == indexing.StateCommitted && e.Identity == identity {
+				if ok && e.Serves(sp, identity) {
 					continue
 				}
 				t.specs = append(t.specs, sp)
@@ -405,10 +405,15 @@ func (s *Service) recordBuilt(ctx context.Context, uuid string, t buildTask, b *
 	var entries []indexing.Entry
 	if b == nil {
 		for _, sp := range t.specs {
-			entries = append(entries, indexing.Entry{DataFile: t.file.Path, FieldID: sp.FieldID, Kind: sp.Kind, Identity: t.identity, State: indexing.StateFailed, Reason: boundedString(failure)})
+			entries = append(entries, indexing.Entry{DataFile: t.file.Path, FieldID: sp.FieldID, Kind: sp.Kind, Identity: t.identity, State: indexing.StateFailed, Reason: boundedString(failure), Params: sp.Params})
 		}
 	} else {
 		e := indexing.Entry{DataFile: t.file.Path, FieldID: int(b.GetFieldId()), Kind: b.GetKind(), Identity: t.identity, State: indexing.StateBuilding}
+		for _, sp := range t.specs {
+			if sp.FieldID == e.FieldID && sp.Kind == e.Kind {
+				e.Params = sp.Params
+			}
+		}
 		switch {
 		case failure != "":
 			e.State, e.Reason = indexing.StateFailed, boundedString(failure)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -192,6 +193,8 @@ func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, 
 					why = "not built"
 				case e.State != indexing.StateCommitted:
 					why = e.State
+				case !maps.Equal(e.Params, sp.Params):
+					why = "built with other parameters"
 				default:
 					if addr = src.s.endpointFor(gctx, f.Path); addr == "" {
 						why = "no healthy volume pushdown service holds it"

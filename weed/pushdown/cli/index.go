@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +20,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
@@ -26,7 +28,7 @@ func init() {
 	register(&subcommand{
 		name:  "index",
 		short: "side indexes of a table: create, list, drop",
-		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index|bitmap|ngram|label_list [-wait]
+		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index|bitmap|ngram|label_list [-param key=value]... [-wait]
 weed pushdown index list -table ns.t [-json]
 weed pushdown index drop -table ns.t -column C -kind K`,
 		run: runIndex,
@@ -43,6 +45,8 @@ func runIndex(args []string) error {
 	tableName := fs.String("table", "", "table, as namespace.table")
 	column := fs.String("column", "", "column (dotted path for nested fields)")
 	kind := fs.String("kind", "", "index kind: "+strings.Join(kindNames(), ", "))
+	params := paramFlag{}
+	fs.Var(params, "param", "create: a build parameter key=value, repeatable (bitmap max_distinct, btree rows_per_group, bloom fpp|ndv|max_bytes, ivf nlist|m|min_rows|seed|iterations)")
 	wait := fs.Bool("wait", false, "create: wait until every existing file is indexed")
 	asJSON := fs.Bool("json", false, "list: print JSON")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
@@ -60,10 +64,17 @@ func runIndex(args []string) error {
 		if *column == "" || *kind == "" {
 			return fmt.Errorf("%s needs -column and -kind", sub)
 		}
-		if _, ok := sideindex.Lookup(*kind); !ok {
+		k, ok := sideindex.Lookup(*kind)
+		if !ok {
 			return fmt.Errorf("unknown kind %q (want %s)", *kind, strings.Join(kindNames(), ", "))
 		}
-		specs, err := updateWanted(ctx, e, *tableName, *column, *kind, sub == "create")
+		if len(params) > 0 && sub == "drop" {
+			return fmt.Errorf("-param is for create only")
+		}
+		if err := k.CheckParams(params); err != nil {
+			return fmt.Errorf("-param: a %s index: %w", *kind, err)
+		}
+		specs, err := updateWanted(ctx, e, *tableName, *column, indexing.Spec{Kind: *kind, Params: params.orNil()}, sub == "create")
 		if err != nil {
 			return err
 		}
@@ -115,9 +126,46 @@ func kindNames() []string {
 	return out
 }
 
+// paramFlag collects repeated -param key=value.
+type paramFlag map[string]string
+
+func (p paramFlag) String() string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + p[k]
+	}
+	return strings.Join(keys, ",")
+}
+
+func (p paramFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	switch {
+	case !ok || k == "" || v == "":
+		return fmt.Errorf("want key=value, got %q", perr.Truncate(s, 64))
+	case p[k] != "" && p[k] != v:
+		return fmt.Errorf("parameter %s given twice (%s and %s)", perr.Truncate(k, 64), perr.Truncate(p[k], 64), perr.Truncate(v, 64))
+	}
+	p[k] = v
+	return nil
+}
+
+func (p paramFlag) orNil() map[string]string {
+	if len(p) == 0 {
+		return nil
+	}
+	return map[string]string(p)
+}
+
 // updateWanted adds (or removes) an index on column to the table's
-// lakeweed.indexes property through the Iceberg REST catalog.
-func updateWanted(ctx context.Context, e lakeclient.Endpoints, tableName, column, kind string, add bool) ([]indexing.Spec, error) {
+// lakeweed.indexes property through the Iceberg REST catalog; an added
+// spec replaces one of the same kind on the column (new parameters).
+func updateWanted(ctx context.Context, e lakeclient.Endpoints, tableName, column string, want indexing.Spec, add bool) ([]indexing.Spec, error) {
+	kind := want.Kind
 	cat, err := lakeclient.NewIcebergCatalog(ctx, e)
 	if err != nil {
 		return nil, err
@@ -149,7 +197,8 @@ func updateWanted(ctx context.Context, e lakeclient.Endpoints, tableName, column
 		out = append(out, sp)
 	}
 	if add {
-		out = append(out, indexing.Spec{FieldID: field.ID, Kind: kind})
+		want.FieldID = field.ID
+		out = append(out, want)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	tx := tbl.NewTransaction()
@@ -200,22 +249,30 @@ func listIndexes(ctx context.Context, e lakeclient.Endpoints, tableName string) 
 	return resp, nil
 }
 
-// PrintIndexes writes, per wanted index, files indexed of total, counts
-// by state and payload bytes.
+// PrintIndexes writes, per wanted index, its build parameters, files
+// indexed of total, counts by state and payload bytes; then, per wanted
+// index with failed builds, their distinct reasons (at most three).
 func PrintIndexes(w io.Writer, resp *pushdown_pb.ListIndexesResponse) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FIELD ID\tKIND\tFILES INDEXED\tSTATES\tPAYLOAD BYTES")
+	fmt.Fprintln(tw, "FIELD ID\tKIND\tPARAMS\tFILES INDEXED\tSTATES\tPAYLOAD BYTES")
+	var failures []string
 	for _, sp := range resp.GetWanted() {
 		states := map[string]int{}
 		var bytes, indexed int64
+		var reasons []string
 		for _, e := range resp.GetEntries() {
 			if e.GetFieldId() != sp.GetFieldId() || e.GetKind() != sp.GetKind() {
 				continue
 			}
 			states[e.GetState()]++
-			if e.GetState() == indexing.StateCommitted {
+			switch e.GetState() {
+			case indexing.StateCommitted:
 				indexed++
 				bytes += e.GetPayloadBytes()
+			case indexing.StateFailed:
+				if len(reasons) < 3 && !slices.Contains(reasons, e.GetReason()) {
+					reasons = append(reasons, e.GetReason())
+				}
 			}
 		}
 		var parts []string
@@ -223,9 +280,19 @@ func PrintIndexes(w io.Writer, resp *pushdown_pb.ListIndexesResponse) {
 			parts = append(parts, fmt.Sprintf("%s %d", s, n))
 		}
 		sort.Strings(parts)
-		fmt.Fprintf(tw, "%d\t%s\t%d of %d\t%s\t%d\n", sp.GetFieldId(), sp.GetKind(), indexed, resp.GetFilesTotal(), strings.Join(parts, ", "), bytes)
+		params := paramFlag(sp.GetParams()).String()
+		if params == "" {
+			params = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d of %d\t%s\t%d\n", sp.GetFieldId(), sp.GetKind(), params, indexed, resp.GetFilesTotal(), strings.Join(parts, ", "), bytes)
+		for _, r := range reasons {
+			failures = append(failures, fmt.Sprintf("%s of field %d failed: %s", sp.GetKind(), sp.GetFieldId(), r))
+		}
 	}
 	tw.Flush()
+	for _, f := range failures {
+		fmt.Fprintln(w, f)
+	}
 }
 
 // buildWithProgress runs buildIndexes; waiting on a terminal, it shows a

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -19,5 +20,51 @@ func TestIndexProgressCountsFinishedWantedIndexesOfFilesTimesWanted(t *testing.T
 	}
 	if done, total := indexProgress(list); done != 2 || total != 6 {
 		t.Fatalf("progress %d of %d; want 2 of 6", done, total)
+	}
+}
+
+func TestParamFlagTakesRepeatedKeyValuesAndRefusesMalformedOnes(t *testing.T) {
+	p := paramFlag{}
+	for _, s := range []string{"max_distinct=100000", " rows_per_group = 512 ", "max_distinct=100000"} {
+		if err := p.Set(s); err != nil {
+			t.Fatalf("Set(%q): %v", s, err)
+		}
+	}
+	if got := p.String(); got != "max_distinct=100000,rows_per_group=512" {
+		t.Fatalf("params %q", got)
+	}
+	for s, want := range map[string]string{
+		"max_distinct":   "want key=value",
+		"=3":             "want key=value",
+		"fpp=":           "want key=value",
+		"max_distinct=7": "parameter max_distinct given twice (100000 and 7)",
+	} {
+		if err := p.Set(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Set(%.20q): %v; want %q", s, err, want)
+		}
+	}
+	if err := p.Set(strings.Repeat("y", 500)); err == nil || len(err.Error()) > 120 {
+		t.Errorf("a malformed long parameter: %v (want a short error)", err)
+	}
+}
+
+func TestPrintIndexesShowsParamsAndTheReasonsOfFailedBuilds(t *testing.T) {
+	list := &pushdown_pb.ListIndexesResponse{
+		FilesTotal: 2,
+		Wanted:     []*pushdown_pb.IndexSpec{{FieldId: 3, Kind: "bitmap", Params: map[string]string{"max_distinct": "2"}}, {FieldId: 1, Kind: "btree"}},
+		Entries: []*pushdown_pb.IndexEntry{
+			{DataFile: "a", FieldId: 3, Kind: "bitmap", State: "failed", Reason: "bitmap: field 3 of \"a\" has 58 distinct values, over max_distinct=2"},
+			{DataFile: "b", FieldId: 3, Kind: "bitmap", State: "failed", Reason: "bitmap: field 3 of \"b\" has 59 distinct values, over max_distinct=2"},
+			{DataFile: "a", FieldId: 1, Kind: "btree", State: "committed", PayloadBytes: 100},
+		},
+	}
+	var b strings.Builder
+	PrintIndexes(&b, list)
+	out := b.String()
+	for _, want := range []string{"PARAMS", "max_distinct=2", "0 of 2", "failed 2", "1 of 2", "committed 1",
+		`bitmap of field 3 failed: bitmap: field 3 of "a" has 58 distinct values`, `"b" has 59 distinct values`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -16,8 +16,9 @@
 //	ts         timestamp    sorted over the whole table (clustered)
 //	tenant_id  string       100 values, each confined to a few files
 //	status     string       5 values mixed uniformly (prunes nothing)
-//	message    string       log-like text
-//	tags       list<string> 0-3 tags per row
+//	message    string       log-like text; "upstream timeout" in incident bursts
+//	                        (≈0.8% of rows, every row group has some)
+//	tags       list<string> 0-3 tags per row; "gpu" only on gpu-job bursts (≈1%)
 //	embedding  fixed_size_list<float32>[64], 16 latent clusters
 package demo
 
@@ -62,6 +63,49 @@ var Statuses = []string{"ok", "warn", "error", "retry", "timeout"}
 
 var tagVocabulary = []string{"gpu", "cpu", "eu-west", "us-east", "batch", "stream", "canary", "prod", "staging",
 	"cache-miss", "cold-start", "retry", "slow", "fast", "mobile", "web", "api", "admin", "billing", "search"}
+
+// Bursts: rare events come in runs of consecutive rows, as they do in
+// logs (an incident, a batch job), at a position drawn per window of
+// BurstWindow global rows, so every row group of every file holds some
+// and min/max statistics prune none of them, yet a page-granular reader
+// that knows the rows can skip most pages. Drawn from a hash of the seed
+// and the global row, they leave every other column's values as they
+// were before bursts existed.
+const (
+	BurstWindow = 8192
+	// timeout bursts: 32-95 rows per window (≈0.78%).
+	timeoutBurstMin, timeoutBurstSpan = 32, 64
+	// gpu bursts: 48-111 rows per window (≈0.97%).
+	gpuBurstMin, gpuBurstSpan = 48, 64
+)
+
+// mix is SplitMix64's finalizer: a hash of x.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// inBurst reports whether global row g lies in its window's burst of
+// stream salt.
+func (s Spec) inBurst(g int64, salt uint64, minLen, span int64) bool {
+	w := g / BurstWindow
+	h := mix(s.Seed ^ salt ^ mix(uint64(w)))
+	n := minLen + int64(h%uint64(span))
+	start := int64((h >> 32) % uint64(BurstWindow-n))
+	off := g - w*BurstWindow
+	return off >= start && off < start+n
+}
+
+// InTimeoutBurst reports whether global row g's message reports an
+// upstream timeout.
+func (s Spec) InTimeoutBurst(g int64) bool {
+	return s.inBurst(g, 0x7173, timeoutBurstMin, timeoutBurstSpan)
+}
+
+// InGPUBurst reports whether global row g's tags hold "gpu".
+func (s Spec) InGPUBurst(g int64) bool { return s.inBurst(g, 0x6770, gpuBurstMin, gpuBurstSpan) }
 
 // Indexed says which files carry page indexes and bloom filters.
 type Indexed string
@@ -247,11 +291,25 @@ func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arr
 		status := Statuses[r.IntN(len(Statuses))]
 		stB.Append(status)
 		code := map[string]int{"ok": 200, "warn": 299, "error": 500, "retry": 503, "timeout": 504}[status]
-		msgB.Append(fmt.Sprintf("%s %s/%d %d %dms tenant=%s trace=%016x", verbs[r.IntN(len(verbs))], paths[r.IntN(len(paths))],
-			r.IntN(100000), code, 1+r.IntN(2000), TenantName(tenant), r.Uint64()))
+		verb, path, obj, ms := verbs[r.IntN(len(verbs))], paths[r.IntN(len(paths))], r.IntN(100000), 1+r.IntN(2000)
+		incident := ""
+		if s.InTimeoutBurst(s.FirstRow + g) {
+			incident = " upstream timeout"
+		}
+		msgB.Append(fmt.Sprintf("%s %s/%d %d %dms%s tenant=%s trace=%016x", verb, path, obj, code, ms, incident, TenantName(tenant), r.Uint64()))
 		tagsB.Append(true)
+		gpu := s.InGPUBurst(s.FirstRow + g)
+		hasGPU := false
 		for n := r.IntN(4); n > 0; n-- {
-			tagB.Append(tagVocabulary[r.IntN(len(tagVocabulary))])
+			tag := r.IntN(len(tagVocabulary))
+			if tag == 0 && !gpu { // "gpu" outside a gpu job: another tag, from the hash of the row
+				tag = 1 + int(mix(s.Seed^uint64(s.FirstRow+g))%uint64(len(tagVocabulary)-1))
+			}
+			hasGPU = hasGPU || tag == 0
+			tagB.Append(tagVocabulary[tag])
+		}
+		if gpu && !hasGPU {
+			tagB.Append(tagVocabulary[0])
 		}
 		embB.Append(true)
 		c := t.centroids[(tenant+int(g%3))%len(t.centroids)]

@@ -2,10 +2,16 @@ package demo
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	"context"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -137,5 +143,130 @@ func TestDemoSpecRefusesImpossibleLayouts(t *testing.T) {
 		if err := s.Validate(); err == nil {
 			t.Fatalf("spec %+v accepted", s)
 		}
+	}
+}
+
+// readRows calls fn for every row of the generated files with its global
+// row number and the record holding it.
+func readRows(t *testing.T, files []GeneratedFile, fn func(g int64, file, rg int, rec arrow.RecordBatch, r int)) {
+	t.Helper()
+	var g int64
+	for i, f := range files {
+		rdr, err := file.NewParquetReader(bytes.NewReader(f.Bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := make([]int, rdr.MetaData().Schema.NumColumns())
+		for c := range cols {
+			cols[c] = c
+		}
+		for rg := 0; rg < rdr.NumRowGroups(); rg++ {
+			tbl, err := fr.ReadRowGroups(context.Background(), cols, []int{rg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := array.NewTableReader(tbl, 1<<20)
+			for tr.Next() {
+				rec := tr.RecordBatch()
+				for r := 0; r < int(rec.NumRows()); r++ {
+					fn(g, i, rg, rec, r)
+					g++
+				}
+			}
+			tr.Release()
+			tbl.Release()
+		}
+	}
+}
+
+func tagsOf(rec arrow.RecordBatch, r int) []string {
+	l := rec.Column(5).(*array.List)
+	vals := l.ListValues().(*array.String)
+	from, to := l.ValueOffsets(r)
+	var out []string
+	for j := from; j < to; j++ {
+		out = append(out, vals.Value(int(j)))
+	}
+	return out
+}
+
+// The benchmark queries' rare values: "timeout" in messages and the "gpu"
+// tag come in bursts of consecutive rows, about 0.8% and 1% of rows, with
+// some in every row group of every file, and nowhere else.
+func TestTimeoutsAndGPUTagsAreRareBurstsInEveryRowGroup(t *testing.T) {
+	s := DefaultSpec()
+	s.Rows, s.Files, s.RowGroupRows = 200_000, 4, 16_384
+	type group struct{ file, rg int }
+	timeouts, gpus := map[group]int{}, map[group]int{}
+	var nTimeout, nGPU, runs int64
+	prevGPU := false
+	readRows(t, generate(t, s), func(g int64, f, rg int, rec arrow.RecordBatch, r int) {
+		msg := rec.Column(4).(*array.String).Value(r)
+		hasTimeout := strings.Contains(msg, "timeout")
+		if hasTimeout != s.InTimeoutBurst(g) {
+			t.Fatalf("row %d: message %q, in a timeout burst %v", g, msg, s.InTimeoutBurst(g))
+		}
+		hasGPU := slices.Contains(tagsOf(rec, r), "gpu")
+		if hasGPU != s.InGPUBurst(g) {
+			t.Fatalf("row %d: tags %v, in a gpu burst %v", g, tagsOf(rec, r), s.InGPUBurst(g))
+		}
+		if hasTimeout {
+			nTimeout++
+			timeouts[group{f, rg}]++
+		}
+		if hasGPU {
+			nGPU++
+			gpus[group{f, rg}]++
+			if !prevGPU {
+				runs++
+			}
+		}
+		prevGPU = hasGPU
+	})
+	if frac := float64(nTimeout) / float64(s.Rows); frac < 0.005 || frac > 0.01 {
+		t.Errorf("%.3f%% of messages report a timeout; want 0.5-1%%", 100*frac)
+	}
+	if frac := float64(nGPU) / float64(s.Rows); frac < 0.007 || frac > 0.013 {
+		t.Errorf("%.3f%% of rows are tagged gpu; want about 1%%", 100*frac)
+	}
+	if want := s.Rows / BurstWindow; runs < want {
+		t.Errorf("%d gpu bursts, want one per window (%d)", runs, want)
+	}
+	// A row group of two windows or more holds a whole burst of each kind.
+	groups := 0
+	for f := 0; f < s.Files; f++ {
+		for rg := int64(0); (rg+1)*s.RowGroupRows <= s.Rows/int64(s.Files); rg++ {
+			groups++
+			if g := (group{f, int(rg)}); timeouts[g] == 0 || gpus[g] == 0 {
+				t.Errorf("file %d row group %d: %d timeouts, %d gpu rows; want some of each", f, rg, timeouts[g], gpus[g])
+			}
+		}
+	}
+	if groups < 12 {
+		t.Fatalf("only %d full row groups checked", groups)
+	}
+}
+
+// Bursts changed only the message's incident text and which tag stands
+// where "gpu" was drawn outside a gpu burst: every other value is the one
+// the generator wrote before them (digest taken from that generator).
+func TestBurstsLeaveTheOtherColumnsAsTheyWere(t *testing.T) {
+	h := sha256.New()
+	readRows(t, generate(t, smallSpec()), func(g int64, _, _ int, rec arrow.RecordBatch, r int) {
+		msg := strings.Replace(rec.Column(4).(*array.String).Value(r), " upstream timeout", "", 1)
+		tags := tagsOf(rec, r)
+		if smallSpec().InGPUBurst(g) {
+			tags = tags[:0] // burst rows may carry an extra "gpu"
+		}
+		emb := rec.Column(6).(*array.FixedSizeList).ListValues().(*array.Float32).Float32Values()[r*EmbeddingDim : (r+1)*EmbeddingDim]
+		fmt.Fprintf(h, "%d|%d|%s|%s|%s|%d|%v\n", rec.Column(0).(*array.Int64).Value(r), rec.Column(1).(*array.Timestamp).Value(r),
+			rec.Column(2).(*array.String).Value(r), rec.Column(3).(*array.String).Value(r), msg, len(tags), emb)
+	})
+	if got, want := hex.EncodeToString(h.Sum(nil)), "71c259b1578d14cd2ac5fe1b93217e76d1330107b259f6e08fa3722dd4417e35"; got != want {
+		t.Fatalf("columns digest %s, want %s", got, want)
 	}
 }

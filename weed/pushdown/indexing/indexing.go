@@ -19,6 +19,7 @@ package indexing
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,10 +112,19 @@ type Entry struct {
 	Reason       string `json:"reason,omitempty"`
 	BuiltUnixMs  int64  `json:"built-unix-ms,omitempty"`
 	VerifiedMs   int64  `json:"verified-unix-ms,omitempty"`
+	// Params are the build parameters of the spec the entry was built
+	// for; a spec whose params differ is built again.
+	Params map[string]string `json:"params,omitempty"`
 	// OrphanedMs is when maintenance first found the data file in no
 	// snapshot the table lists (0 = it is live); the entry and its payload
 	// are removed a grace period later.
 	OrphanedMs int64 `json:"orphaned-unix-ms,omitempty"`
+}
+
+// Serves reports whether the entry is a committed index of the file
+// identity built with sp's parameters.
+func (e Entry) Serves(sp Spec, identity string) bool {
+	return e.State == StateCommitted && e.Identity == identity && maps.Equal(e.Params, sp.Params)
 }
 
 // Key names the entry within its data file.

@@ -32,14 +32,20 @@ func (bitmapKind) Supports(t iceberg.Type) bool {
 	return ok
 }
 
+func (bitmapKind) CheckParams(p map[string]string) error {
+	_, err := bitmapMaxDistinct(p)
+	return err
+}
+
+func bitmapMaxDistinct(p map[string]string) (int64, error) {
+	return soleIntParam(p, "max_distinct", DefaultBitmapMaxDistinct, 1, 1<<24)
+}
+
 func (k bitmapKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err := checkInput(in, k); err != nil {
 		return nil, err
 	}
-	if err := checkParams(in.Params, "max_distinct"); err != nil {
-		return nil, err
-	}
-	limit, err := intParam(in.Params, "max_distinct", DefaultBitmapMaxDistinct, 1, 1<<24)
+	limit, err := bitmapMaxDistinct(in.Params)
 	if err != nil {
 		return nil, err
 	}

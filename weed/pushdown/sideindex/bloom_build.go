@@ -42,22 +42,27 @@ func (bloomKind) Supports(t iceberg.Type) bool {
 	return ok && k != value.Float && k != value.Bool
 }
 
+func (bloomKind) CheckParams(p map[string]string) error {
+	_, _, _, err := bloomOptions(p)
+	return err
+}
+
+// bloomOptions reads fpp, ndv and max_bytes.
+func bloomOptions(p map[string]string) (fpp float64, ndv, maxBytes int64, err error) {
+	if err := checkParams(p, "fpp", "ndv", "max_bytes"); err != nil {
+		return 0, 0, 0, err
+	}
+	fpp, err1 := floatParam(p, "fpp", parquet.DefaultBloomFilterFPP, 0, 1)
+	ndv, err2 := intParam(p, "ndv", 0, 1, 1<<31-1)
+	maxBytes, err3 := intParam(p, "max_bytes", 1<<20, 32, 128<<20)
+	return fpp, ndv, maxBytes, firstErr(err1, err2, err3)
+}
+
 func (k bloomKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err := checkInput(in, k); err != nil {
 		return nil, err
 	}
-	if err := checkParams(in.Params, "fpp", "ndv", "max_bytes"); err != nil {
-		return nil, err
-	}
-	fpp, err := floatParam(in.Params, "fpp", parquet.DefaultBloomFilterFPP, 0, 1)
-	if err != nil {
-		return nil, err
-	}
-	ndv, err := intParam(in.Params, "ndv", 0, 1, 1<<31-1)
-	if err != nil {
-		return nil, err
-	}
-	maxBytes, err := intParam(in.Params, "max_bytes", 1<<20, 32, 128<<20)
+	fpp, ndv, maxBytes, err := bloomOptions(in.Params)
 	if err != nil {
 		return nil, err
 	}

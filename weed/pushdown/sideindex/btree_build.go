@@ -66,14 +66,20 @@ type btreeEntry struct {
 	pos    int64
 }
 
+func (btreeKind) CheckParams(p map[string]string) error {
+	_, err := btreeRowsPerGroup(p)
+	return err
+}
+
+func btreeRowsPerGroup(p map[string]string) (int64, error) {
+	return soleIntParam(p, "rows_per_group", 4096, 1, 1<<24)
+}
+
 func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err := checkInput(in, k); err != nil {
 		return nil, err
 	}
-	if err := checkParams(in.Params, "rows_per_group"); err != nil {
-		return nil, err
-	}
-	per, err := intParam(in.Params, "rows_per_group", 4096, 1, 1<<24)
+	per, err := btreeRowsPerGroup(in.Params)
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,11 @@ func (k ivfKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	return writeIVF(headerOf(in, k.Name()), ix)
 }
 
+func (k ivfKind) CheckParams(p map[string]string) error {
+	_, err := k.options(p)
+	return err
+}
+
 func (k ivfKind) options(p map[string]string) (vector.BuildOptions, error) {
 	known := []string{"nlist", "min_rows", "seed", "iterations"}
 	if k.pq {

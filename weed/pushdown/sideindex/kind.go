@@ -40,6 +40,10 @@ type Kind interface {
 	Name() string
 	// Supports reports whether the kind can index a column of type t.
 	Supports(t iceberg.Type) bool
+	// CheckParams refuses build parameters the kind does not know or
+	// whose value is out of range, naming the parameter; Build checks
+	// them too, and `index create -param` before recording the wish.
+	CheckParams(p map[string]string) error
 	// Build reads the indexed column of the data file and returns the
 	// payload: a file standard tools can open.
 	Build(ctx context.Context, in Input) ([]byte, error)

@@ -43,6 +43,9 @@ func listElementType(s string) (iceberg.Type, error) {
 	return nil, fmt.Errorf("%s is not a list type", short(s))
 }
 
+// CheckParams: the kind takes no build parameters.
+func (labelListKind) CheckParams(p map[string]string) error { return checkParams(p) }
+
 func (k labelListKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if in.Footer == nil || in.Footer.Meta == nil || in.Footer.Meta.Schema == nil || in.Source == nil {
 		return nil, fmt.Errorf("label_list: no parsed footer or source for %s", short(in.File))
@@ -53,7 +56,7 @@ func (k labelListKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if in.Column < 0 || in.Column >= in.Footer.Meta.Schema.NumColumns() || in.Footer.Meta.Schema.Column(in.Column).MaxRepetitionLevel() != 1 {
 		return nil, fmt.Errorf("label_list: column %d of %s is not the element column of a flat list", in.Column, short(in.File))
 	}
-	if err := checkParams(in.Params); err != nil {
+	if err := k.CheckParams(in.Params); err != nil {
 		return nil, err
 	}
 	elemType := in.Type.(*iceberg.ListType).Element

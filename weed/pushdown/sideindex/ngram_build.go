@@ -50,11 +50,14 @@ func gramKey(g [3]rune) []byte {
 	return b
 }
 
+// CheckParams: the kind takes no build parameters.
+func (ngramKind) CheckParams(p map[string]string) error { return checkParams(p) }
+
 func (k ngramKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err := checkInput(in, k); err != nil {
 		return nil, err
 	}
-	if err := checkParams(in.Params); err != nil {
+	if err := k.CheckParams(in.Params); err != nil {
 		return nil, err
 	}
 	rdr, err := openData(in, &sourceReader{ctx: ctx, src: in.Source})

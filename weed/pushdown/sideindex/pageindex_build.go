@@ -37,11 +37,14 @@ func (pageIndexKind) Supports(t iceberg.Type) bool {
 	return ok
 }
 
+// CheckParams: the kind takes no build parameters.
+func (pageIndexKind) CheckParams(p map[string]string) error { return checkParams(p) }
+
 func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err := checkInput(in, k); err != nil {
 		return nil, err
 	}
-	if err := checkParams(in.Params); err != nil {
+	if err := k.CheckParams(in.Params); err != nil {
 		return nil, err
 	}
 	col := in.Footer.Meta.Schema.Column(in.Column)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -126,6 +127,15 @@ func intParam(p map[string]string, key string, def, lo, hi int64) (int64, error)
 	return v, nil
 }
 
+// soleIntParam reads the one integer parameter of a kind that takes no
+// other.
+func soleIntParam(p map[string]string, key string, def, lo, hi int64) (int64, error) {
+	if err := checkParams(p, key); err != nil {
+		return 0, err
+	}
+	return intParam(p, key, def, lo, hi)
+}
+
 // floatParam reads a float build parameter in (lo, hi), def when absent.
 func floatParam(p map[string]string, key string, def, lo, hi float64) (float64, error) {
 	s, ok := p[key]
@@ -139,15 +149,15 @@ func floatParam(p map[string]string, key string, def, lo, hi float64) (float64, 
 	return v, nil
 }
 
-// checkParams refuses parameters a kind does not know.
+// checkParams refuses parameters a kind does not know, naming the ones
+// it does.
 func checkParams(p map[string]string, known ...string) error {
 	for k := range p {
-		ok := false
-		for _, n := range known {
-			ok = ok || k == n
-		}
-		if !ok {
-			return fmt.Errorf("unknown build parameter %s", short(k))
+		if !slices.Contains(known, k) {
+			if len(known) == 0 {
+				return fmt.Errorf("unknown build parameter %s: this kind takes none", short(k))
+			}
+			return fmt.Errorf("unknown build parameter %s: want %s", short(k), strings.Join(known, ", "))
 		}
 	}
 	return nil

@@ -1,0 +1,107 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
+	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+)
+
+// TestKindsPeerBenchmark puts the side-index kinds issue's three queries
+// (kindq.Queries) to the connector with bitmap, ngram and
+// label_list side indexes and to DuckDB reading the same files through
+// `weed mount`, on the demo table written with -indexed none: rows must
+// agree; bytes are what the S3 gateway sent (connector) and what weed
+// mount read (DuckDB) for one cold query; warm latency is the median of
+// 11 queries per run, 3 runs. Results: bench/results/kinds_peer.md.
+func TestKindsPeerBenchmark(t *testing.T) {
+	requireBenchAsRoot(t, "benchmark: run with `BENCH=kinds ./scripts/bench.sh` (LAKEWEED_BENCH=1)")
+	rows := int64(envInt("LAKEWEED_BENCH_ROWS", 1_000_000))
+	ctx := context.Background()
+	metricsPort := harness.FreePorts(t, 1)[0]
+	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-metricsPort=" + strconv.Itoa(metricsPort)}})
+	const name = "peer.kinds"
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Indexed = rows, demo.IndexedNone
+	res, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kindq.CreateIndexes(t, c, name, kindq.Indexes...)
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, NoFallback: true, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	dir, mount := mountData(t, c, res.Location)
+
+	type figures struct {
+		answer kindq.Answer
+		bytes  int64
+		warm   []float64
+	}
+	measure := func(counter func() int64, fn func() (kindq.Answer, error)) figures {
+		var f figures
+		before := counter()
+		a, err := fn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.answer, f.bytes = a, counter()-before
+		for r := 0; r < 3; r++ {
+			var d []float64
+			for i := 0; i < 11; i++ {
+				t0 := time.Now()
+				if _, err := fn(); err != nil {
+					t.Fatal(err)
+				}
+				d = append(d, float64(time.Since(t0).Microseconds())/1000)
+			}
+			slices.Sort(d)
+			f.warm = append(f.warm, d[len(d)/2])
+		}
+		slices.Sort(f.warm)
+		return f
+	}
+	s3Sent := func() int64 {
+		return scrape(t, metricsPort, `SeaweedFS_s3_bucket_traffic_sent_bytes_total{bucket="warehouse"}`)
+	}
+	mountRead := func() int64 { return procIO(mount.Cmd.Process.Pid, "rchar") }
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Side-index kinds against DuckDB over weed mount\n\n`BENCH=kinds ./scripts/bench.sh` (bench/peer TestKindsPeerBenchmark) on the 2-core development machine (shared, noisy): "+
+		"%d demo rows in 8 files written with `-indexed none`; the connector (page-aware, side indexes bitmap(tenant_id), bitmap(status), ngram(message), label_list(tags)) "+
+		"and DuckDB (duckdb-go, `read_parquet` over `weed mount`). Bytes: one cold query (the first after the mount for DuckDB: weed mount's rchar; S3 gateway sent bytes for the connector). "+
+		"Warm: median of 11 queries per run, 3 runs (spread min–max).\n\n"+
+		"| query | rows | connector bytes | DuckDB bytes | connector warm ms (spread) | DuckDB warm ms (spread) | DuckDB / connector warm |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", rows)
+	for _, q := range kindq.Queries {
+		a := measure(s3Sent, func() (kindq.Answer, error) {
+			ans, _, err := kindq.ConnectorQuery(ctx, conn, name, q)
+			return ans, err
+		})
+		d := measure(mountRead, func() (kindq.Answer, error) {
+			n, sum, err := duckScan(dir, query{sel: q.Select, duckdb: q.Duck})
+			return kindq.Answer{Rows: n, IDSum: sum}, err
+		})
+		if a.answer != d.answer {
+			t.Errorf("%s: connector %+v, DuckDB %+v", q.Name, a.answer, d.answer)
+		}
+		fmt.Fprintf(&md, "| `%s` | %d | %d | %d | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) | %.2f× |\n", q.Where, a.answer.Rows, a.bytes, d.bytes,
+			a.warm[1], a.warm[0], a.warm[2], d.warm[1], d.warm[0], d.warm[2], d.warm[1]/a.warm[1])
+		t.Logf("%-48s rows %6d connector %10d bytes %.1fms  DuckDB %10d bytes %.1fms", q.Name, a.answer.Rows, a.bytes, a.warm[1], d.bytes, d.warm[1])
+	}
+	root, _ := harness.RepoRoot() // bench/peer (its own module)
+	if err := os.WriteFile(filepath.Join(root, "..", "results", "kinds_peer.md"), []byte(md.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
