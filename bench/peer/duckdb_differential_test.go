@@ -98,17 +98,26 @@ func requireBenchAsRoot(t *testing.T, why string) {
 	}
 }
 
-// mountData mounts the warehouse bucket read-only with weed mount and
-// returns the data directory of the table at location and the mount.
+// mountData mounts the namespace folder of the table at location
+// read-only with weed mount and returns the table's data directory and the
+// mount.
 func mountData(t *testing.T, c *harness.Cluster, location string) (string, *harness.Process) {
 	mnt := filepath.Join(c.Dir, "mnt")
 	_ = os.MkdirAll(mnt, 0o755)
+	ns, rest, _ := strings.Cut(strings.TrimPrefix(location, "s3://warehouse/"), "/")
 	p := harness.StartProcess(t, c.Dir, "mount", nil, "mount", "-filer="+c.FilerGrpcAddress(), "-dir="+mnt,
-		"-filer.path=/buckets/warehouse", "-readOnly", "-cacheDir="+filepath.Join(c.Dir, "mountcache"))
+		"-filer.path="+bucketSafeMountPath(ns), "-readOnly", "-cacheDir="+filepath.Join(c.Dir, "mountcache"))
 	waitMounted(t, mnt)
 	t.Cleanup(func() { _ = exec("umount", "-l", mnt) })
-	return filepath.Join(mnt, strings.TrimPrefix(location, "s3://warehouse/"), "data"), p
+	return filepath.Join(mnt, rest, "data"), p
 }
+
+// bucketSafeMountPath is the filer folder to mount for namespace ns: a
+// folder inside the warehouse bucket, never the bucket itself — weed mount
+// of a bucket root rewrites the bucket's entry (its allow-empty-folders
+// policy) and the table-bucket marker is lost with it, after which the
+// pushdown services rightly refuse the bucket.
+func bucketSafeMountPath(ns string) string { return "/buckets/warehouse/" + ns }
 
 func envInt(k string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {

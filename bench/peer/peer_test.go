@@ -120,7 +120,7 @@ func TestPeerBenchmark(t *testing.T) {
 		}
 		generation++
 		mount = harness.StartProcess(t, c.Dir, fmt.Sprintf("mount%d", generation), nil, "mount", "-filer="+c.FilerGrpcAddress(), "-dir="+mnt,
-			"-filer.path=/buckets/warehouse", "-readOnly", "-cacheDir="+filepath.Join(c.Dir, fmt.Sprintf("mountcache%d", generation)))
+			"-filer.path="+bucketSafeMountPath("peer"), "-readOnly", "-cacheDir="+filepath.Join(c.Dir, fmt.Sprintf("mountcache%d", generation)))
 		waitMounted(t, mnt)
 		if duck != nil {
 			duck.Close()
@@ -138,7 +138,7 @@ func TestPeerBenchmark(t *testing.T) {
 	var results []measurement
 	for _, idx := range modeList {
 		loc := tables[idx]
-		dir := filepath.Join(mnt, strings.TrimPrefix(loc, "s3://warehouse/"), "data")
+		dir := filepath.Join(mnt, strings.TrimPrefix(loc, "s3://warehouse/peer/"), "data")
 		for _, q := range queries(rows) {
 			// a. connector with pushdown
 			results = append(results, run(t, "a. lakeweed connector (pushdown)", idx, q.name, s3Sent, func(fresh bool, st *connector.Stats) (int64, int64, error) {
