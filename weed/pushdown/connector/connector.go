@@ -14,7 +14,8 @@
 //	                        single-leaf columns in narrowed row groups
 //	            row-group:  whole column chunks of the planned row groups
 //	   row ranges − deleted positions (the plan's delete masks)
-//	              ∩ predicate (evaluated on rows) ──▶ projection ──▶ Arrow
+//	              ∩ predicate (vectorized over the decoded Arrow columns,
+//	                filter.go) ──▶ projection ──▶ Arrow
 //
 // Rows are those matching the predicate under IEEE semantics for NaN (the
 // semantics of iceberg-go's scan and Arrow compute), so the pushdown and
@@ -48,10 +49,8 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
 // Mode is how planned data is decoded.
@@ -590,37 +589,18 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 	for i, f := range rec.Schema().Fields() {
 		byName[f.Name] = i
 	}
-	var convErr error
-	row := func(r int) predicate.Row {
-		return func(id int) (value.Value, bool) {
-			name, _ := p.schema.FindColumnName(id)
-			col, ok := byName[name]
-			if !ok || rec.Column(col).IsNull(r) {
-				return value.Value{}, true
-			}
-			f, _ := p.schema.FindFieldByID(id)
-			v, err := oracle.ArrowValue(rec.Column(col), r, f.Type)
-			if err != nil {
-				if convErr == nil {
-					convErr = fmt.Errorf("plain read of %s: column %s: %s value as %s: %w", p.q.Table, name, rec.Column(col).DataType(), f.Type, err)
-				}
-				return value.Value{}, true
-			}
-			return v, false
-		}
+	f := &filter{expr: p.expr}
+	sel, err := f.selectRows(recordBatch(rec, p.schema, p.q.Table))
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && int64(len(sel)) > limit {
+		sel = sel[:limit]
 	}
 	idx := array.NewInt64Builder(memory.DefaultAllocator)
 	defer idx.Release()
-	for r := 0; r < int(rec.NumRows()); r++ {
-		if limit > 0 && int64(idx.Len()) >= limit {
-			break
-		}
-		if predicate.Eval(p.expr, row(r), predicate.IEEE) == predicate.True {
-			idx.Append(int64(r))
-		}
-		if convErr != nil {
-			return nil, convErr
-		}
+	for _, r := range sel {
+		idx.Append(int64(r))
 	}
 	indices := idx.NewArray()
 	defer indices.Release()

@@ -234,21 +234,22 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 	if candidates == nil {
 		candidates = plan.All(r.numRows)
 	}
-	rs := newRowSource(fl, r.rg, cols, p.schema, predIDs, fl.defaults, p.parents)
-	_, always := p.expr.(predicate.Const)
-	var keep []int64
+	var rows []int64
 	for _, rr := range candidates {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
-			if r.deleted != nil && r.deleted.Contains(uint64(r.firstRow+row)) {
-				continue
-			}
-			if always || predicate.Eval(p.expr, rs.row(row), predicate.IEEE) == predicate.True {
-				keep = append(keep, row)
-			}
-			if rs.err != nil {
-				return nil, rs.err
+			if r.deleted == nil || !r.deleted.Contains(uint64(r.firstRow+row)) {
+				rows = append(rows, row)
 			}
 		}
+	}
+	f := &filter{expr: p.expr}
+	sel, err := f.selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]int64, len(sel))
+	for i, j := range sel {
+		keep[i] = rows[j]
 	}
 	if len(r.late) > 0 {
 		if len(keep) == 0 {
@@ -290,21 +291,12 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 			continue
 		}
 		col := cols[top]
-		idx := array.NewInt64Builder(memory.DefaultAllocator)
-		for _, row := range keep {
-			j := col.index(row)
-			if j < 0 {
-				idx.Release()
-				return nil, fmt.Errorf("%s row group %d: row %d was planned but its column %s was not decoded", fl.path, r.rg, row, outSchema.Field(i).Name)
-			}
-			idx.Append(int64(j))
-		}
-		indices := idx.NewArray()
-		idx.Release()
-		taken, err := compute.TakeArray(ctx, col.arr, indices)
-		indices.Release()
+		taken, missing, err := takeRows(ctx, col, keep)
 		if err != nil {
 			return nil, err
+		}
+		if missing >= 0 {
+			return nil, fmt.Errorf("%s row group %d: row %d was planned but its column %s was not decoded", fl.path, r.rg, missing, outSchema.Field(i).Name)
 		}
 		if fld, _ := p.schema.FindFieldByID(p.selectIDs[i]); isStruct(fld.Type) && !arrow.TypeEqual(taken.DataType(), outSchema.Field(i).Type) {
 			ev := &structEvolver{ctx: ctx, defaults: fl.defaults}
@@ -319,4 +311,31 @@ func (c *Connector) scanRowGroup(ctx context.Context, p *prepared, pf *pushdown_
 		arrs[i] = taken
 	}
 	return array.NewRecordBatch(outSchema, arrs, int64(len(keep))), nil
+}
+
+// takeRows gathers the values of rows (ascending) from a decoded column:
+// a slice when they are contiguous and at least half the column (a slice
+// keeps the whole column alive), Arrow's take otherwise. missing is a
+// row the column does not hold (-1: none).
+func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array, missing int64, err error) {
+	pos := positions(col, rows)
+	for i, p := range pos {
+		if p < 0 {
+			return nil, rows[i], nil
+		}
+	}
+	if n := len(pos); n == 0 || (int(pos[n-1])-int(pos[0]) == n-1 && 2*n >= col.arr.Len()) {
+		lo := 0
+		if n > 0 {
+			lo = int(pos[0])
+		}
+		return array.NewSlice(col.arr, int64(lo), int64(lo+n)), -1, nil
+	}
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(pos, nil)
+	indices := b.NewArray()
+	defer indices.Release()
+	taken, err = compute.TakeArray(ctx, col.arr, indices)
+	return taken, -1, err
 }
