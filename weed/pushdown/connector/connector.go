@@ -72,6 +72,12 @@ type Options struct {
 	NoPushdown  bool // always read plainly (for comparison)
 	Force       bool // push down even when the cost model advises against it
 	Concurrency int  // ranged GETs in flight (default 16)
+	// Workers decode and filter row groups in parallel (default: one per
+	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
+	// the one the result is waiting for (default 256 MiB; at least one
+	// row group is always read).
+	Workers        int
+	MaxBufferBytes int64
 	// ClientResolved does the Iceberg planning here (iceberg-go's scan
 	// planning) and sends the data files with their delete files in the
 	// Plan request, for catalogs in connector-trusted or catalog-validated
@@ -138,6 +144,7 @@ type Connector struct {
 	opts      Options
 	s3        *s3.Client
 	fetch     *fetcher
+	footers   *footers
 	cat       *rest.Catalog
 	pool      *grpcutil.ConnPool
 	plainHTTP *countingTransport // iceberg-go's S3 traffic on the plain path
@@ -149,6 +156,9 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
+	if o.MaxBufferBytes == 0 {
+		o.MaxBufferBytes = 256 << 20
+	}
 	cat, err := lakeclient.NewIcebergCatalog(ctx, o.Endpoints)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", o.Endpoints.Iceberg, err)
@@ -156,6 +166,7 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	client := lakeclient.NewS3Client(o.Endpoints)
 	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
 		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
+		footers:   &footers{max: 4096},
 		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	return c, nil
 }
@@ -623,107 +634,6 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 	for _, c := range cols {
 		c.Release()
 	}
-	return out, nil
-}
-
-// readPlan reads the planned files.
-func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse) (*Result, error) {
-	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
-	rgs := map[string][]*pushdown_pb.RowGroupRef{}
-	for _, rg := range resp.GetRowGroups() {
-		rgs[rg.File] = append(rgs[rg.File], rg)
-	}
-	pages := map[string][]*pushdown_pb.PageRef{}
-	for _, pg := range resp.GetPages() {
-		pages[pg.File] = append(pages[pg.File], pg)
-	}
-	var outSchema *arrow.Schema
-	var remaining = p.q.Limit
-	for _, pf := range resp.GetFiles() {
-		if p.q.Limit > 0 && remaining <= 0 {
-			break
-		}
-		recs, sch, err := c.scanFile(ctx, p, pf, rgs[pf.File], pages[pf.File], remaining)
-		if err != nil {
-			res.Release()
-			return nil, err
-		}
-		res.Stats.Files++
-		res.Stats.RowGroups += len(rgs[pf.File])
-		if c.opts.Progress != nil {
-			c.opts.Progress(res.Stats.Files, len(resp.GetFiles()))
-		}
-		if outSchema == nil {
-			outSchema = sch
-		}
-		for _, rec := range recs {
-			rec, err = conform(ctx, rec, outSchema)
-			if err != nil {
-				res.Release()
-				return nil, err
-			}
-			if p.q.Limit > 0 {
-				if remaining <= 0 {
-					rec.Release()
-					continue
-				}
-				if rec.NumRows() > remaining {
-					cut := rec.NewSlice(0, remaining)
-					rec.Release()
-					rec = cut
-				}
-				remaining -= rec.NumRows()
-			}
-			res.Records = append(res.Records, rec)
-		}
-	}
-	if outSchema == nil {
-		outSchema = emptySchema(p)
-	}
-	res.Schema = outSchema
-	return res, nil
-}
-
-// emptySchema is the Arrow schema of a result without files.
-func emptySchema(p *prepared) *arrow.Schema {
-	var fields []iceberg.NestedField
-	for _, id := range p.selectIDs {
-		if f, ok := p.schema.FindFieldByID(id); ok {
-			fields = append(fields, f)
-		}
-	}
-	as, err := table.SchemaToArrowSchema(iceberg.NewSchema(p.schema.ID, fields...), nil, true, false)
-	if err != nil {
-		return arrow.NewSchema(nil, nil)
-	}
-	return as
-}
-
-// conform casts a record's columns to the result schema (files written
-// with different physical choices of one Iceberg type).
-func conform(ctx context.Context, rec arrow.RecordBatch, want *arrow.Schema) (arrow.RecordBatch, error) {
-	if rec.Schema().Equal(want) {
-		return rec, nil
-	}
-	cols := make([]arrow.Array, rec.NumCols())
-	for i := range cols {
-		col := rec.Column(i)
-		if arrow.TypeEqual(col.DataType(), want.Field(i).Type) {
-			col.Retain()
-			cols[i] = col
-			continue
-		}
-		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want.Field(i).Type))
-		if err != nil {
-			return nil, fmt.Errorf("column %s is %s in one file and %s in another: %w", want.Field(i).Name, col.DataType(), want.Field(i).Type, err)
-		}
-		cols[i] = cast
-	}
-	out := array.NewRecordBatch(want, cols, rec.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	rec.Release()
 	return out, nil
 }
 

@@ -40,6 +40,10 @@ type fileLayout struct {
 	// query's initial-defaults overlaid with consts.
 	consts   map[int]fieldDefault
 	defaults map[int]fieldDefault
+	// mapping is the name mapping columns was built with; meta the cached
+	// footer entry the layout came from (nil: not cached).
+	mapping iceberg.NameMapping
+	meta    *fileMeta
 }
 
 func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
@@ -47,7 +51,7 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 	if err != nil {
 		return nil, fmt.Errorf("%s: Arrow schema: %w", path, err)
 	}
-	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm)}
+	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm), mapping: nm}
 	root := md.Schema.Root()
 	fl.leavesOf = make([][]int, root.NumFields())
 	fl.topOf = make([]int, md.Schema.NumColumns())
@@ -140,7 +144,7 @@ func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []
 		}
 		for _, leaf := range fl.leavesOf[top] {
 			ch := fl.chunks[r.rg][leaf]
-			out = append(out, byteRange{ch.Start, ch.Length})
+			out = append(out, byteRange{Off: ch.Start, Len: ch.Length})
 		}
 	}
 	return out
@@ -344,4 +348,172 @@ func containsID(n schema.Node, id int) bool {
 		}
 	}
 	return false
+}
+
+// decodeTops decodes tops of r: planned pages where the plan gave them
+// (page-aware mode), whole chunks otherwise.
+func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, pageAware bool, cols map[int]*column) error {
+	var whole []int
+	for _, top := range tops {
+		if pageAware && fl.pageAwareOK(top, r) {
+			col, err := decodePages(ctx, fl, sf, r, top)
+			if err != nil {
+				return err
+			}
+			cols[top] = col
+			continue
+		}
+		whole = append(whole, top)
+	}
+	wcols, err := decodeWhole(ctx, fl, sf, r.rg, whole)
+	if err != nil {
+		return err
+	}
+	for top, col := range wcols {
+		cols[top] = col
+	}
+	return nil
+}
+
+// Late materialization, page-aware mode, in a row group the plan did not
+// narrow to row ranges (an unclustered column: bloom filters keep the row
+// group, page statistics cannot locate the row):
+//
+//	round 1: predicate columns (whole chunks) + offset indexes of the others
+//	         (unless the footer cache holds them parsed)
+//	         ── predicate ──▶ matching rows
+//	round 2: for each other column, the pages holding a matching row (and
+//	         its dictionary region), or the whole chunk when that is not
+//	         smaller by half; nothing when no row matched
+//
+// An offset index that is missing, malformed or inconsistent with its chunk
+// makes that column read whole: it costs bytes, never rows.
+
+// lateEligible reports whether a top-level field could be read page by
+// page: one non-repeated leaf.
+func (fl *fileLayout) lateEligible(top int) bool {
+	leaves := fl.leavesOf[top]
+	return len(leaves) == 1 && fl.md.Schema.Column(leaves[0]).MaxRepetitionLevel() == 0
+}
+
+// offsetIndexRanges are the offset indexes of tops' leaves in row group rg
+// that are not parsed in the footer cache yet.
+func (fl *fileLayout) offsetIndexRanges(rg int, tops []int) []byteRange {
+	var out []byteRange
+	for _, top := range tops {
+		for _, leaf := range fl.leavesOf[top] {
+			if fl.meta != nil {
+				if _, ok := fl.meta.offsetIndexes.Load([2]int{rg, leaf}); ok {
+					continue
+				}
+			}
+			if loc := fl.chunks[rg][leaf].OffsetIndex; validIndexLocation(loc, fl.size) {
+				out = append(out, byteRange{Off: loc.Offset, Len: int64(loc.Length)})
+			}
+		}
+	}
+	return out
+}
+
+func validIndexLocation(loc *metadata.IndexLocation, size int64) bool {
+	return loc != nil && loc.Length > 0 && loc.Offset >= 0 && loc.Offset+int64(loc.Length) <= size
+}
+
+// offsetIndex is leaf's parsed offset index in row group rg: from the
+// footer cache, or parsed from sf (and cached); nil when unusable.
+func (fl *fileLayout) offsetIndex(sf *sparseFile, rg, leaf int) metadata.OffsetIndex {
+	key := [2]int{rg, leaf}
+	if fl.meta != nil {
+		if oi, ok := fl.meta.offsetIndexes.Load(key); ok {
+			idx, _ := oi.(metadata.OffsetIndex)
+			return idx
+		}
+	}
+	loc := fl.chunks[rg][leaf].OffsetIndex
+	if !validIndexLocation(loc, fl.size) {
+		return nil
+	}
+	b := make([]byte, loc.Length)
+	if _, err := sf.ReadAt(b, loc.Offset); err != nil {
+		return nil // not fetched: read whole, not cached
+	}
+	oi, err := footer.ParseOffsetIndex(b)
+	if err != nil {
+		oi = nil
+	}
+	if fl.meta != nil {
+		fl.meta.offsetIndexes.Store(key, oi)
+	}
+	return oi
+}
+
+// latePages selects the pages of top's leaf in row group r.rg that hold a
+// row of keep (sorted), with the chunk's dictionary region; ok is false
+// when the offset index is unusable or the selection is not at most half
+// the chunk.
+func (fl *fileLayout) latePages(sf *sparseFile, r *rowGroupRead, top int, keep []int64) (pages []pageRange, dict byteRange, ok bool) {
+	leaf := fl.leavesOf[top][0]
+	ch := fl.chunks[r.rg][leaf]
+	oi := fl.offsetIndex(sf, r.rg, leaf)
+	if oi == nil {
+		return nil, byteRange{}, false
+	}
+	all, err := footer.PagesOf(oi, ch, r.numRows)
+	if err != nil {
+		return nil, byteRange{}, false
+	}
+	if first := all[0].Offset; first > ch.Start {
+		dict = byteRange{Off: ch.Start, Len: first - ch.Start}
+	}
+	total := dict.Len
+	k := 0
+	for _, pg := range all {
+		for k < len(keep) && keep[k] < pg.FirstRow {
+			k++
+		}
+		if k < len(keep) && keep[k] < pg.EndRow {
+			pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+			total += pg.Length
+		}
+	}
+	if len(pages) == 0 || 2*total > ch.Length {
+		return nil, byteRange{}, false
+	}
+	return pages, dict, true
+}
+
+// lateRead is round 2 of late materialization: what to decode of r's late
+// columns for the matching rows keep, and the byte ranges that takes.
+type lateRead struct {
+	sel         *rowGroupRead
+	wholeChunks []byteRange // late columns read whole
+	pageRanges  []byteRange // dictionaries and pages of the others
+}
+
+func (fl *fileLayout) lateRead(sf *sparseFile, r *rowGroupRead, keep []int64) lateRead {
+	lr := lateRead{sel: &rowGroupRead{rg: r.rg, numRows: r.numRows, pages: map[int][]pageRange{}, dict: map[int]byteRange{}}}
+	var rows []plan.RowRange
+	for _, k := range keep {
+		rows = append(rows, plan.RowRange{Start: k, End: k + 1})
+	}
+	lr.sel.rows = plan.Union(nil, rows)
+	for _, top := range r.late {
+		if pages, dict, ok := fl.latePages(sf, r, top, keep); ok {
+			leaf := fl.leavesOf[top][0]
+			lr.sel.pages[leaf] = pages
+			if dict.Len > 0 {
+				lr.sel.dict[leaf] = dict
+				lr.pageRanges = append(lr.pageRanges, dict)
+			}
+			for _, pg := range pages {
+				lr.pageRanges = append(lr.pageRanges, pg.byteRange)
+			}
+			continue
+		}
+		for _, leaf := range fl.leavesOf[top] {
+			ch := fl.chunks[r.rg][leaf]
+			lr.wholeChunks = append(lr.wholeChunks, byteRange{Off: ch.Start, Len: ch.Length})
+		}
+	}
+	return lr
 }
