@@ -151,7 +151,6 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}
 	for i, u := range units {
 		r := <-u.out
-		budget.release(u.file.cost)
 		if r.err != nil {
 			return fail(r.err)
 		}
@@ -185,6 +184,7 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		}
 		remaining -= rec.NumRows()
 		res.Records = append(res.Records, rec)
+		budget.release(u.file.cost) // taken: the next may start
 	}
 	if outSchema == nil {
 		outSchema = emptySchema(p)
