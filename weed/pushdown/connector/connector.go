@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -111,9 +112,12 @@ type Stats struct {
 	Files          int    `json:"files"`
 	RowGroups      int    `json:"row_groups"`
 	BytesPlanned   int64  `json:"bytes_planned,omitempty"`
-	ElapsedMs      int64  `json:"elapsed_ms"`
-	PlanMs         int64  `json:"plan_ms"`
-	ReadMs         int64  `json:"read_ms"`
+	// MetadataCached: the table's metadata was the connector's cached
+	// copy, which the plan confirmed current (no LoadTable).
+	MetadataCached bool  `json:"metadata_cached,omitempty"`
+	ElapsedMs      int64 `json:"elapsed_ms"`
+	PlanMs         int64 `json:"plan_ms"`
+	ReadMs         int64 `json:"read_ms"`
 }
 
 // Result is a query's answer.
@@ -144,7 +148,8 @@ type Connector struct {
 	opts      Options
 	s3        *s3.Client
 	fetch     *fetcher
-	footers   *footers
+	footers   *lru[metaKey, *fileMeta]
+	tables    *tableCache
 	cat       *rest.Catalog
 	pool      *grpcutil.ConnPool
 	plainHTTP *countingTransport // iceberg-go's S3 traffic on the plain path
@@ -166,7 +171,8 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	client := lakeclient.NewS3Client(o.Endpoints)
 	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
 		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
-		footers:   &footers{max: 4096},
+		footers:   newLRU[metaKey, *fileMeta](4096),
+		tables:    &tableCache{lru: newLRU[string, *tableEntry](1024)},
 		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	return c, nil
 }
@@ -192,18 +198,45 @@ type prepared struct {
 	identity   identityFields
 	partitions *partitionIndex
 	req        *pushdown_pb.ParquetPushdownRequest
+	// fromCache: tbl is the connector's cached metadata, not yet checked
+	// against the table's current version.
+	fromCache bool
 }
 
-func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
+// prepare binds q to its table's metadata: the connector's cached copy
+// when cached (verified against the plan's metadata_location before any
+// data is read), otherwise loaded from the Iceberg REST catalog.
+func (c *Connector) prepare(ctx context.Context, q Query, cached bool) (*prepared, error) {
+	p, err := c.bind(ctx, q, cached)
+	if err != nil && cached {
+		// a column or snapshot the cached copy does not know may be one
+		// another writer added: the current metadata decides
+		c.tables.drop(q.Table)
+		return c.bind(ctx, q, false)
+	}
+	return p, err
+}
+
+func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, error) {
 	ident, err := lakeclient.ParseIdentifier(q.Table)
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := c.cat.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", q.Table, err)
+	var te *tableEntry
+	if cached && !c.tables.off.Load() {
+		te, _ = c.tables.get(q.Table)
 	}
-	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema()}
+	fromCache := te != nil
+	if te == nil {
+		tbl, err := c.cat.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table %s: %w", q.Table, err)
+		}
+		te = &tableEntry{tbl: tbl, mapping: tbl.Metadata().NameMapping()}
+		c.tables.put(q.Table, te)
+	}
+	tbl := te.tbl
+	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema(), fromCache: fromCache, mapping: te.mapping}
 	if q.Snapshot != 0 {
 		s := tbl.SnapshotByID(q.Snapshot)
 		if s == nil {
@@ -219,7 +252,7 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 	if p.defaults, err = initialDefaults(p.schema); err != nil {
 		return nil, fmt.Errorf("%s: %w", q.Table, err)
 	}
-	p.parents, p.mapping = parentIDs(p.schema), tbl.Metadata().NameMapping()
+	p.parents = parentIDs(p.schema)
 	p.identity, p.partitions = identityFieldsOf(tbl.Metadata()), &partitionIndex{}
 	p.bound, err = sqlpred.Bind(q.Where, p.schema)
 	if err != nil {
@@ -298,7 +331,9 @@ func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Exp
 // Query answers q.
 func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 	start := time.Now()
-	p, err := c.prepare(ctx, q)
+	// Table metadata is cached on the pushdown path only: the plan says
+	// which metadata version it was made from.
+	p, err := c.prepare(ctx, q, !c.opts.NoPushdown && !c.opts.ClientResolved)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +360,27 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) {
 	t0 := time.Now()
 	resp, err := c.plan(ctx, p.req)
+	if err == nil && p.fromCache && resp.GetMetadataLocation() != p.tbl.MetadataLocation() {
+		// another writer committed (or the catalog does not say): load
+		// the table and plan again
+		if resp.GetMetadataLocation() == "" {
+			c.tables.off.Store(true)
+		}
+		c.tables.drop(p.q.Table)
+		if p, err = c.prepare(ctx, p.q, false); err != nil {
+			return nil, err
+		}
+		resp, err = c.plan(ctx, p.req)
+	}
 	planMs := time.Since(t0).Milliseconds()
+	if err != nil && p.fromCache {
+		// a plain read must not read a cached version
+		c.tables.drop(p.q.Table)
+		var perr error
+		if p, perr = c.prepare(ctx, p.q, false); perr != nil {
+			return nil, perr
+		}
+	}
 	if err != nil {
 		reason := ""
 		msg := status.Convert(err).Message()
@@ -368,8 +423,23 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	}
 	res.Stats.PlanMs = planMs
 	res.Stats.ReadMs = time.Since(t1).Milliseconds()
+	res.Stats.MetadataCached = p.fromCache
 	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
 	return res, nil
+}
+
+// tableCache holds the last loaded metadata of each table queried; off
+// once a catalog plans without naming its metadata version (nothing to
+// check a cached copy against).
+type tableCache struct {
+	*lru[string, *tableEntry]
+	off atomic.Bool
+}
+
+// tableEntry is a table's metadata with what is parsed from it once.
+type tableEntry struct {
+	tbl     *table.Table
+	mapping iceberg.NameMapping
 }
 
 type connectError struct{ err error }
@@ -639,7 +709,7 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 
 // Explain plans q without reading data.
 func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetPushdownResponse, error) {
-	p, err := c.prepare(ctx, q)
+	p, err := c.prepare(ctx, q, false)
 	if err != nil {
 		return nil, err
 	}

@@ -335,42 +335,50 @@ type metaKey struct {
 	rows, footerOffset, footerLength int64
 }
 
-// footers caches parsed footers for the connector's lifetime.
-type footers struct {
+// lru is a map bounded by entry count, dropping the oldest entry first
+// (parsed footers by file version, table metadata by table name).
+type lru[K comparable, V any] struct {
 	mu    sync.Mutex
-	m     map[metaKey]*fileMeta
-	order []metaKey
+	m     map[K]V
+	order []K
 	max   int
 }
 
-func (fs *footers) get(k metaKey) *fileMeta {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return fs.m[k]
+func newLRU[K comparable, V any](max int) *lru[K, V] {
+	return &lru[K, V]{m: map[K]V{}, max: max}
 }
 
-func (fs *footers) put(k metaKey, m *fileMeta) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.m == nil {
-		fs.m = map[metaKey]*fileMeta{}
+func (c *lru[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *lru[K, V]) put(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok {
+		c.order = append(c.order, k)
 	}
-	if _, ok := fs.m[k]; ok {
-		return
+	c.m[k] = v
+	for len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
 	}
-	fs.m[k] = m
-	fs.order = append(fs.order, k)
-	for len(fs.order) > fs.max {
-		delete(fs.m, fs.order[0])
-		fs.order = fs.order[1:]
-	}
+}
+
+func (c *lru[K, V]) drop(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
 }
 
 // layoutOf is the layout of a planned file: its footer from the cache or
 // one ranged GET, parsed once per file version.
 func (c *Connector) layoutOf(ctx context.Context, pf *pushdown_pb.PlannedFile, nm iceberg.NameMapping) (*fileLayout, error) {
 	k := metaKey{footer.Identity{Path: pf.File, Size: pf.SizeBytes}, pf.RecordCount, pf.FooterOffset, pf.FooterLength}
-	m := c.footers.get(k)
+	m, _ := c.footers.get(k)
 	if m == nil {
 		fb, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, nil, []byteRange{{Off: pf.FooterOffset, Len: pf.FooterLength}})
 		if err != nil {
