@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,19 +62,27 @@ func TestConnectorWarmLatency(t *testing.T) {
 		}
 		return res.NumRows(), time.Since(t0)
 	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	for _, q := range queries {
 		n, cold := run(q.where, q.sel)
 		var medians []string
+		cpu0, runs := cpu(), 0
 		for series := 0; series < 3; series++ {
 			var ds []float64
 			for i := 0; i < 11; i++ {
 				_, d := run(q.where, q.sel)
 				ds = append(ds, float64(d.Microseconds())/1000)
+				runs++
 			}
 			sort.Float64s(ds)
 			medians = append(medians, fmt.Sprintf("%.1f", ds[len(ds)/2]))
 		}
-		t.Logf("%-20s rows %7d cold %7.1f ms warm medians %v ms", q.name, n, float64(cold.Microseconds())/1000, medians)
+		t.Logf("%-20s rows %7d cold %7.1f ms warm medians %v ms, CPU %.1f ms a query", q.name, n, float64(cold.Microseconds())/1000, medians,
+			float64((cpu()-cpu0).Microseconds())/1000/float64(runs))
 	}
 	dir := os.Getenv("LAKEWEED_PROFILE_DIR")
 	if dir == "" {

@@ -164,7 +164,13 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	if err != nil {
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
+	for _, top := range tops {
+		if fl.dictEligible(top) {
+			props.SetReadDict(fl.leavesOf[top][0], true)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +189,21 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 		out[top] = &column{arr: arr}
 	}
 	return out, nil
+}
+
+// dictEligible reports whether a top-level field is decoded as an Arrow
+// dictionary (its indices, values once): one non-repeated string or
+// binary leaf. The filter evaluates a dictionary's values once; the
+// projection takes the matching rows' values.
+func (fl *fileLayout) dictEligible(top int) bool {
+	if !fl.lateEligible(top) || fl.md.Schema.Column(fl.leavesOf[top][0]).PhysicalType() != parquet.Types.ByteArray {
+		return false
+	}
+	switch fl.arrow.Field(top).Type.ID() {
+	case arrow.STRING, arrow.BINARY:
+		return true
+	}
+	return false
 }
 
 func concat(chunks []arrow.Array) (arrow.Array, error) {
@@ -218,8 +239,12 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		hasDict = true
 	}
 	dataOffset := int64(buf.Len())
-	var rows []int64
 	var nrows int64
+	for _, p := range pages {
+		nrows += p.rowCount
+	}
+	rows := make([]int64, 0, nrows)
+	nrows = 0
 	for _, p := range pages {
 		if err := read(p.byteRange); err != nil {
 			return nil, err
@@ -492,11 +517,7 @@ type lateRead struct {
 
 func (fl *fileLayout) lateRead(sf *sparseFile, r *rowGroupRead, keep []int64) lateRead {
 	lr := lateRead{sel: &rowGroupRead{rg: r.rg, numRows: r.numRows, pages: map[int][]pageRange{}, dict: map[int]byteRange{}}}
-	var rows []plan.RowRange
-	for _, k := range keep {
-		rows = append(rows, plan.RowRange{Start: k, End: k + 1})
-	}
-	lr.sel.rows = plan.Union(nil, rows)
+	lr.sel.rows = rangesOf(keep)
 	for _, top := range r.late {
 		if pages, dict, ok := fl.latePages(sf, r, top, keep); ok {
 			leaf := fl.leavesOf[top][0]
@@ -516,4 +537,17 @@ func (fl *fileLayout) lateRead(sf *sparseFile, r *rowGroupRead, keep []int64) la
 		}
 	}
 	return lr
+}
+
+// rangesOf is the row set of ascending rows, as runs.
+func rangesOf(rows []int64) plan.RowSet {
+	var out plan.RowSet
+	for _, k := range rows {
+		if n := len(out); n > 0 && out[n-1].End == k {
+			out[n-1].End = k + 1
+			continue
+		}
+		out = append(out, plan.RowRange{Start: k, End: k + 1})
+	}
+	return out
 }

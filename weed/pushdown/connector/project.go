@@ -137,6 +137,23 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 			return nil, rows[i], nil
 		}
 	}
+	if d, ok := col.arr.(*array.Dictionary); ok {
+		// the values of the rows' dictionary indices
+		b := array.NewInt32Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Reserve(len(pos))
+		for _, p := range pos {
+			if d.IsNull(int(p)) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(int32(d.GetValueIndex(int(p))))
+			}
+		}
+		indices := b.NewArray()
+		defer indices.Release()
+		taken, err = compute.TakeArray(ctx, d.Dictionary(), indices)
+		return taken, -1, err
+	}
 	if n := len(pos); n == 0 || (int(pos[n-1])-int(pos[0]) == n-1 && 2*n >= col.arr.Len()) {
 		lo := 0
 		if n > 0 {

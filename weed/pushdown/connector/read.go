@@ -429,7 +429,7 @@ func candidates(r *rowGroupRead) []int64 {
 	if ranges == nil {
 		ranges = plan.All(r.numRows)
 	}
-	var rows []int64
+	rows := make([]int64, 0, ranges.Rows())
 	for _, rr := range ranges {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
 			if r.deleted == nil || !r.deleted.Contains(uint64(r.firstRow+row)) {
