@@ -266,6 +266,7 @@ func (ev *evaluation) leaf(l *predicate.Leaf, sel []int32, res []predicate.Tri) 
 		if err := dev.leaf(l, dv.pos, dres); err != nil {
 			derr = err
 		}
+		index := dictIndex(d)
 		for _, i := range sel {
 			p := int(v.pos[i])
 			switch {
@@ -274,7 +275,7 @@ func (ev *evaluation) leaf(l *predicate.Leaf, sel []int32, res []predicate.Tri) 
 			case derr != nil:
 				return v.errAt(int(i), derr)
 			default:
-				res[i] = dres[d.GetValueIndex(p)]
+				res[i] = dres[index(p)]
 			}
 		}
 		return nil
@@ -775,4 +776,14 @@ func recordBatch(rec arrow.RecordBatch, s *iceberg.Schema, table string) *batch 
 		memo[id] = v
 		return v
 	}}
+}
+
+// dictIndex reads a dictionary array's index at a position (int32
+// indices, as Parquet dictionaries decode, without a type switch per row).
+func dictIndex(d *array.Dictionary) func(p int) int {
+	if ix, ok := d.Indices().(*array.Int32); ok {
+		vals := ix.Int32Values()
+		return func(p int) int { return int(vals[p]) }
+	}
+	return d.GetValueIndex
 }

@@ -142,11 +142,12 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 		b := array.NewInt32Builder(memory.DefaultAllocator)
 		defer b.Release()
 		b.Reserve(len(pos))
+		index := dictIndex(d)
 		for _, p := range pos {
 			if d.IsNull(int(p)) {
 				b.AppendNull()
 			} else {
-				b.UnsafeAppend(int32(d.GetValueIndex(int(p))))
+				b.UnsafeAppend(int32(index(int(p))))
 			}
 		}
 		indices := b.NewArray()
