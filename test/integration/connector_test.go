@@ -19,17 +19,7 @@ import (
 // rowsOf renders records as sorted "col=value|..." lines.
 func rowsOf(t *testing.T, sch *arrow.Schema, recs []arrow.RecordBatch) []string {
 	t.Helper()
-	var out []string
-	for _, rec := range recs {
-		for r := 0; r < int(rec.NumRows()); r++ {
-			var parts []string
-			for c := 0; c < int(rec.NumCols()); c++ {
-				parts = append(parts, rec.Schema().Field(c).Name+"="+rec.Column(c).ValueStr(r))
-			}
-			sort.Strings(parts) // iceberg-go returns columns in schema order
-			out = append(out, strings.Join(parts, "|"))
-		}
-	}
+	out := inOrder(recs)
 	sort.Strings(out)
 	return out
 }

@@ -811,10 +811,13 @@ type ParquetPushdownResponse struct {
 	// and footer location, so a connector need not re-plan Iceberg metadata.
 	Files []*PlannedFile `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
 	// Past the sketch: the snapshot and schema the plan was made against.
-	SnapshotId    int64 `protobuf:"varint,8,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
-	SchemaId      int32 `protobuf:"varint,9,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SnapshotId int64 `protobuf:"varint,8,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	SchemaId   int32 `protobuf:"varint,9,opt,name=schema_id,json=schemaId,proto3" json:"schema_id,omitempty"`
+	// The table metadata file the plan was made from: a connector holding
+	// that version's metadata need not load it again.
+	MetadataLocation string `protobuf:"bytes,10,opt,name=metadata_location,json=metadataLocation,proto3" json:"metadata_location,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ParquetPushdownResponse) Reset() {
@@ -908,6 +911,13 @@ func (x *ParquetPushdownResponse) GetSchemaId() int32 {
 		return x.SchemaId
 	}
 	return 0
+}
+
+func (x *ParquetPushdownResponse) GetMetadataLocation() string {
+	if x != nil {
+		return x.MetadataLocation
+	}
+	return ""
 }
 
 type PlannedFile struct {
@@ -4489,7 +4499,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06vector\x18\x02 \x03(\x02R\x06vector\x121\n" +
 	"\x06metric\x18\x03 \x01(\x0e2\x19.pushdown_pb.VectorMetricR\x06metric\x12\x13\n" +
 	"\x05top_k\x18\x04 \x01(\x05R\x04topK\x12\x16\n" +
-	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\"\xab\x03\n" +
+	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\"\xd8\x03\n" +
 	"\x17ParquetPushdownResponse\x127\n" +
 	"\vfile_ranges\x18\x01 \x03(\v2\x16.pushdown_pb.FileRangeR\n" +
 	"fileRanges\x127\n" +
@@ -4502,7 +4512,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x05files\x18\a \x03(\v2\x18.pushdown_pb.PlannedFileR\x05files\x12\x1f\n" +
 	"\vsnapshot_id\x18\b \x01(\x03R\n" +
 	"snapshotId\x12\x1b\n" +
-	"\tschema_id\x18\t \x01(\x05R\bschemaId\"\xec\x02\n" +
+	"\tschema_id\x18\t \x01(\x05R\bschemaId\x12+\n" +
+	"\x11metadata_location\x18\n" +
+	" \x01(\tR\x10metadataLocation\"\xec\x02\n" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1d\n" +
 	"\n" +

@@ -167,6 +167,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	}
 	resp.SnapshotId = snapID
 	resp.SchemaId = int32(schema.ID)
+	resp.MetadataLocation = tbl.MetadataLocation
 	resp.Stats.TrustMode = trust
 	return resp, nil
 }

@@ -121,6 +121,8 @@ func runQuery(args []string) error {
 	noFallback := fs.Bool("no-fallback", false, "fail instead of reading plainly when pushdown is unavailable")
 	force := fs.Bool("force", false, "push down even when the cost model advises against it")
 	snapshot := fs.Int64("snapshot", 0, "snapshot id (default: current)")
+	maxBufferMB := fs.Int("maxBufferMB", 256, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read)")
+	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -141,13 +143,17 @@ func runQuery(args []string) error {
 	default:
 		return fmt.Errorf("-mode %q: want page or rowgroup", *mode)
 	}
+	if *maxBufferMB < 1 || *workers < 0 {
+		return fmt.Errorf("-maxBufferMB must be at least 1 and -workers at least 0")
+	}
 	q, err := ParseSelect(*sql)
 	if err != nil {
 		return err
 	}
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
-	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force}
+	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
+		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

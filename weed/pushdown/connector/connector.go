@@ -14,7 +14,8 @@
 //	                        single-leaf columns in narrowed row groups
 //	            row-group:  whole column chunks of the planned row groups
 //	   row ranges − deleted positions (the plan's delete masks)
-//	              ∩ predicate (evaluated on rows) ──▶ projection ──▶ Arrow
+//	              ∩ predicate (vectorized over the decoded Arrow columns,
+//	                filter.go) ──▶ projection ──▶ Arrow
 //
 // Rows are those matching the predicate under IEEE semantics for NaN (the
 // semantics of iceberg-go's scan and Arrow compute), so the pushdown and
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -48,10 +50,8 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
 // Mode is how planned data is decoded.
@@ -73,6 +73,12 @@ type Options struct {
 	NoPushdown  bool // always read plainly (for comparison)
 	Force       bool // push down even when the cost model advises against it
 	Concurrency int  // ranged GETs in flight (default 16)
+	// Workers decode and filter row groups in parallel (default: one per
+	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
+	// the one the result is waiting for (default 256 MiB; at least one
+	// row group is always read).
+	Workers        int
+	MaxBufferBytes int64
 	// ClientResolved does the Iceberg planning here (iceberg-go's scan
 	// planning) and sends the data files with their delete files in the
 	// Plan request, for catalogs in connector-trusted or catalog-validated
@@ -106,9 +112,12 @@ type Stats struct {
 	Files          int    `json:"files"`
 	RowGroups      int    `json:"row_groups"`
 	BytesPlanned   int64  `json:"bytes_planned,omitempty"`
-	ElapsedMs      int64  `json:"elapsed_ms"`
-	PlanMs         int64  `json:"plan_ms"`
-	ReadMs         int64  `json:"read_ms"`
+	// MetadataCached: the table's metadata was the connector's cached
+	// copy, which the plan confirmed current (no LoadTable).
+	MetadataCached bool  `json:"metadata_cached,omitempty"`
+	ElapsedMs      int64 `json:"elapsed_ms"`
+	PlanMs         int64 `json:"plan_ms"`
+	ReadMs         int64 `json:"read_ms"`
 }
 
 // Result is a query's answer.
@@ -139,6 +148,8 @@ type Connector struct {
 	opts      Options
 	s3        *s3.Client
 	fetch     *fetcher
+	footers   *lru[metaKey, *fileMeta]
+	tables    *tableCache
 	cat       *rest.Catalog
 	pool      *grpcutil.ConnPool
 	plainHTTP *countingTransport // iceberg-go's S3 traffic on the plain path
@@ -150,6 +161,9 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
+	if o.MaxBufferBytes == 0 {
+		o.MaxBufferBytes = 256 << 20
+	}
 	cat, err := lakeclient.NewIcebergCatalog(ctx, o.Endpoints)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", o.Endpoints.Iceberg, err)
@@ -157,6 +171,8 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	client := lakeclient.NewS3Client(o.Endpoints)
 	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
 		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
+		footers:   newLRU[metaKey, *fileMeta](4096),
+		tables:    &tableCache{lru: newLRU[string, *tableEntry](1024)},
 		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	return c, nil
 }
@@ -182,18 +198,45 @@ type prepared struct {
 	identity   identityFields
 	partitions *partitionIndex
 	req        *pushdown_pb.ParquetPushdownRequest
+	// fromCache: tbl is the connector's cached metadata, not yet checked
+	// against the table's current version.
+	fromCache bool
 }
 
-func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
+// prepare binds q to its table's metadata: the connector's cached copy
+// when cached (verified against the plan's metadata_location before any
+// data is read), otherwise loaded from the Iceberg REST catalog.
+func (c *Connector) prepare(ctx context.Context, q Query, cached bool) (*prepared, error) {
+	p, err := c.bind(ctx, q, cached)
+	if err != nil && cached {
+		// a column or snapshot the cached copy does not know may be one
+		// another writer added: the current metadata decides
+		c.tables.drop(q.Table)
+		return c.bind(ctx, q, false)
+	}
+	return p, err
+}
+
+func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, error) {
 	ident, err := lakeclient.ParseIdentifier(q.Table)
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := c.cat.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", q.Table, err)
+	var te *tableEntry
+	if cached && !c.tables.off.Load() {
+		te, _ = c.tables.get(q.Table)
 	}
-	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema()}
+	fromCache := te != nil
+	if te == nil {
+		tbl, err := c.cat.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table %s: %w", q.Table, err)
+		}
+		te = &tableEntry{tbl: tbl, mapping: tbl.Metadata().NameMapping()}
+		c.tables.put(q.Table, te)
+	}
+	tbl := te.tbl
+	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema(), fromCache: fromCache, mapping: te.mapping}
 	if q.Snapshot != 0 {
 		s := tbl.SnapshotByID(q.Snapshot)
 		if s == nil {
@@ -209,7 +252,7 @@ func (c *Connector) prepare(ctx context.Context, q Query) (*prepared, error) {
 	if p.defaults, err = initialDefaults(p.schema); err != nil {
 		return nil, fmt.Errorf("%s: %w", q.Table, err)
 	}
-	p.parents, p.mapping = parentIDs(p.schema), tbl.Metadata().NameMapping()
+	p.parents = parentIDs(p.schema)
 	p.identity, p.partitions = identityFieldsOf(tbl.Metadata()), &partitionIndex{}
 	p.bound, err = sqlpred.Bind(q.Where, p.schema)
 	if err != nil {
@@ -288,7 +331,9 @@ func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Exp
 // Query answers q.
 func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 	start := time.Now()
-	p, err := c.prepare(ctx, q)
+	// Table metadata is cached on the pushdown path only: the plan says
+	// which metadata version it was made from.
+	p, err := c.prepare(ctx, q, !c.opts.NoPushdown && !c.opts.ClientResolved)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +360,27 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) {
 	t0 := time.Now()
 	resp, err := c.plan(ctx, p.req)
+	if err == nil && p.fromCache && resp.GetMetadataLocation() != p.tbl.MetadataLocation() {
+		// another writer committed (or the catalog does not say): load
+		// the table and plan again
+		if resp.GetMetadataLocation() == "" {
+			c.tables.off.Store(true)
+		}
+		c.tables.drop(p.q.Table)
+		if p, err = c.prepare(ctx, p.q, false); err != nil {
+			return nil, err
+		}
+		resp, err = c.plan(ctx, p.req)
+	}
 	planMs := time.Since(t0).Milliseconds()
+	if err != nil && p.fromCache {
+		// a plain read must not read a cached version
+		c.tables.drop(p.q.Table)
+		var perr error
+		if p, perr = c.prepare(ctx, p.q, false); perr != nil {
+			return nil, perr
+		}
+	}
 	if err != nil {
 		reason := ""
 		msg := status.Convert(err).Message()
@@ -358,8 +423,23 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	}
 	res.Stats.PlanMs = planMs
 	res.Stats.ReadMs = time.Since(t1).Milliseconds()
+	res.Stats.MetadataCached = p.fromCache
 	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
 	return res, nil
+}
+
+// tableCache holds the last loaded metadata of each table queried; off
+// once a catalog plans without naming its metadata version (nothing to
+// check a cached copy against).
+type tableCache struct {
+	*lru[string, *tableEntry]
+	off atomic.Bool
+}
+
+// tableEntry is a table's metadata with what is parsed from it once.
+type tableEntry struct {
+	tbl     *table.Table
+	mapping iceberg.NameMapping
 }
 
 type connectError struct{ err error }
@@ -590,37 +670,18 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 	for i, f := range rec.Schema().Fields() {
 		byName[f.Name] = i
 	}
-	var convErr error
-	row := func(r int) predicate.Row {
-		return func(id int) (value.Value, bool) {
-			name, _ := p.schema.FindColumnName(id)
-			col, ok := byName[name]
-			if !ok || rec.Column(col).IsNull(r) {
-				return value.Value{}, true
-			}
-			f, _ := p.schema.FindFieldByID(id)
-			v, err := oracle.ArrowValue(rec.Column(col), r, f.Type)
-			if err != nil {
-				if convErr == nil {
-					convErr = fmt.Errorf("plain read of %s: column %s: %s value as %s: %w", p.q.Table, name, rec.Column(col).DataType(), f.Type, err)
-				}
-				return value.Value{}, true
-			}
-			return v, false
-		}
+	f := &filter{expr: p.expr}
+	sel, err := f.selectRows(recordBatch(rec, p.schema, p.q.Table))
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && int64(len(sel)) > limit {
+		sel = sel[:limit]
 	}
 	idx := array.NewInt64Builder(memory.DefaultAllocator)
 	defer idx.Release()
-	for r := 0; r < int(rec.NumRows()); r++ {
-		if limit > 0 && int64(idx.Len()) >= limit {
-			break
-		}
-		if predicate.Eval(p.expr, row(r), predicate.IEEE) == predicate.True {
-			idx.Append(int64(r))
-		}
-		if convErr != nil {
-			return nil, convErr
-		}
+	for _, r := range sel {
+		idx.Append(int64(r))
 	}
 	indices := idx.NewArray()
 	defer indices.Release()
@@ -646,110 +707,9 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 	return out, nil
 }
 
-// readPlan reads the planned files.
-func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse) (*Result, error) {
-	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
-	rgs := map[string][]*pushdown_pb.RowGroupRef{}
-	for _, rg := range resp.GetRowGroups() {
-		rgs[rg.File] = append(rgs[rg.File], rg)
-	}
-	pages := map[string][]*pushdown_pb.PageRef{}
-	for _, pg := range resp.GetPages() {
-		pages[pg.File] = append(pages[pg.File], pg)
-	}
-	var outSchema *arrow.Schema
-	var remaining = p.q.Limit
-	for _, pf := range resp.GetFiles() {
-		if p.q.Limit > 0 && remaining <= 0 {
-			break
-		}
-		recs, sch, err := c.scanFile(ctx, p, pf, rgs[pf.File], pages[pf.File], remaining)
-		if err != nil {
-			res.Release()
-			return nil, err
-		}
-		res.Stats.Files++
-		res.Stats.RowGroups += len(rgs[pf.File])
-		if c.opts.Progress != nil {
-			c.opts.Progress(res.Stats.Files, len(resp.GetFiles()))
-		}
-		if outSchema == nil {
-			outSchema = sch
-		}
-		for _, rec := range recs {
-			rec, err = conform(ctx, rec, outSchema)
-			if err != nil {
-				res.Release()
-				return nil, err
-			}
-			if p.q.Limit > 0 {
-				if remaining <= 0 {
-					rec.Release()
-					continue
-				}
-				if rec.NumRows() > remaining {
-					cut := rec.NewSlice(0, remaining)
-					rec.Release()
-					rec = cut
-				}
-				remaining -= rec.NumRows()
-			}
-			res.Records = append(res.Records, rec)
-		}
-	}
-	if outSchema == nil {
-		outSchema = emptySchema(p)
-	}
-	res.Schema = outSchema
-	return res, nil
-}
-
-// emptySchema is the Arrow schema of a result without files.
-func emptySchema(p *prepared) *arrow.Schema {
-	var fields []iceberg.NestedField
-	for _, id := range p.selectIDs {
-		if f, ok := p.schema.FindFieldByID(id); ok {
-			fields = append(fields, f)
-		}
-	}
-	as, err := table.SchemaToArrowSchema(iceberg.NewSchema(p.schema.ID, fields...), nil, true, false)
-	if err != nil {
-		return arrow.NewSchema(nil, nil)
-	}
-	return as
-}
-
-// conform casts a record's columns to the result schema (files written
-// with different physical choices of one Iceberg type).
-func conform(ctx context.Context, rec arrow.RecordBatch, want *arrow.Schema) (arrow.RecordBatch, error) {
-	if rec.Schema().Equal(want) {
-		return rec, nil
-	}
-	cols := make([]arrow.Array, rec.NumCols())
-	for i := range cols {
-		col := rec.Column(i)
-		if arrow.TypeEqual(col.DataType(), want.Field(i).Type) {
-			col.Retain()
-			cols[i] = col
-			continue
-		}
-		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want.Field(i).Type))
-		if err != nil {
-			return nil, fmt.Errorf("column %s is %s in one file and %s in another: %w", want.Field(i).Name, col.DataType(), want.Field(i).Type, err)
-		}
-		cols[i] = cast
-	}
-	out := array.NewRecordBatch(want, cols, rec.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	rec.Release()
-	return out, nil
-}
-
 // Explain plans q without reading data.
 func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetPushdownResponse, error) {
-	p, err := c.prepare(ctx, q)
+	p, err := c.prepare(ctx, q, false)
 	if err != nil {
 		return nil, err
 	}

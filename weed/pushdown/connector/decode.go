@@ -19,10 +19,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
 // fileLayout is what decoding one file needs to know.
@@ -43,6 +40,10 @@ type fileLayout struct {
 	// query's initial-defaults overlaid with consts.
 	consts   map[int]fieldDefault
 	defaults map[int]fieldDefault
+	// mapping is the name mapping columns was built with; meta the cached
+	// footer entry the layout came from (nil: not cached).
+	mapping iceberg.NameMapping
+	meta    *fileMeta
 }
 
 func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
@@ -50,7 +51,7 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 	if err != nil {
 		return nil, fmt.Errorf("%s: Arrow schema: %w", path, err)
 	}
-	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm)}
+	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm), mapping: nm}
 	root := md.Schema.Root()
 	fl.leavesOf = make([][]int, root.NumFields())
 	fl.topOf = make([]int, md.Schema.NumColumns())
@@ -143,7 +144,7 @@ func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []
 		}
 		for _, leaf := range fl.leavesOf[top] {
 			ch := fl.chunks[r.rg][leaf]
-			out = append(out, byteRange{ch.Start, ch.Length})
+			out = append(out, byteRange{Off: ch.Start, Len: ch.Length})
 		}
 	}
 	return out
@@ -163,7 +164,13 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	if err != nil {
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
+	for _, top := range tops {
+		if fl.dictEligible(top) {
+			props.SetReadDict(fl.leavesOf[top][0], true)
+		}
+	}
+	fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +189,21 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 		out[top] = &column{arr: arr}
 	}
 	return out, nil
+}
+
+// dictEligible reports whether a top-level field is decoded as an Arrow
+// dictionary (its indices, values once): one non-repeated string or
+// binary leaf. The filter evaluates a dictionary's values once; the
+// projection takes the matching rows' values.
+func (fl *fileLayout) dictEligible(top int) bool {
+	if !fl.lateEligible(top) || fl.md.Schema.Column(fl.leavesOf[top][0]).PhysicalType() != parquet.Types.ByteArray {
+		return false
+	}
+	switch fl.arrow.Field(top).Type.ID() {
+	case arrow.STRING, arrow.BINARY:
+		return true
+	}
+	return false
 }
 
 func concat(chunks []arrow.Array) (arrow.Array, error) {
@@ -217,8 +239,12 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		hasDict = true
 	}
 	dataOffset := int64(buf.Len())
-	var rows []int64
 	var nrows int64
+	for _, p := range pages {
+		nrows += p.rowCount
+	}
+	rows := make([]int64, 0, nrows)
+	nrows = 0
 	for _, p := range pages {
 		if err := read(p.byteRange); err != nil {
 			return nil, err
@@ -316,55 +342,6 @@ func cloneNode(n schema.Node) (schema.Node, error) {
 	return nil, fmt.Errorf("unknown schema node %T", n)
 }
 
-// rowValue reads field id of a decoded row for predicate evaluation.
-type rowSource struct {
-	fl      *fileLayout
-	cols    map[int]*column
-	schema  *iceberg.Schema
-	paths   map[int][]int // field id → [top, child, grandchild...] positions in the Arrow struct
-	missing map[int]bool
-	// defaults of fields the file lacks (their initial-default)
-	defaults map[int]fieldDefault
-	// anchors: for a missing field nested in a struct the file stores, the
-	// path to that struct (a NULL struct makes the field NULL, not its
-	// default); absentParent: a missing field under a struct the file
-	// lacks too and that has no default (the field reads NULL).
-	anchors      map[int][]int
-	absentParent map[int]bool
-	// rg is the row group read; err the first value that could not be
-	// converted (the predicate saw NULL for it: the caller must fail).
-	rg  int
-	err error
-}
-
-func newRowSource(fl *fileLayout, rg int, cols map[int]*column, s *iceberg.Schema, ids []int, defaults map[int]fieldDefault, parents map[int]int) *rowSource {
-	rs := &rowSource{fl: fl, rg: rg, cols: cols, schema: s, paths: map[int][]int{}, missing: map[int]bool{}, defaults: defaults}
-	for _, id := range ids {
-		if _, ok := fl.topFieldOf(id); !ok {
-			rs.missing[id] = true
-			// the nearest ancestor struct the file stores
-			for p, has := parents[id]; has; p, has = parents[p] {
-				if _, stored := fl.topFieldOf(p); stored {
-					if rs.anchors == nil {
-						rs.anchors = map[int][]int{}
-					}
-					rs.anchors[id] = rs.pathTo(p)
-					break
-				}
-				if f, _ := s.FindFieldByID(p); f.InitialDefault == nil {
-					if rs.absentParent == nil {
-						rs.absentParent = map[int]bool{}
-					}
-					rs.absentParent[id] = true
-				}
-			}
-			continue
-		}
-		rs.paths[id] = rs.pathTo(id)
-	}
-	return rs
-}
-
 // parentIDs maps each nested field id to its enclosing struct's field id.
 func parentIDs(s *iceberg.Schema) map[int]int {
 	out := map[int]int{}
@@ -384,68 +361,6 @@ func parentIDs(s *iceberg.Schema) map[int]int {
 	return out
 }
 
-// pathTo is the path of top-level index and struct child positions to
-// field id in the file (as far as the file's structs reach).
-func (rs *rowSource) pathTo(id int) []int {
-	fl := rs.fl
-	{
-		top, _ := fl.topFieldOf(id)
-		path := []int{top}
-		// Descend into structs by the Parquet field ids of the children.
-		node := fl.md.Schema.Root().Field(top)
-		for node.FieldID() != int32(id) {
-			g, isGroup := node.(*schema.GroupNode)
-			if !isGroup {
-				break
-			}
-			found := false
-			for j := 0; j < g.NumFields(); j++ {
-				if containsID(g.Field(j), id) {
-					path = append(path, j)
-					node = g.Field(j)
-					found = true
-					break
-				}
-			}
-			if !found {
-				break
-			}
-		}
-		return path
-	}
-}
-
-// nullAlong says whether any struct along path is NULL at row; a struct
-// not decoded there fails the read (rs.err) for field id.
-func (rs *rowSource) nullAlong(id int, path []int, row int64) bool {
-	c := rs.cols[path[0]]
-	if c == nil {
-		rs.fail(id, row, fmt.Errorf("its enclosing struct was not decoded"))
-		return true
-	}
-	i := c.index(row)
-	if i < 0 {
-		rs.fail(id, row, fmt.Errorf("the row is outside the decoded pages of its enclosing struct"))
-		return true
-	}
-	var arr arrow.Array = c.arr
-	if arr.IsNull(i) {
-		return true
-	}
-	for _, j := range path[1:] {
-		st, ok := arr.(*array.Struct)
-		if !ok {
-			rs.fail(id, row, fmt.Errorf("the file stores %s where the table has a struct", arr.DataType()))
-			return true
-		}
-		arr = st.Field(j)
-		if arr.IsNull(i) {
-			return true
-		}
-	}
-	return false
-}
-
 func containsID(n schema.Node, id int) bool {
 	if n.FieldID() == int32(id) {
 		return true
@@ -460,62 +375,179 @@ func containsID(n schema.Node, id int) bool {
 	return false
 }
 
-// row returns the predicate row accessor of rg-local row.
-func (rs *rowSource) row(row int64) predicate.Row {
-	return func(id int) (value.Value, bool) {
-		if rs.missing[id] {
-			if rs.absentParent[id] {
-				return value.Value{}, true
+// decodeTops decodes tops of r: planned pages where the plan gave them
+// (page-aware mode), whole chunks otherwise.
+func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, pageAware bool, cols map[int]*column) error {
+	var whole []int
+	for _, top := range tops {
+		if pageAware && fl.pageAwareOK(top, r) {
+			col, err := decodePages(ctx, fl, sf, r, top)
+			if err != nil {
+				return err
 			}
-			if anchor, ok := rs.anchors[id]; ok && rs.nullAlong(id, anchor, row) {
-				return value.Value{}, true
-			}
-			if d, ok := rs.defaults[id]; ok && !d.null {
-				return d.val, false
-			}
-			return value.Value{}, true
+			cols[top] = col
+			continue
 		}
-		path := rs.paths[id]
-		c := rs.cols[path[0]]
-		if c == nil {
-			return rs.fail(id, row, fmt.Errorf("the column was not decoded"))
-		}
-		i := c.index(row)
-		if i < 0 {
-			return rs.fail(id, row, fmt.Errorf("the row is outside the decoded pages"))
-		}
-		arr := c.arr
-		for _, j := range path[1:] {
-			st, ok := arr.(*array.Struct)
-			if !ok {
-				return rs.fail(id, row, fmt.Errorf("the file stores %s where the table has a struct", arr.DataType()))
-			}
-			if st.IsNull(i) {
-				return value.Value{}, true
-			}
-			arr = st.Field(j)
-		}
-		if arr.IsNull(i) {
-			return value.Value{}, true
-		}
-		f, ok := rs.schema.FindFieldByID(id)
-		if !ok {
-			return rs.fail(id, row, fmt.Errorf("field id %d is not in schema %d", id, rs.schema.ID))
-		}
-		v, err := oracle.ArrowValue(arr, i, f.Type)
-		if err != nil {
-			return rs.fail(id, row, fmt.Errorf("%s value as %s: %w", arr.DataType(), f.Type, err))
-		}
-		return v, false
+		whole = append(whole, top)
 	}
+	wcols, err := decodeWhole(ctx, fl, sf, r.rg, whole)
+	if err != nil {
+		return err
+	}
+	for top, col := range wcols {
+		cols[top] = col
+	}
+	return nil
 }
 
-// fail records the first value that could not be converted; the row reads
-// NULL for it, and the caller returns rs.err instead of any row.
-func (rs *rowSource) fail(id int, row int64, err error) (value.Value, bool) {
-	if rs.err == nil {
-		name, _ := rs.schema.FindColumnName(id)
-		rs.err = fmt.Errorf("%s row group %d row %d: column %s: %w", rs.fl.path, rs.rg, row, name, err)
+// Late materialization, page-aware mode, in a row group the plan did not
+// narrow to row ranges (an unclustered column: bloom filters keep the row
+// group, page statistics cannot locate the row):
+//
+//	round 1: predicate columns (whole chunks) + offset indexes of the others
+//	         (unless the footer cache holds them parsed)
+//	         ── predicate ──▶ matching rows
+//	round 2: for each other column, the pages holding a matching row (and
+//	         its dictionary region), or the whole chunk when that is not
+//	         smaller by half; nothing when no row matched
+//
+// An offset index that is missing, malformed or inconsistent with its chunk
+// makes that column read whole: it costs bytes, never rows.
+
+// lateEligible reports whether a top-level field could be read page by
+// page: one non-repeated leaf.
+func (fl *fileLayout) lateEligible(top int) bool {
+	leaves := fl.leavesOf[top]
+	return len(leaves) == 1 && fl.md.Schema.Column(leaves[0]).MaxRepetitionLevel() == 0
+}
+
+// offsetIndexRanges are the offset indexes of tops' leaves in row group rg
+// that are not parsed in the footer cache yet.
+func (fl *fileLayout) offsetIndexRanges(rg int, tops []int) []byteRange {
+	var out []byteRange
+	for _, top := range tops {
+		for _, leaf := range fl.leavesOf[top] {
+			if fl.meta != nil {
+				if _, ok := fl.meta.offsetIndexes.Load([2]int{rg, leaf}); ok {
+					continue
+				}
+			}
+			if loc := fl.chunks[rg][leaf].OffsetIndex; validIndexLocation(loc, fl.size) {
+				out = append(out, byteRange{Off: loc.Offset, Len: int64(loc.Length)})
+			}
+		}
 	}
-	return value.Value{}, true
+	return out
+}
+
+func validIndexLocation(loc *metadata.IndexLocation, size int64) bool {
+	return loc != nil && loc.Length > 0 && loc.Offset >= 0 && loc.Offset+int64(loc.Length) <= size
+}
+
+// offsetIndex is leaf's parsed offset index in row group rg: from the
+// footer cache, or parsed from sf (and cached); nil when unusable.
+func (fl *fileLayout) offsetIndex(sf *sparseFile, rg, leaf int) metadata.OffsetIndex {
+	key := [2]int{rg, leaf}
+	if fl.meta != nil {
+		if oi, ok := fl.meta.offsetIndexes.Load(key); ok {
+			idx, _ := oi.(metadata.OffsetIndex)
+			return idx
+		}
+	}
+	loc := fl.chunks[rg][leaf].OffsetIndex
+	if !validIndexLocation(loc, fl.size) {
+		return nil
+	}
+	b := make([]byte, loc.Length)
+	if _, err := sf.ReadAt(b, loc.Offset); err != nil {
+		return nil // not fetched: read whole, not cached
+	}
+	oi, err := footer.ParseOffsetIndex(b)
+	if err != nil {
+		oi = nil
+	}
+	if fl.meta != nil {
+		fl.meta.offsetIndexes.Store(key, oi)
+	}
+	return oi
+}
+
+// latePages selects the pages of top's leaf in row group r.rg that hold a
+// row of keep (sorted), with the chunk's dictionary region; ok is false
+// when the offset index is unusable or the selection is not at most half
+// the chunk.
+func (fl *fileLayout) latePages(sf *sparseFile, r *rowGroupRead, top int, keep []int64) (pages []pageRange, dict byteRange, ok bool) {
+	leaf := fl.leavesOf[top][0]
+	ch := fl.chunks[r.rg][leaf]
+	oi := fl.offsetIndex(sf, r.rg, leaf)
+	if oi == nil {
+		return nil, byteRange{}, false
+	}
+	all, err := footer.PagesOf(oi, ch, r.numRows)
+	if err != nil {
+		return nil, byteRange{}, false
+	}
+	if first := all[0].Offset; first > ch.Start {
+		dict = byteRange{Off: ch.Start, Len: first - ch.Start}
+	}
+	total := dict.Len
+	k := 0
+	for _, pg := range all {
+		for k < len(keep) && keep[k] < pg.FirstRow {
+			k++
+		}
+		if k < len(keep) && keep[k] < pg.EndRow {
+			pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+			total += pg.Length
+		}
+	}
+	if len(pages) == 0 || 2*total > ch.Length {
+		return nil, byteRange{}, false
+	}
+	return pages, dict, true
+}
+
+// lateRead is round 2 of late materialization: what to decode of r's late
+// columns for the matching rows keep, and the byte ranges that takes.
+type lateRead struct {
+	sel         *rowGroupRead
+	wholeChunks []byteRange // late columns read whole
+	pageRanges  []byteRange // dictionaries and pages of the others
+}
+
+func (fl *fileLayout) lateRead(sf *sparseFile, r *rowGroupRead, keep []int64) lateRead {
+	lr := lateRead{sel: &rowGroupRead{rg: r.rg, numRows: r.numRows, pages: map[int][]pageRange{}, dict: map[int]byteRange{}}}
+	lr.sel.rows = rangesOf(keep)
+	for _, top := range r.late {
+		if pages, dict, ok := fl.latePages(sf, r, top, keep); ok {
+			leaf := fl.leavesOf[top][0]
+			lr.sel.pages[leaf] = pages
+			if dict.Len > 0 {
+				lr.sel.dict[leaf] = dict
+				lr.pageRanges = append(lr.pageRanges, dict)
+			}
+			for _, pg := range pages {
+				lr.pageRanges = append(lr.pageRanges, pg.byteRange)
+			}
+			continue
+		}
+		for _, leaf := range fl.leavesOf[top] {
+			ch := fl.chunks[r.rg][leaf]
+			lr.wholeChunks = append(lr.wholeChunks, byteRange{Off: ch.Start, Len: ch.Length})
+		}
+	}
+	return lr
+}
+
+// rangesOf is the row set of ascending rows, as runs.
+func rangesOf(rows []int64) plan.RowSet {
+	var out plan.RowSet
+	for _, k := range rows {
+		if n := len(out); n > 0 && out[n-1].End == k {
+			out[n-1].End = k + 1
+			continue
+		}
+		out = append(out, plan.RowRange{Start: k, End: k + 1})
+	}
+	return out
 }

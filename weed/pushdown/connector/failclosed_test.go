@@ -13,7 +13,6 @@ import (
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
 )
 
@@ -73,9 +72,12 @@ func TestAnUnconvertibleValueFailsTheReadNamingFileColumnAndRowGroup(t *testing.
 		for _, m := range []Mode{PageAware, RowGroup} {
 			c := &Connector{opts: Options{Mode: m}}
 			r := &rowGroupRead{rg: 0, numRows: rec.NumRows(), pages: map[int][]pageRange{}, dict: map[int]byteRange{}}
-			outSchema, outTops := c.outputSchema(p, fl)
-			got, err := c.scanRowGroup(ctx, p, &pushdown_pb.PlannedFile{File: path}, fl, sparseOf(data), r, []int{0, 1},
-				outSchema, outTops, predicate.FieldIDs(p.expr))
+			n, err := c.needOf(ctx, p, fl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fileRead{pf: &pushdown_pb.PlannedFile{File: path}, fl: fl, need: n}
+			got, err := c.rowGroup(ctx, p, f, r, []int{0, 1}, sparseOf(data))
 			if err == nil {
 				t.Fatalf("mode %d WHERE %s: %d rows, want an error", m, where, got.NumRows())
 			}

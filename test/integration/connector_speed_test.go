@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+)
+
+// TestConnectorWarmLatency measures the connector's warm latency on a
+// 1M-row demo table (medians of three series) and writes a CPU profile of
+// 30 runs of each query to $LAKEWEED_PROFILE_DIR. A measurement, not a
+// check: it runs only with LAKEWEED_BENCH set.
+func TestConnectorWarmLatency(t *testing.T) {
+	if os.Getenv("LAKEWEED_BENCH") == "" {
+		t.Skip("measurement: run with LAKEWEED_BENCH=1 (LAKEWEED_BENCH_ROWS, LAKEWEED_PROFILE_DIR)")
+	}
+	rows := int64(1_000_000)
+	if v := os.Getenv("LAKEWEED_BENCH_ROWS"); v != "" {
+		rows, _ = strconv.ParseInt(v, 10, 64)
+	}
+	c := harness.StartMini(t, harness.MiniOptions{})
+	ctx := context.Background()
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Indexed = rows, demo.IndexedAll
+	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "speed.all", Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	queries := []struct {
+		name  string
+		where string
+		sel   []string
+	}{
+		{"point lookup id", fmt.Sprintf("id = %d", rows/3), []string{"id", "tenant_id", "status", "message"}},
+		{"tenant_id equality", "tenant_id = 'tenant-042'", []string{"id", "tenant_id", "status"}},
+		{"status equality", "status = 'error'", []string{"id", "status"}},
+	}
+	run := func(where string, sel []string) (int64, time.Duration) {
+		t0 := time.Now()
+		res, err := conn.Query(ctx, connector.Query{Table: "speed.all", Where: where, Select: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Release()
+		if !res.Stats.Pushdown {
+			t.Fatalf("%s: not pushed down: %s", where, res.Stats.FallbackReason)
+		}
+		return res.NumRows(), time.Since(t0)
+	}
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for _, q := range queries {
+		n, cold := run(q.where, q.sel)
+		var medians []string
+		cpu0, runs := cpu(), 0
+		for series := 0; series < 3; series++ {
+			var ds []float64
+			for i := 0; i < 11; i++ {
+				_, d := run(q.where, q.sel)
+				ds = append(ds, float64(d.Microseconds())/1000)
+				runs++
+			}
+			sort.Float64s(ds)
+			medians = append(medians, fmt.Sprintf("%.1f", ds[len(ds)/2]))
+		}
+		t.Logf("%-20s rows %7d cold %7.1f ms warm medians %v ms, CPU %.1f ms a query", q.name, n, float64(cold.Microseconds())/1000, medians,
+			float64((cpu()-cpu0).Microseconds())/1000/float64(runs))
+	}
+	dir := os.Getenv("LAKEWEED_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	for _, q := range queries[1:] {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s.pprof", q.name[:6])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		for i := 0; i < 30; i++ {
+			run(q.where, q.sel)
+		}
+		pprof.StopCPUProfile()
+		f.Close()
+		t.Logf("profile %s: 30 runs, %.1f ms a query", q.name, float64(time.Since(t0).Microseconds())/1000/30)
+	}
+}

@@ -1,0 +1,418 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// span is fetched bytes [off, off+len(data)) of one file.
+type span struct {
+	off  int64
+	data []byte
+}
+
+// sparseFile is a file of which only some byte ranges were fetched. Reads
+// inside a fetched range succeed; a read anywhere else is a bug in the plan
+// or the decoder and fails loudly instead of fetching silently.
+type sparseFile struct {
+	path  string
+	size  int64
+	spans []span // sorted by off, non-overlapping
+	pos   int64
+}
+
+func (f *sparseFile) add(off int64, data []byte) {
+	f.spans = append(f.spans, span{off, data})
+	sort.Slice(f.spans, func(i, j int) bool { return f.spans[i].off < f.spans[j].off })
+}
+
+// ReadAt implements io.ReaderAt; a read may cross fetched ranges that
+// touch or overlap.
+func (f *sparseFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	want := int64(len(p))
+	if off+want > f.size {
+		want = f.size - off
+	}
+	done := int64(0)
+	for done < want {
+		// the span reaching furthest from at (spans may overlap)
+		at := off + done
+		best, bestEnd := -1, at
+		for j := sort.Search(len(f.spans), func(j int) bool { return f.spans[j].off > at }) - 1; j >= 0; j-- {
+			if end := f.spans[j].off + int64(len(f.spans[j].data)); end > bestEnd {
+				best, bestEnd = j, end
+			}
+		}
+		if best < 0 {
+			return 0, fmt.Errorf("%s: read [%d, %d) outside the fetched ranges", f.path, off, off+want)
+		}
+		s := f.spans[best]
+		done += int64(copy(p[done:want], s.data[at-s.off:]))
+	}
+	if want < int64(len(p)) {
+		return int(want), io.EOF
+	}
+	return int(want), nil
+}
+
+// Seek implements io.Seeker (parquet.ReaderAtSeeker).
+func (f *sparseFile) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+		f.pos = offset
+	case io.SeekCurrent:
+		f.pos += offset
+	case io.SeekEnd:
+		f.pos = f.size + offset
+	}
+	return f.pos, nil
+}
+
+// byteRange is [Off, Off+Len) of one file.
+type byteRange = plan.ByteRange
+
+// coalesceGap is how far apart ranges the connector adds to a plan's may
+// be and still be read as one (the catalog's default -pushdown.coalesceGapKB).
+var coalesceGap = plan.DefaultOptions().CoalesceGap
+
+// fetcher issues ranged GETs through the S3 gateway, concurrently, and
+// caches fetched ranges (the range cache) for the connector's lifetime.
+type fetcher struct {
+	client      *s3.Client
+	concurrency int
+	bytes       atomic.Int64
+	requests    atomic.Int64
+	flight      singleflight.Group
+
+	mu       sync.Mutex
+	cache    map[footer.Identity][]span // by file identity
+	order    []cacheKey                 // insertion order, for eviction
+	held     int64
+	capacity int64 // bytes the range cache may hold
+}
+
+type cacheKey struct {
+	id  footer.Identity
+	off int64
+}
+
+func splitS3(location string) (bucket, key string, err error) {
+	rest, ok := strings.CutPrefix(location, "s3://")
+	if !ok {
+		rest, ok = strings.CutPrefix(location, "s3a://")
+	}
+	if !ok {
+		return "", "", fmt.Errorf("%s is not an s3:// location", location)
+	}
+	bucket, key, ok = strings.Cut(rest, "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", fmt.Errorf("%s: want s3://bucket/key", location)
+	}
+	return bucket, key, nil
+}
+
+// cached returns a cached span covering r.
+func (ft *fetcher) cached(id footer.Identity, r byteRange) ([]byte, bool) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	for _, s := range ft.cache[id] {
+		if s.off <= r.Off && r.Off+r.Len <= s.off+int64(len(s.data)) {
+			return s.data[r.Off-s.off : r.Off-s.off+r.Len], true
+		}
+	}
+	return nil, false
+}
+
+// remember adds a fetched span to the range cache, evicting the oldest.
+func (ft *fetcher) remember(id footer.Identity, s span) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.cache == nil {
+		ft.cache = map[footer.Identity][]span{}
+	}
+	ft.cache[id] = append(ft.cache[id], s)
+	ft.order = append(ft.order, cacheKey{id, s.off})
+	ft.held += int64(len(s.data))
+	for ft.held > ft.capacity && len(ft.order) > 1 {
+		old := ft.order[0]
+		ft.order = ft.order[1:]
+		spans := ft.cache[old.id]
+		for i, sp := range spans {
+			if sp.off == old.off {
+				ft.held -= int64(len(sp.data))
+				ft.cache[old.id] = append(spans[:i], spans[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// fetch reads ranges of one file into a sparseFile: given as they are
+// (a plan's coalesced file_ranges), extra coalesced with plan.Coalesce
+// (what the connector reads beyond the plan); the range cache serves what
+// it holds.
+func (ft *fetcher) fetch(ctx context.Context, location string, size int64, given, extra []byteRange) (*sparseFile, error) {
+	bucket, key, err := splitS3(location)
+	if err != nil {
+		return nil, err
+	}
+	id := footer.Identity{Path: location, Size: size}
+	sf := &sparseFile{path: location, size: size}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, ft.concurrency))
+	for _, r := range append(append([]byteRange{}, given...), plan.Coalesce(extra, coalesceGap)...) {
+		if r.Len <= 0 {
+			continue
+		}
+		if b, ok := ft.cached(id, r); ok {
+			mu.Lock()
+			sf.add(r.Off, b)
+			mu.Unlock()
+			continue
+		}
+		g.Go(func() error {
+			b, err := ft.shared(gctx, id, bucket, key, r)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			sf.add(r.Off, b)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return sf, nil
+}
+
+// shared is one ranged GET of r, shared by the callers that ask for it at
+// once (row groups whose plan ranges were coalesced into one), then cached.
+func (ft *fetcher) shared(ctx context.Context, id footer.Identity, bucket, key string, r byteRange) ([]byte, error) {
+	flight := fmt.Sprintf("%s\x00%d\x00%d\x00%d", id.Path, id.Size, r.Off, r.Len)
+	v, err, _ := ft.flight.Do(flight, func() (any, error) {
+		if b, ok := ft.cached(id, r); ok {
+			return b, nil
+		}
+		b, err := ft.get(ctx, id, bucket, key, r)
+		if err == nil {
+			ft.remember(id, span{r.Off, b})
+		}
+		return b, err
+	})
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		// the caller that ran it was cancelled, this one is not
+		return ft.get(ctx, id, bucket, key, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// get is one ranged GET through the S3 gateway.
+func (ft *fetcher) get(ctx context.Context, id footer.Identity, bucket, key string, r byteRange) ([]byte, error) {
+	location, size := id.Path, id.Size
+	obj, err := ft.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Off, r.Off+r.Len-1))})
+	if err != nil {
+		if rangeNotSatisfiable(err) {
+			return nil, ft.changed(ctx, location, size, fmt.Sprintf("the planned range [%d, %d) is past its end (HTTP 416)", r.Off, r.Off+r.Len))
+		}
+		return nil, fmt.Errorf("ranged GET %s [%d, %d): %w", location, r.Off, r.Off+r.Len, err)
+	}
+	defer obj.Body.Close()
+	if now, ok := objectSize(obj.ContentRange); ok && now != size {
+		return nil, &FileChangedError{File: location, PlannedSize: size, Size: now, Detail: "its size differs"}
+	}
+	b := make([]byte, r.Len)
+	if n, err := io.ReadFull(obj.Body, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, ft.changed(ctx, location, size, fmt.Sprintf("the planned range [%d, %d) returned %d bytes", r.Off, r.Off+r.Len, n))
+		}
+		return nil, fmt.Errorf("ranged GET %s [%d, %d): %w", location, r.Off, r.Off+r.Len, err)
+	}
+	ft.bytes.Add(r.Len)
+	ft.requests.Add(1)
+	return b, nil
+}
+
+// FileChangedError is a planned data file whose bytes are no longer those
+// the plan describes (truncated, replaced): the read stops rather than
+// decode other bytes. It is FAILED_PRECONDITION, like the catalog's
+// refusal of a file whose size differs from its manifest.
+type FileChangedError struct {
+	File        string
+	PlannedSize int64
+	Size        int64 // the size now; -1: not known
+	Detail      string
+}
+
+func (e *FileChangedError) Error() string {
+	now := "its size now unknown"
+	if e.Size >= 0 {
+		now = fmt.Sprintf("now %d bytes", e.Size)
+	}
+	return fmt.Sprintf("%s changed since it was planned: planned at %d bytes, %s: %s", e.File, e.PlannedSize, now, e.Detail)
+}
+
+// GRPCStatus classifies the error (status.Code, status.Convert).
+func (e *FileChangedError) GRPCStatus() *status.Status {
+	return status.New(codes.FailedPrecondition, e.Error())
+}
+
+// changed is a FileChangedError, with the file's size now when the S3
+// gateway tells it.
+func (ft *fetcher) changed(ctx context.Context, location string, planned int64, detail string) error {
+	e := &FileChangedError{File: location, PlannedSize: planned, Size: -1, Detail: detail}
+	if bucket, key, err := splitS3(location); err == nil {
+		if head, err := ft.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err == nil && head.ContentLength != nil {
+			e.Size = *head.ContentLength
+		}
+	}
+	return e
+}
+
+// rangeNotSatisfiable reports an S3 InvalidRange (HTTP 416) answer.
+func rangeNotSatisfiable(err error) bool {
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
+}
+
+// objectSize reads the object's size from a Content-Range header
+// ("bytes a-b/size").
+func objectSize(contentRange *string) (int64, bool) {
+	if contentRange == nil {
+		return 0, false
+	}
+	_, total, ok := strings.Cut(*contentRange, "/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(total, 10, 64)
+	return n, err == nil
+}
+
+// fileMeta is the parsed footer of one file version and what is derived
+// from it once: its layout, the offset indexes read for late columns.
+type fileMeta struct {
+	layout        *fileLayout // consts and defaults unset
+	offsetIndexes sync.Map    // [2]int{row group, leaf} → metadata.OffsetIndex (nil: unusable)
+}
+
+// metaKey identifies a file version as the catalog does (footer.Identity:
+// path and size), with the row count and footer location the plan gives:
+// a rewrite of the same size with another footer is another key.
+type metaKey struct {
+	footer.Identity
+	rows, footerOffset, footerLength int64
+}
+
+// lru is a map bounded by entry count, dropping the oldest entry first
+// (parsed footers by file version, table metadata by table name).
+type lru[K comparable, V any] struct {
+	mu    sync.Mutex
+	m     map[K]V
+	order []K
+	max   int
+}
+
+func newLRU[K comparable, V any](max int) *lru[K, V] {
+	return &lru[K, V]{m: map[K]V{}, max: max}
+}
+
+func (c *lru[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *lru[K, V]) put(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.m[k] = v
+	for len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func (c *lru[K, V]) drop(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, k)
+}
+
+// layoutOf is the layout of a planned file: its footer from the cache or
+// one ranged GET, parsed once per file version.
+func (c *Connector) layoutOf(ctx context.Context, pf *pushdown_pb.PlannedFile, nm iceberg.NameMapping) (*fileLayout, error) {
+	k := metaKey{footer.Identity{Path: pf.File, Size: pf.SizeBytes}, pf.RecordCount, pf.FooterOffset, pf.FooterLength}
+	m, _ := c.footers.get(k)
+	if m == nil {
+		fb, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, nil, []byteRange{{Off: pf.FooterOffset, Len: pf.FooterLength}})
+		if err != nil {
+			return nil, err
+		}
+		raw := make([]byte, pf.FooterLength)
+		if _, err := fb.ReadAt(raw, pf.FooterOffset); err != nil {
+			return nil, err
+		}
+		md, err := footer.ParseFooterBytes(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: footer: %w", pf.File, err)
+		}
+		md.SetSourceFileSize(pf.SizeBytes)
+		fl, err := newFileLayout(pf.File, pf.SizeBytes, md, nm)
+		if err != nil {
+			return nil, err
+		}
+		if fl.chunks, err = footer.Layout(md, pf.FooterOffset); err != nil {
+			return nil, fmt.Errorf("%s: %w", pf.File, err)
+		}
+		m = &fileMeta{layout: fl}
+		fl.meta = m
+		c.footers.put(k, m)
+	}
+	fl := *m.layout
+	if !sameMapping(fl.mapping, nm) {
+		fl.columns, fl.mapping = plan.NewColumnMap(fl.md.Schema, nm), nm
+	}
+	return &fl, nil
+}
+
+// sameMapping reports whether two name mappings are the same slice (a
+// table's mapping is parsed once per metadata version).
+func sameMapping(a, b iceberg.NameMapping) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}

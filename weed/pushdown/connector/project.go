@@ -1,0 +1,215 @@
+package connector
+
+// Project stage: the SELECT columns, in SELECT order, of a row group's
+// matching rows — taken from the decoded columns, a field the file lacks
+// as its default or NULL, structs projected onto the table's struct
+// (evolve.go) — and records of files with other physical types cast to
+// the result's.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// outputSchema is the result schema in SELECT order with the file's Arrow
+// types; outTops[i] is the file's top-level field of output column i (-1:
+// not in this file, read as NULL).
+func outputSchema(p *prepared, fl *fileLayout) (*arrow.Schema, []int) {
+	var fields []arrow.Field
+	var tops []int
+	for _, id := range p.selectIDs {
+		name, _ := p.schema.FindColumnName(id)
+		if top, ok := fl.topFieldOf(id); ok {
+			f := fl.arrow.Field(top)
+			f.Name = name
+			if fld, _ := p.schema.FindFieldByID(id); isStruct(fld.Type) {
+				// projected onto the table's struct (see evolve.go)
+				if as := emptySchemaOf(p, id); as != nil {
+					f.Type, f.Nullable = as, !fld.Required
+				}
+			}
+			fields = append(fields, f)
+			tops = append(tops, top)
+			continue
+		}
+		// A field the file does not store: NULL, typed from the table schema.
+		fld, _ := p.schema.FindFieldByID(id)
+		typ := arrow.Null
+		if as := emptySchemaOf(p, fld.ID); as != nil {
+			typ = as
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: typ, Nullable: true})
+		tops = append(tops, -1)
+	}
+	return arrow.NewSchema(fields, nil), tops
+}
+
+func isStruct(t iceberg.Type) bool {
+	_, ok := t.(*iceberg.StructType)
+	return ok
+}
+
+func emptySchemaOf(p *prepared, id int) arrow.DataType {
+	q := *p
+	q.selectIDs = []int{id}
+	s := emptySchema(&q)
+	if s.NumFields() == 1 {
+		return s.Field(0).Type
+	}
+	return nil
+}
+
+// project builds the record of a row group's matching rows keep.
+func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column, keep []int64,
+	outSchema *arrow.Schema, outTops []int) (arrow.RecordBatch, error) {
+	if len(keep) == 0 {
+		// nothing matched (late columns were not even read)
+		arrs := make([]arrow.Array, len(outTops))
+		for i := range arrs {
+			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, 0)
+		}
+		rec := array.NewRecordBatch(outSchema, arrs, 0)
+		for _, a := range arrs {
+			a.Release()
+		}
+		return rec, nil
+	}
+	arrs := make([]arrow.Array, len(outTops))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, top := range outTops {
+		if top < 0 {
+			if d, ok := fl.defaults[p.selectIDs[i]]; ok {
+				a, err := defaultArray(d, outSchema.Field(i).Type, len(keep))
+				if err != nil {
+					name, _ := p.schema.FindColumnName(p.selectIDs[i])
+					return nil, fmt.Errorf("%s: column %s, absent from the file: %w", fl.path, name, err)
+				}
+				arrs[i] = a
+				continue
+			}
+			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, len(keep))
+			continue
+		}
+		col := cols[top]
+		taken, missing, err := takeRows(ctx, col, keep)
+		if err != nil {
+			return nil, err
+		}
+		if missing >= 0 {
+			return nil, fmt.Errorf("%s row group %d: row %d was planned but its column %s was not decoded", fl.path, r.rg, missing, outSchema.Field(i).Name)
+		}
+		if fld, _ := p.schema.FindFieldByID(p.selectIDs[i]); isStruct(fld.Type) && !arrow.TypeEqual(taken.DataType(), outSchema.Field(i).Type) {
+			ev := &structEvolver{ctx: ctx, defaults: fl.defaults}
+			mf := topMapping(p.mapping, fl.arrow.Field(top).Name)
+			projected, err := ev.project(taken, fld, outSchema.Field(i).Type, outSchema.Field(i).Name, mf)
+			taken.Release()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", fl.path, err)
+			}
+			taken = projected
+		}
+		arrs[i] = taken
+	}
+	return array.NewRecordBatch(outSchema, arrs, int64(len(keep))), nil
+}
+
+// takeRows gathers the values of rows (ascending) from a decoded column:
+// a slice when they are contiguous and at least half the column (a slice
+// keeps the whole column alive), Arrow's take otherwise. missing is a
+// row the column does not hold (-1: none).
+func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array, missing int64, err error) {
+	pos := positions(col, rows)
+	for i, p := range pos {
+		if p < 0 {
+			return nil, rows[i], nil
+		}
+	}
+	if d, ok := col.arr.(*array.Dictionary); ok {
+		// the values of the rows' dictionary indices
+		b := array.NewInt32Builder(memory.DefaultAllocator)
+		defer b.Release()
+		b.Reserve(len(pos))
+		index := dictIndex(d)
+		for _, p := range pos {
+			if d.IsNull(int(p)) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(int32(index(int(p))))
+			}
+		}
+		indices := b.NewArray()
+		defer indices.Release()
+		taken, err = compute.TakeArray(ctx, d.Dictionary(), indices)
+		return taken, -1, err
+	}
+	if n := len(pos); n == 0 || (int(pos[n-1])-int(pos[0]) == n-1 && 2*n >= col.arr.Len()) {
+		lo := 0
+		if n > 0 {
+			lo = int(pos[0])
+		}
+		return array.NewSlice(col.arr, int64(lo), int64(lo+n)), -1, nil
+	}
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(pos, nil)
+	indices := b.NewArray()
+	defer indices.Release()
+	taken, err = compute.TakeArray(ctx, col.arr, indices)
+	return taken, -1, err
+}
+
+// emptySchema is the Arrow schema of a result without files.
+func emptySchema(p *prepared) *arrow.Schema {
+	var fields []iceberg.NestedField
+	for _, id := range p.selectIDs {
+		if f, ok := p.schema.FindFieldByID(id); ok {
+			fields = append(fields, f)
+		}
+	}
+	as, err := table.SchemaToArrowSchema(iceberg.NewSchema(p.schema.ID, fields...), nil, true, false)
+	if err != nil {
+		return arrow.NewSchema(nil, nil)
+	}
+	return as
+}
+
+// conform casts a record's columns to the result schema (files written
+// with different physical choices of one Iceberg type).
+func conform(ctx context.Context, rec arrow.RecordBatch, want *arrow.Schema) (arrow.RecordBatch, error) {
+	if rec.Schema().Equal(want) {
+		return rec, nil
+	}
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		col := rec.Column(i)
+		if arrow.TypeEqual(col.DataType(), want.Field(i).Type) {
+			col.Retain()
+			cols[i] = col
+			continue
+		}
+		cast, err := compute.CastArray(ctx, col, compute.SafeCastOptions(want.Field(i).Type))
+		if err != nil {
+			return nil, fmt.Errorf("column %s is %s in one file and %s in another: %w", want.Field(i).Name, col.DataType(), want.Field(i).Type, err)
+		}
+		cols[i] = cast
+	}
+	out := array.NewRecordBatch(want, cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	rec.Release()
+	return out, nil
+}

@@ -1,0 +1,474 @@
+package connector
+
+// Reading a plan: the stages in order, row group by row group, spread over
+// the cores, results in plan order.
+//
+//	plan (plan.go) ─▶ units: (file, row group) in plan order
+//	   │ workers (one per core); read-ahead bounded by Options.MaxBufferBytes
+//	   ▼
+//	per file, once:  footer + layout (fetch.go: cached by file identity)
+//	per row group:   fetch    the plan's ranges of it (fetch.go)
+//	                 decode   its columns (decode.go)
+//	                 filter   candidates − deletes ∩ predicate (filter.go)
+//	                 late     fetch + decode the other columns' pages of
+//	                          the matching rows (decode.go, fetch.go)
+//	                 project  SELECT columns of the matching rows (project.go)
+//	   ▼
+//	in plan order ─▶ LIMIT reached: nothing more is scheduled, running
+//	                 units are cancelled
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+// fileRead is one planned file: what the plan says of it, and (prepared
+// once, by the first of its row groups to run) its layout and what to
+// decode.
+type fileRead struct {
+	pf     *pushdown_pb.PlannedFile
+	rgRefs []*pushdown_pb.RowGroupRef
+	pages  []*pushdown_pb.PageRef
+	given  []byteRange // the plan's coalesced ranges of the file
+	cost   int64       // read-ahead budget one row group of it takes
+
+	once sync.Once
+	err  error
+	fl   *fileLayout
+	need *fileNeed
+}
+
+// fileNeed is what a query decodes of one file.
+type fileNeed struct {
+	tops, early, late []int // top-level fields: all, decoded first, decoded after the predicate
+	predIDs           []int
+	outSchema         *arrow.Schema
+	outTops           []int
+}
+
+// unit is one row group of one file.
+type unit struct {
+	file *fileRead
+	ref  *pushdown_pb.RowGroupRef
+	out  chan unitResult
+}
+
+type unitResult struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+// readPlan reads the planned files.
+func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse) (*Result, error) {
+	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
+	files := map[string]*fileRead{}
+	var order []*fileRead
+	for _, pf := range resp.GetFiles() {
+		f := &fileRead{pf: pf}
+		files[pf.File] = f
+		order = append(order, f)
+	}
+	for _, rg := range resp.GetRowGroups() {
+		if f := files[rg.File]; f != nil {
+			f.rgRefs = append(f.rgRefs, rg)
+		}
+	}
+	for _, pg := range resp.GetPages() {
+		if f := files[pg.File]; f != nil {
+			f.pages = append(f.pages, pg)
+		}
+	}
+	for _, fr := range resp.GetFileRanges() {
+		if f := files[fr.File]; f != nil {
+			f.given = append(f.given, byteRange{Off: fr.Offset, Len: fr.Length})
+		}
+	}
+	var units []*unit
+	for _, f := range order {
+		sort.Slice(f.given, func(i, j int) bool { return f.given[i].Off < f.given[j].Off })
+		var planned int64
+		for _, r := range f.given {
+			planned += r.Len
+		}
+		// decoded values take a few times their compressed bytes
+		f.cost = 4 * planned / int64(max(1, len(f.rgRefs)))
+		for _, ref := range f.rgRefs {
+			units = append(units, &unit{file: f, ref: ref, out: make(chan unitResult, 1)})
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	budget := newBudget(c.opts.MaxBufferBytes)
+	workers := c.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sem := make(chan struct{}, workers)
+		for _, u := range units {
+			if !budget.acquire(ctx, u.file.cost) {
+				u.out <- unitResult{err: ctx.Err()}
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				budget.release(u.file.cost)
+				u.out <- unitResult{err: ctx.Err()}
+				continue
+			}
+			wg.Add(1)
+			go func(u *unit) {
+				defer func() { <-sem; wg.Done() }()
+				u.out <- c.safeReadUnit(ctx, p, u)
+			}(u)
+		}
+	}()
+
+	var outSchema *arrow.Schema
+	remaining := p.q.Limit
+	filesDone := map[*fileRead]int{}
+	fail := func(err error) (*Result, error) {
+		cancel()
+		res.Release()
+		return nil, err
+	}
+	for i, u := range units {
+		r := <-u.out
+		if r.err != nil {
+			return fail(r.err)
+		}
+		filesDone[u.file]++
+		res.Stats.RowGroups++
+		if filesDone[u.file] == len(u.file.rgRefs) {
+			res.Stats.Files++
+			if c.opts.Progress != nil {
+				c.opts.Progress(res.Stats.Files, len(order))
+			}
+		}
+		if outSchema == nil {
+			outSchema = u.file.need.outSchema
+		}
+		rec, err := conform(ctx, r.rec, outSchema)
+		if err != nil {
+			r.rec.Release()
+			return fail(err)
+		}
+		if p.q.Limit > 0 && rec.NumRows() >= remaining {
+			cut := rec.NewSlice(0, remaining)
+			rec.Release()
+			res.Records = append(res.Records, cut)
+			cancel() // LIMIT reached: stop what still runs
+			for _, rest := range units[i+1:] {
+				if r := <-rest.out; r.rec != nil {
+					r.rec.Release()
+				}
+			}
+			break
+		}
+		remaining -= rec.NumRows()
+		res.Records = append(res.Records, rec)
+		budget.release(u.file.cost) // taken: the next may start
+	}
+	if outSchema == nil {
+		outSchema = emptySchema(p)
+	}
+	res.Schema = outSchema
+	return res, nil
+}
+
+// budget bounds the read-ahead: the bytes of units started but not yet
+// taken in order. One unit always runs, however large.
+type budget struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	capacity int64 // <= 0: unbounded
+	held     int64
+}
+
+func newBudget(capacity int64) *budget {
+	b := &budget{capacity: capacity}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *budget) acquire(ctx context.Context, n int64) bool {
+	if b.capacity <= 0 {
+		return ctx.Err() == nil
+	}
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.held > 0 && b.held+n > b.capacity && ctx.Err() == nil {
+		b.cond.Wait()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+func (b *budget) release(n int64) {
+	if b.capacity <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.held -= n
+	b.cond.Broadcast()
+	b.mu.Unlock()
+}
+
+// prepare reads the file's footer (cached) and works out what to decode.
+func (f *fileRead) prepare(ctx context.Context, c *Connector, p *prepared) error {
+	f.once.Do(func() {
+		f.fl, f.err = c.layoutOf(ctx, f.pf, p.mapping)
+		if f.err != nil {
+			return
+		}
+		f.need, f.err = c.needOf(ctx, p, f.fl)
+	})
+	return f.err
+}
+
+// needOf lists the top-level fields of fl to decode (the projection's and
+// the predicate's) and which of them are read late.
+func (c *Connector) needOf(ctx context.Context, p *prepared, fl *fileLayout) (*fileNeed, error) {
+	n := &fileNeed{predIDs: predicate.FieldIDs(p.expr)}
+	if err := c.applyPartitionConstants(ctx, p, fl, append(append([]int{}, p.selectIDs...), n.predIDs...)); err != nil {
+		return nil, err
+	}
+	need := map[int]bool{}
+	addField := func(id int) {
+		if top, ok := fl.topFieldOf(id); ok && !need[top] {
+			need[top] = true
+			n.tops = append(n.tops, top)
+		}
+	}
+	for _, id := range p.selectIDs {
+		addField(id)
+	}
+	predTop := map[int]bool{}
+	addPred := func(id int) {
+		addField(id)
+		if top, ok := fl.topFieldOf(id); ok {
+			predTop[top] = true
+		}
+	}
+	for _, id := range n.predIDs {
+		addPred(id)
+		// a nested field the file lacks: its nearest stored ancestor struct
+		// (whose NULLs make it NULL)
+		if _, ok := fl.topFieldOf(id); !ok {
+			for a, has := p.parents[id]; has; a, has = p.parents[a] {
+				if _, stored := fl.topFieldOf(a); stored {
+					addPred(a)
+					break
+				}
+			}
+		}
+	}
+	// Late materialization (page-aware mode): in a row group the plan could
+	// not narrow, the predicate's columns are read first; the other
+	// columns are then read only in the pages holding matching rows.
+	_, always := p.expr.(predicate.Const)
+	for _, top := range n.tops {
+		if c.opts.Mode == PageAware && !always && !predTop[top] && fl.lateEligible(top) {
+			n.late = append(n.late, top)
+		} else {
+			n.early = append(n.early, top)
+		}
+	}
+	n.outSchema, n.outTops = outputSchema(p, fl)
+	return n, nil
+}
+
+// rowGroupReadOf is what the plan says to decode of one row group.
+func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*rowGroupRead, error) {
+	r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}, firstRow: ref.FirstRow}
+	if r.rg < 0 || r.rg >= len(f.fl.chunks) {
+		return nil, fmt.Errorf("%s: the plan names row group %d of %d", f.pf.File, r.rg, len(f.fl.chunks))
+	}
+	if len(ref.DeletedPositions) > 0 {
+		r.deleted = roaring64.New()
+		if _, err := r.deleted.ReadFrom(bytes.NewReader(ref.DeletedPositions)); err != nil {
+			return nil, fmt.Errorf("%s row group %d: the plan's deleted positions do not decode: %w", f.pf.File, ref.RowGroup, err)
+		}
+	}
+	if len(ref.RowRanges) > 0 {
+		var rs []plan.RowRange
+		for _, rr := range ref.RowRanges {
+			rs = append(rs, plan.RowRange{Start: rr.Start, End: rr.End})
+		}
+		r.rows = plan.Union(nil, rs)
+	}
+	if c.opts.Mode != PageAware {
+		return r, nil
+	}
+	for _, pg := range f.pages {
+		if int(pg.RowGroup) != r.rg {
+			continue
+		}
+		leaf := f.fl.md.Schema.ColumnIndexByName(pg.GetColumn().GetPath())
+		if leaf < 0 {
+			continue
+		}
+		if pg.Dictionary {
+			r.dict[leaf] = byteRange{Off: pg.Offset, Len: pg.Length}
+			continue
+		}
+		r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRowIndex, pg.RowCount})
+	}
+	return r, nil
+}
+
+// safeReadUnit is readUnit with a panic of a decoder turned into an error
+// naming the row group.
+func (c *Connector) safeReadUnit(ctx context.Context, p *prepared, u *unit) (res unitResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = unitResult{err: fmt.Errorf("%s row group %d: the decoder failed: %v", u.file.pf.File, u.ref.RowGroup, r)}
+		}
+	}()
+	rec, err := c.readUnit(ctx, p, u)
+	return unitResult{rec, err}
+}
+
+// readUnit runs the stages on one row group.
+func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.RecordBatch, error) {
+	f := u.file
+	if err := f.prepare(ctx, c, p); err != nil {
+		return nil, err
+	}
+	fl, n := f.fl, f.need
+	r, err := c.rowGroupReadOf(f, u.ref)
+	if err != nil {
+		return nil, err
+	}
+	pageAware := c.opts.Mode == PageAware
+	now := n.tops
+	var needs, extra []byteRange
+	if r.rows == nil && len(n.late) > 0 {
+		r.late, now = n.late, n.early
+		extra = fl.offsetIndexRanges(r.rg, n.late)
+	}
+	needs = fl.needRanges(now, r, pageAware)
+
+	given, rest := coveredBy(f.given, needs)
+	sf, err := c.fetch.fetch(ctx, f.pf.File, f.pf.SizeBytes, given, append(rest, extra...))
+	if err != nil {
+		return nil, err
+	}
+	return c.rowGroup(ctx, p, f, r, now, sf)
+}
+
+// rowGroup runs the stages after the first fetch (sf) on one row group:
+// decode now, filter, fetch and decode the late columns, project.
+func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead, now []int, sf *sparseFile) (arrow.RecordBatch, error) {
+	fl, n := f.fl, f.need
+	// decode
+	cols := map[int]*column{}
+	defer func() {
+		for _, col := range cols {
+			col.arr.Release()
+		}
+	}()
+	if err := decodeTops(ctx, fl, sf, r, now, c.opts.Mode == PageAware, cols); err != nil {
+		return nil, err
+	}
+	// filter
+	rows := candidates(r)
+	sel, err := (&filter{expr: p.expr}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]int64, len(sel))
+	for i, j := range sel {
+		keep[i] = rows[j]
+	}
+	// late columns: fetch and decode the pages of the matching rows
+	if len(r.late) > 0 && len(keep) > 0 {
+		lr := fl.lateRead(sf, r, keep)
+		given, rest := coveredBy(f.given, lr.wholeChunks)
+		sf2, err := c.fetch.fetch(ctx, f.pf.File, f.pf.SizeBytes, given, append(rest, lr.pageRanges...))
+		if err != nil {
+			return nil, err
+		}
+		if err := decodeTops(ctx, fl, sf2, lr.sel, r.late, true, cols); err != nil {
+			return nil, err
+		}
+	}
+	// project
+	return project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
+}
+
+// candidates are the row group's planned rows less its deleted ones.
+func candidates(r *rowGroupRead) []int64 {
+	ranges := r.rows
+	if ranges == nil {
+		ranges = plan.All(r.numRows)
+	}
+	rows := make([]int64, 0, ranges.Rows())
+	for _, rr := range ranges {
+		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
+			if r.deleted == nil || !r.deleted.Contains(uint64(r.firstRow+row)) {
+				rows = append(rows, row)
+			}
+		}
+	}
+	return rows
+}
+
+// coveredBy splits needed ranges into the plan's ranges (given, sorted)
+// that hold them, read as they are, and the needs no single one of them
+// holds.
+func coveredBy(given []byteRange, needs []byteRange) (use, rest []byteRange) {
+	picked := map[int]bool{}
+	for _, nd := range needs {
+		i := searchRange(given, nd.Off)
+		if i < len(given) && given[i].Off <= nd.Off && nd.Off+nd.Len <= given[i].Off+given[i].Len {
+			if !picked[i] {
+				picked[i] = true
+				use = append(use, given[i])
+			}
+			continue
+		}
+		rest = append(rest, nd)
+	}
+	return use, rest
+}
+
+// searchRange is the first range of sorted rs ending after off.
+func searchRange(rs []byteRange, off int64) int {
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if rs[m].Off+rs[m].Len <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
