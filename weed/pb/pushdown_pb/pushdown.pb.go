@@ -931,8 +931,12 @@ type PlannedFile struct {
 	RowGroupsPlanned int32                  `protobuf:"varint,7,opt,name=row_groups_planned,json=rowGroupsPlanned,proto3" json:"row_groups_planned,omitempty"`
 	HasPageIndex     bool                   `protobuf:"varint,8,opt,name=has_page_index,json=hasPageIndex,proto3" json:"has_page_index,omitempty"`
 	Descriptor_      *DataFileDescriptor    `protobuf:"bytes,9,opt,name=descriptor,proto3" json:"descriptor,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The version planned: <size>-<rows>-<footer hash> (the identity rule of
+	// footers, delete bitmaps and side indexes), so a reader keys what it
+	// caches of the file by the same version.
+	Identity      string `protobuf:"bytes,10,opt,name=identity,proto3" json:"identity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlannedFile) Reset() {
@@ -1026,6 +1030,13 @@ func (x *PlannedFile) GetDescriptor_() *DataFileDescriptor {
 		return x.Descriptor_
 	}
 	return nil
+}
+
+func (x *PlannedFile) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
 }
 
 type FileRange struct {
@@ -4514,7 +4525,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"snapshotId\x12\x1b\n" +
 	"\tschema_id\x18\t \x01(\x05R\bschemaId\x12+\n" +
 	"\x11metadata_location\x18\n" +
-	" \x01(\tR\x10metadataLocation\"\xec\x02\n" +
+	" \x01(\tR\x10metadataLocation\"\x88\x03\n" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1d\n" +
 	"\n" +
@@ -4527,7 +4538,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0ehas_page_index\x18\b \x01(\bR\fhasPageIndex\x12?\n" +
 	"\n" +
 	"descriptor\x18\t \x01(\v2\x1f.pushdown_pb.DataFileDescriptorR\n" +
-	"descriptor\"O\n" +
+	"descriptor\x12\x1a\n" +
+	"\bidentity\x18\n" +
+	" \x01(\tR\bidentity\"O\n" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +

@@ -42,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -148,7 +149,7 @@ type Connector struct {
 	opts      Options
 	s3        *s3.Client
 	fetch     *fetcher
-	footers   *lru[metaKey, *fileMeta]
+	footers   *lru.Cache[metaKey, *fileMeta]
 	tables    *tableCache
 	cat       *rest.Catalog
 	pool      *grpcutil.ConnPool
@@ -172,7 +173,7 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
 		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
 		footers:   newLRU[metaKey, *fileMeta](4096),
-		tables:    &tableCache{lru: newLRU[string, *tableEntry](1024)},
+		tables:    &tableCache{Cache: newLRU[string, *tableEntry](1024)},
 		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
 	return c, nil
 }
@@ -211,7 +212,7 @@ func (c *Connector) prepare(ctx context.Context, q Query, cached bool) (*prepare
 	if err != nil && cached {
 		// a column or snapshot the cached copy does not know may be one
 		// another writer added: the current metadata decides
-		c.tables.drop(q.Table)
+		c.tables.Remove(q.Table)
 		return c.bind(ctx, q, false)
 	}
 	return p, err
@@ -224,7 +225,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	}
 	var te *tableEntry
 	if cached && !c.tables.off.Load() {
-		te, _ = c.tables.get(q.Table)
+		te, _ = c.tables.Get(q.Table)
 	}
 	fromCache := te != nil
 	if te == nil {
@@ -233,7 +234,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 			return nil, fmt.Errorf("load table %s: %w", q.Table, err)
 		}
 		te = &tableEntry{tbl: tbl, mapping: tbl.Metadata().NameMapping()}
-		c.tables.put(q.Table, te)
+		c.tables.Add(q.Table, te)
 	}
 	tbl := te.tbl
 	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema(), fromCache: fromCache, mapping: te.mapping}
@@ -366,7 +367,7 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 		if resp.GetMetadataLocation() == "" {
 			c.tables.off.Store(true)
 		}
-		c.tables.drop(p.q.Table)
+		c.tables.Remove(p.q.Table)
 		if p, err = c.prepare(ctx, p.q, false); err != nil {
 			return nil, err
 		}
@@ -375,7 +376,7 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	planMs := time.Since(t0).Milliseconds()
 	if err != nil && p.fromCache {
 		// a plain read must not read a cached version
-		c.tables.drop(p.q.Table)
+		c.tables.Remove(p.q.Table)
 		var perr error
 		if p, perr = c.prepare(ctx, p.q, false); perr != nil {
 			return nil, perr
@@ -432,8 +433,15 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 // once a catalog plans without naming its metadata version (nothing to
 // check a cached copy against).
 type tableCache struct {
-	*lru[string, *tableEntry]
+	*lru.Cache[string, *tableEntry]
 	off atomic.Bool
+}
+
+// newLRU is an LRU of a positive, constant size (lru.New fails only for a
+// size below one).
+func newLRU[K comparable, V any](size int) *lru.Cache[K, V] {
+	c, _ := lru.New[K, V](size)
+	return c
 }
 
 // tableEntry is a table's metadata with what is parsed from it once.

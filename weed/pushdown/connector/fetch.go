@@ -327,58 +327,21 @@ type fileMeta struct {
 	offsetIndexes sync.Map    // [2]int{row group, leaf} → metadata.OffsetIndex (nil: unusable)
 }
 
-// metaKey identifies a file version as the catalog does (footer.Identity:
-// path and size), with the row count and footer location the plan gives:
-// a rewrite of the same size with another footer is another key.
+// metaKey identifies a file version as the catalog does: path and size,
+// and the identity the plan names (footer.IdentityDir: size, rows and the
+// footer's hash), so a rewrite of the same size is another key; the row
+// count and footer location cover catalogs that name no identity.
 type metaKey struct {
 	footer.Identity
+	identity                         string
 	rows, footerOffset, footerLength int64
-}
-
-// lru is a map bounded by entry count, dropping the oldest entry first
-// (parsed footers by file version, table metadata by table name).
-type lru[K comparable, V any] struct {
-	mu    sync.Mutex
-	m     map[K]V
-	order []K
-	max   int
-}
-
-func newLRU[K comparable, V any](max int) *lru[K, V] {
-	return &lru[K, V]{m: map[K]V{}, max: max}
-}
-
-func (c *lru[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[k]
-	return v, ok
-}
-
-func (c *lru[K, V]) put(k K, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[k]; !ok {
-		c.order = append(c.order, k)
-	}
-	c.m[k] = v
-	for len(c.order) > c.max {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-}
-
-func (c *lru[K, V]) drop(k K) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
 }
 
 // layoutOf is the layout of a planned file: its footer from the cache or
 // one ranged GET, parsed once per file version.
 func (c *Connector) layoutOf(ctx context.Context, pf *pushdown_pb.PlannedFile, nm iceberg.NameMapping) (*fileLayout, error) {
-	k := metaKey{footer.Identity{Path: pf.File, Size: pf.SizeBytes}, pf.RecordCount, pf.FooterOffset, pf.FooterLength}
-	m, _ := c.footers.get(k)
+	k := metaKey{footer.Identity{Path: pf.File, Size: pf.SizeBytes}, pf.GetIdentity(), pf.RecordCount, pf.FooterOffset, pf.FooterLength}
+	m, _ := c.footers.Get(k)
 	if m == nil {
 		fb, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, nil, []byteRange{{Off: pf.FooterOffset, Len: pf.FooterLength}})
 		if err != nil {
@@ -402,7 +365,7 @@ func (c *Connector) layoutOf(ctx context.Context, pf *pushdown_pb.PlannedFile, n
 		}
 		m = &fileMeta{layout: fl}
 		fl.meta = m
-		c.footers.put(k, m)
+		c.footers.Add(k, m)
 	}
 	fl := *m.layout
 	if !sameMapping(fl.mapping, nm) {

@@ -253,7 +253,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
 			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
 			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
-			HasPageIndex: fp.Footer.HasNativePageIndex(),
+			HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: footer.IdentityDir(fp.File.Size, fp.Footer.NumRows(), fp.Footer.Hash),
 		})
 	}
 	for _, t := range Tiers {
