@@ -110,15 +110,23 @@ type fetcher struct {
 	flight      singleflight.Group
 
 	mu       sync.Mutex
-	cache    map[footer.Identity][]span // by file identity
+	cache    map[fileVersion][]span // by file version
 	order    []cacheKey                 // insertion order, for eviction
 	held     int64
 	capacity int64 // bytes the range cache may hold
 }
 
 type cacheKey struct {
-	id  footer.Identity
+	id  fileVersion
 	off int64
+}
+
+// fileVersion is what the range cache keys bytes by: path and size, and
+// the identity the plan names (footer.IdentityDir), so a rewrite of the
+// same size never reads bytes cached from the version before.
+type fileVersion struct {
+	footer.Identity
+	identity string
 }
 
 func splitS3(location string) (bucket, key string, err error) {
@@ -137,7 +145,7 @@ func splitS3(location string) (bucket, key string, err error) {
 }
 
 // cached returns a cached span covering r.
-func (ft *fetcher) cached(id footer.Identity, r byteRange) ([]byte, bool) {
+func (ft *fetcher) cached(id fileVersion, r byteRange) ([]byte, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	for _, s := range ft.cache[id] {
@@ -149,11 +157,11 @@ func (ft *fetcher) cached(id footer.Identity, r byteRange) ([]byte, bool) {
 }
 
 // remember adds a fetched span to the range cache, evicting the oldest.
-func (ft *fetcher) remember(id footer.Identity, s span) {
+func (ft *fetcher) remember(id fileVersion, s span) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	if ft.cache == nil {
-		ft.cache = map[footer.Identity][]span{}
+		ft.cache = map[fileVersion][]span{}
 	}
 	ft.cache[id] = append(ft.cache[id], s)
 	ft.order = append(ft.order, cacheKey{id, s.off})
@@ -176,12 +184,13 @@ func (ft *fetcher) remember(id footer.Identity, s span) {
 // (a plan's coalesced file_ranges), extra coalesced with plan.Coalesce
 // (what the connector reads beyond the plan); the range cache serves what
 // it holds.
-func (ft *fetcher) fetch(ctx context.Context, location string, size int64, given, extra []byteRange) (*sparseFile, error) {
+func (ft *fetcher) fetch(ctx context.Context, pf *pushdown_pb.PlannedFile, given, extra []byteRange) (*sparseFile, error) {
+	location, size := pf.GetFile(), pf.GetSizeBytes()
 	bucket, key, err := splitS3(location)
 	if err != nil {
 		return nil, err
 	}
-	id := footer.Identity{Path: location, Size: size}
+	id := fileVersion{footer.Identity{Path: location, Size: size}, pf.GetIdentity()}
 	sf := &sparseFile{path: location, size: size}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -215,8 +224,8 @@ func (ft *fetcher) fetch(ctx context.Context, location string, size int64, given
 
 // shared is one ranged GET of r, shared by the callers that ask for it at
 // once (row groups whose plan ranges were coalesced into one), then cached.
-func (ft *fetcher) shared(ctx context.Context, id footer.Identity, bucket, key string, r byteRange) ([]byte, error) {
-	flight := fmt.Sprintf("%s\x00%d\x00%d\x00%d", id.Path, id.Size, r.Off, r.Len)
+func (ft *fetcher) shared(ctx context.Context, id fileVersion, bucket, key string, r byteRange) ([]byte, error) {
+	flight := fmt.Sprintf("%s\x00%d\x00%s\x00%d\x00%d", id.Path, id.Size, id.identity, r.Off, r.Len)
 	v, err, _ := ft.flight.Do(flight, func() (any, error) {
 		if b, ok := ft.cached(id, r); ok {
 			return b, nil
@@ -238,7 +247,7 @@ func (ft *fetcher) shared(ctx context.Context, id footer.Identity, bucket, key s
 }
 
 // get is one ranged GET through the S3 gateway.
-func (ft *fetcher) get(ctx context.Context, id footer.Identity, bucket, key string, r byteRange) ([]byte, error) {
+func (ft *fetcher) get(ctx context.Context, id fileVersion, bucket, key string, r byteRange) ([]byte, error) {
 	location, size := id.Path, id.Size
 	obj, err := ft.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Off, r.Off+r.Len-1))})
@@ -343,7 +352,7 @@ func (c *Connector) layoutOf(ctx context.Context, pf *pushdown_pb.PlannedFile, n
 	k := metaKey{footer.Identity{Path: pf.File, Size: pf.SizeBytes}, pf.GetIdentity(), pf.RecordCount, pf.FooterOffset, pf.FooterLength}
 	m, _ := c.footers.Get(k)
 	if m == nil {
-		fb, err := c.fetch.fetch(ctx, pf.File, pf.SizeBytes, nil, []byteRange{{Off: pf.FooterOffset, Len: pf.FooterLength}})
+		fb, err := c.fetch.fetch(ctx, pf, nil, []byteRange{{Off: pf.FooterOffset, Len: pf.FooterLength}})
 		if err != nil {
 			return nil, err
 		}

@@ -376,7 +376,7 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	needs = fl.needRanges(now, r, pageAware)
 
 	given, rest := coveredBy(f.given, needs)
-	sf, err := c.fetch.fetch(ctx, f.pf.File, f.pf.SizeBytes, given, append(rest, extra...))
+	sf, err := c.fetch.fetch(ctx, f.pf, given, append(rest, extra...))
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +411,7 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	if len(r.late) > 0 && len(keep) > 0 {
 		lr := fl.lateRead(sf, r, keep)
 		given, rest := coveredBy(f.given, lr.wholeChunks)
-		sf2, err := c.fetch.fetch(ctx, f.pf.File, f.pf.SizeBytes, given, append(rest, lr.pageRanges...))
+		sf2, err := c.fetch.fetch(ctx, f.pf, given, append(rest, lr.pageRanges...))
 		if err != nil {
 			return nil, err
 		}
