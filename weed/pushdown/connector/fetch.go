@@ -111,7 +111,7 @@ type fetcher struct {
 
 	mu       sync.Mutex
 	cache    map[fileVersion][]span // by file version
-	order    []cacheKey                 // insertion order, for eviction
+	order    []cacheKey             // insertion order, for eviction
 	held     int64
 	capacity int64 // bytes the range cache may hold
 }
