@@ -78,24 +78,31 @@ func BuildSeconds(t *testing.T, c *harness.Cluster, name, column, kind string) (
 	return P50(walls) / 1000, busy
 }
 
+// OpenParquet reads the file at an s3:// location through the S3 gateway
+// and opens it with arrow-go.
+func OpenParquet(t testing.TB, c *harness.Cluster, location string) *file.Reader {
+	t.Helper()
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(location, "s3://"), "/")
+	obj, err := c.S3(t).GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	rdr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdr
+}
+
 // ColumnBytes sums the compressed bytes of a top-level column (all its
 // leaves) over the table's files.
 func ColumnBytes(t *testing.T, c *harness.Cluster, name, column string) int64 {
-	ctx := context.Background()
 	_, tasks := tasksOf(t, c, name)
 	var n int64
 	for _, task := range tasks {
-		bucket, key, _ := strings.Cut(strings.TrimPrefix(task.File.FilePath(), "s3://"), "/")
-		obj, err := c.S3(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(obj.Body)
-		obj.Body.Close()
-		rdr, err := file.NewParquetReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
+		rdr := OpenParquet(t, c, task.File.FilePath())
 		md := rdr.MetaData()
 		for col := 0; col < md.Schema.NumColumns(); col++ {
 			if p := md.Schema.Column(col).ColumnPath().String(); p != column && !strings.HasPrefix(p, column+".") {

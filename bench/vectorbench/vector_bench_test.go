@@ -15,7 +15,6 @@
 package vectorbench
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/binary"
@@ -36,13 +35,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
@@ -211,17 +208,7 @@ func (ds *dataset) readRows(t *testing.T, c *harness.Cluster) {
 	}
 	sort.Strings(ds.paths)
 	for fi, p := range ds.paths {
-		bucket, key, _ := strings.Cut(strings.TrimPrefix(p, "s3://"), "/")
-		obj, err := c.S3(t).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(obj.Body)
-		obj.Body.Close()
-		rdr, err := file.NewParquetReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
+		rdr := benchutil.OpenParquet(t, c, p)
 		fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 		if err != nil {
 			t.Fatal(err)
