@@ -186,3 +186,109 @@ func firstDifference(got, want []string) string {
 	}
 	return "none"
 }
+
+// brokenSidePages serves page indexes that are not what the file needs.
+type brokenSidePages struct {
+	fields []int
+	serve  func(file string, field int) []footer.SidePageIndex
+}
+
+func (s brokenSidePages) PageIndexFields() []int { return s.fields }
+
+func (s brokenSidePages) PageIndexes(_ context.Context, files []*DataFile, fields [][]int) ([]map[int][]footer.SidePageIndex, [][]string, error) {
+	out := make([]map[int][]footer.SidePageIndex, len(files))
+	for i, f := range files {
+		out[i] = map[int][]footer.SidePageIndex{}
+		for _, id := range fields[i] {
+			out[i][id] = s.serve(f.Path, id)
+		}
+	}
+	return out, nil, nil
+}
+
+// TestSidePageIndexesThatDoNotFitTheFileAreIgnoredAndCostNoRow serves
+// garbage, truncated bytes, another column's index and the wrong number of
+// row groups: nothing is attached, the plan names page_index as missing,
+// reads the file by row group and keeps every matching row.
+func TestSidePageIndexesThatDoNotFitTheFileAreIgnoredAndCostNoRow(t *testing.T) {
+	ctx := context.Background()
+	cols := genColumns()
+	_, schema := genSchemas(cols)
+	v := variants[0]
+	v.pageIndex = false
+	data := writeVariant(t, cols, v, 3600, 100)
+	withIndex := variants[0]
+	other := writeVariant(t, cols, withIndex, 3600, 7) // another file's (native) page index
+	df := decodeAll(t, data, schema)
+	mem := memFiles{"s3://t/data/f.parquet": data, "s3://t/data/o.parquet": other}
+	file := DataFile{Path: "s3://t/data/f.parquet", Size: int64(len(data)), RecordCount: df.Rows, Stats: manifestStatsOf(t, df, schema)}
+	var ids []int
+	for _, f := range schema.Fields() {
+		ids = append(ids, f.ID)
+	}
+	otherFooter, _, err := footer.NewCache("o", 16<<20, mem.open).Get(ctx, footer.Identity{Path: "s3://t/data/o.parquet", Size: int64(len(other))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other file's raw page index region, entry by entry: real Thrift,
+	// wrong file (its pages do not tile this file's chunks).
+	foreign := func(field int) []footer.SidePageIndex {
+		cm := NewColumnMap(otherFooter.Meta.Schema, nil)
+		col, _ := cm.Leaf(field)
+		var out []footer.SidePageIndex
+		for rg := range otherFooter.Chunks {
+			ch := otherFooter.Chunks[rg][col]
+			if ch.OffsetIndex == nil {
+				return nil
+			}
+			out = append(out, footer.SidePageIndex{Offset: other[ch.OffsetIndex.Offset : ch.OffsetIndex.Offset+int64(ch.OffsetIndex.Length)]})
+		}
+		return out
+	}
+	rgs := 0
+	for _, variant := range map[string]func(string, int) []footer.SidePageIndex{
+		"garbage": func(string, int) []footer.SidePageIndex {
+			return []footer.SidePageIndex{{Offset: []byte("not thrift at all")}}
+		},
+		"truncated": func(_ string, f int) []footer.SidePageIndex {
+			g := foreign(f)
+			for i := range g {
+				g[i].Offset = g[i].Offset[:len(g[i].Offset)/2]
+			}
+			return g
+		},
+		"another file's": func(_ string, f int) []footer.SidePageIndex { return foreign(f) },
+		"too few row groups": func(_ string, f int) []footer.SidePageIndex {
+			g := foreign(f)
+			if len(g) > 0 {
+				g = g[:len(g)-1]
+			}
+			return g
+		},
+	} {
+		p := &Planner{Cache: footer.NewCache("test", 64<<20, mem.open)}
+		src := brokenSidePages{fields: ids, serve: variant}
+		r := rand.New(rand.NewPCG(9, 4))
+		for i := 0; i < 40; i++ {
+			e, err := predicate.Bind(randomPredicate(r, schema, df, 2), schema, predicate.DefaultLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, plans, err := p.Plan(ctx, Request{Table: Table{Schema: schema}, Files: []DataFile{file}, Predicate: e, Options: DefaultOptions(), SidePages: src})
+			if err != nil {
+				t.Fatalf("plan %s: %v", e, err)
+			}
+			checkPlan(t, "broken side pages", e, df, plans[0], resp)
+			if len(resp.GetPages()) != 0 {
+				t.Fatalf("%s page indexes were used: %d pages planned", "broken", len(resp.GetPages()))
+			}
+			if plans[0].Footer != nil && plans[0].Footer.HasPageIndex() {
+				t.Fatal("a page index that does not fit the file was attached")
+			}
+			rgs += len(resp.GetRowGroups())
+		}
+	}
+	if rgs == 0 {
+		t.Fatal("no predicate kept a row group: the test checks nothing")
+	}
+}
