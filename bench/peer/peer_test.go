@@ -29,6 +29,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
@@ -181,14 +182,8 @@ func peerModes() []string {
 }
 
 func createSideIndexes(t *testing.T, c *harness.Cluster, name string) {
-	e := c.Endpoints()
-	for _, x := range [][2]string{{"id", "btree"}, {"tenant_id", "bloom"}, {"id", "page_index"}, {"ts", "page_index"},
-		{"tenant_id", "page_index"}, {"status", "page_index"}, {"message", "page_index"}} {
-		if out, errOut, err := harness.Weed(t, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3,
-			"-warehouse", e.Warehouse, "-table", name, "-column", x[0], "-kind", x[1], "-wait"); err != nil {
-			t.Fatalf("index create %s(%s): %v\n%s%s", x[1], x[0], err, out, errOut)
-		}
-	}
+	kindq.CreateIndexes(t, c, name, [2]string{"id", "btree"}, [2]string{"tenant_id", "bloom"}, [2]string{"id", "page_index"},
+		[2]string{"ts", "page_index"}, [2]string{"tenant_id", "page_index"}, [2]string{"status", "page_index"}, [2]string{"message", "page_index"})
 }
 
 var conns = map[bool]*connector.Connector{}
