@@ -405,7 +405,9 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, 
 			if err := json.Unmarshal(schemaJSON, schema); err != nil {
 				return nil, nil, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
 			}
-			parsedSchemas.Add(key, schema)
+			if len(schemaJSON) <= maxCachedSchemaBytes {
+				parsedSchemas.Add(key, schema)
+			}
 		}
 	}
 	var nm iceberg.NameMapping
@@ -419,7 +421,11 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, 
 
 // parsedSchemas keeps the schemas requests carried, by the SHA-256 of
 // their JSON: the catalog sends the same table schema with every call.
+// Only schemas of at most maxCachedSchemaBytes of JSON are kept, so no
+// caller can fill it with 256 giant ones; larger schemas are parsed per call.
 var parsedSchemas, _ = lru.New[[32]byte, *iceberg.Schema](256)
+
+const maxCachedSchemaBytes = 1 << 20
 
 func boundedReason(err error) string { return perr.Truncate(err.Error(), 512) }
 
