@@ -3,7 +3,10 @@ package sideindex
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -118,4 +121,51 @@ func BenchmarkBtreeLookup(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkBuildFilesConcurrently builds a btree on each of four 256k-row
+// files with GOMAXPROCS workers (run with -cpu 1,2): the volume builds
+// files side by side, one per core, so this ratio is its build scaling.
+func BenchmarkBuildFilesConcurrently(b *testing.B) {
+	const rows, files = 1 << 18, 4
+	sch := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
+	var ins []Input
+	for f := 0; f < files; f++ {
+		as := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"1"})}}, nil)
+		ib := array.NewInt64Builder(memory.DefaultAllocator)
+		r := rand.New(rand.NewPCG(uint64(f), 2))
+		for i := 0; i < rows; i++ {
+			ib.Append(r.Int64N(1 << 40))
+		}
+		tbl := array.NewTableFromRecords(as, []arrow.RecordBatch{array.NewRecordBatch(as, []arrow.Array{ib.NewArray()}, rows)})
+		var buf bytes.Buffer
+		props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(128<<10))
+		if err := pqarrow.WriteTable(tbl, &buf, 128<<10, props, pqarrow.NewArrowWriterProperties()); err != nil {
+			b.Fatal(err)
+		}
+		ins = append(ins, loadFile(b, fmt.Sprintf("s3://b/t/data/f%d.parquet", f), buf.Bytes(), sch).input(b, 1, nil))
+	}
+	k, _ := Lookup("btree")
+	workers := runtime.GOMAXPROCS(0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		next := make(chan Input, len(ins))
+		for _, in := range ins {
+			next <- in
+		}
+		close(next)
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Go(func() {
+				for in := range next {
+					if _, err := k.Build(context.Background(), in); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(rows*files)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
