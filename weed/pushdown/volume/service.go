@@ -73,6 +73,7 @@ type Service struct {
 	footers                    *footer.Cache
 	indexes                    *indexing.IndexCache
 	buildSlots                 chan struct{} // one per core: CPU-bound builds never exceed them
+	buildIO                    chan struct{} // builds in flight (reading, building or committing): twice the cores
 	buildsDone, buildsFailed   atomic.Int64
 	open                       deletes.Opener
 	store                      deletes.Store
@@ -95,6 +96,7 @@ func New(address, volumeServer, filer string, reader *fileread.Reader) *Service 
 		Limits: DefaultLimits, DeleteCacheBytes: DefaultDeleteCacheBytes, started: time.Now(),
 		footers: footer.NewCache("volume", FooterCacheBytes, open), indexes: indexing.NewIndexCache(DefaultIndexCacheBytes),
 		buildSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		buildIO:    make(chan struct{}, 2*max(1, runtime.GOMAXPROCS(0))),
 		open:       indexstore.Opener(reader), store: indexstore.Filer{Reader: reader}}
 }
 

@@ -88,11 +88,11 @@ func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexe
 	for _, j := range jobs {
 		g.Go(func() error {
 			select {
-			case s.buildSlots <- struct{}{}:
+			case s.buildIO <- struct{}{}:
 			case <-gctx.Done():
 				return gctx.Err()
 			}
-			defer func() { <-s.buildSlots }()
+			defer func() { <-s.buildIO }()
 			t0 := time.Now()
 			d := req.GetDataFiles()[j.file]
 			if err := s.buildOne(gctx, d, j.spec, schema, nm, j.out); err != nil {
@@ -149,9 +149,13 @@ func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescripto
 		return classifyOpen(err)
 	}
 	identity := identityOf(d, ft.Hash)
-	in := sideindex.Input{File: d.GetPath(), Identity: identity, Footer: ft, Source: sourceOf(f), FieldID: int(sp.GetFieldId()),
+	src, err := prefetchColumn(ctx, sourceOf(f), ft, col)
+	if err != nil {
+		return classifyOpen(err)
+	}
+	in := sideindex.Input{File: d.GetPath(), Identity: identity, Footer: ft, Source: src, FieldID: int(sp.GetFieldId()),
 		Type: field.Type, Column: col, Params: sp.GetParams()}
-	payload, err := kind.Build(ctx, in)
+	payload, err := s.buildOnCore(ctx, kind, in)
 	if err != nil {
 		return err
 	}
@@ -166,6 +170,20 @@ func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescripto
 	}
 	out.Identity, out.PayloadPath, out.PayloadBytes = identity, final, int64(len(payload))
 	return nil
+}
+
+// buildOnCore runs the CPU-bound part of a build in one of the build
+// slots (one per core). The reads before it (footer, the column's chunks)
+// and the commit after it (write, read back, rename) happen outside the
+// slots, so a core never idles on I/O while other builds wait for it.
+func (s *Service) buildOnCore(ctx context.Context, kind sideindex.Kind, in sideindex.Input) ([]byte, error) {
+	select {
+	case s.buildSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.buildSlots }()
+	return kind.Build(ctx, in)
 }
 
 // commitPayload writes payload under a temporary name beside final, reads
