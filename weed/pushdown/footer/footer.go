@@ -118,6 +118,8 @@ type Footer struct {
 	gen  uint64 // unique per load: a reloaded footer never meets the old one's blooms
 	// Chunks[rg][col] is the layout of every column chunk.
 	Chunks       [][]Chunk
+	rowGroupRows []int64 // rows per row group, set by Load (nil: ask Meta)
+	numRows      int64   // their sum
 	hasPageIndex bool
 	MetaOffset   int64 // start of the Thrift FileMetaData
 	MetaLength   int64 // its length (the 8-byte length + magic trailer follows)
@@ -241,11 +243,22 @@ func (f *Footer) Memo(key any, build func() any) any {
 
 // NumRows is the number of rows, summed over the row groups.
 func (f *Footer) NumRows() int64 {
+	if f.rowGroupRows != nil {
+		return f.numRows // computed by Load: every plan asks, for every file
+	}
 	var n int64
 	for i := 0; i < f.Meta.NumRowGroups(); i++ {
 		n += f.Meta.RowGroup(i).NumRows()
 	}
 	return n
+}
+
+// RowGroupRows is the number of rows of row group rg.
+func (f *Footer) RowGroupRows(rg int) int64 {
+	if f.rowGroupRows != nil {
+		return f.rowGroupRows[rg]
+	}
+	return f.Meta.RowGroup(rg).NumRows()
 }
 
 // TrailerOffset is where the footer (metadata, length, magic) begins.
@@ -381,6 +394,11 @@ func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
 	}
 	sum := sha256.Sum256(raw)
 	f := &Footer{ID: id, Meta: md, Chunks: chunks, MetaOffset: metaOffset, MetaLength: metaLen, Hash: hex.EncodeToString(sum[:16])}
+	f.rowGroupRows = make([]int64, md.NumRowGroups())
+	for i := range f.rowGroupRows {
+		f.rowGroupRows[i] = md.RowGroup(i).NumRows()
+		f.numRows += f.rowGroupRows[i]
+	}
 	for _, rg := range chunks {
 		for _, c := range rg {
 			if c.OffsetIndex != nil {

@@ -321,7 +321,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	lastTier := ""
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
 		rgp := &fp.RowGroups[rg]
-		if md.RowGroup(rg).NumRows() == 0 {
+		if fp.Footer.RowGroupRows(rg) == 0 {
 			rgp.Skip, rgp.SkipTier = true, TierFooter
 			local[TierFooter].rowGroups++
 			alive--
@@ -406,7 +406,7 @@ func narrowRowGroups(fp *FilePlan, c *tierCounter, prune func(rgp *RowGroupPlan,
 	var pruned int64
 	alive := 0
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
-		n := md.RowGroup(rg).NumRows()
+		n := fp.Footer.RowGroupRows(rg)
 		rgp := &fp.RowGroups[rg]
 		wasSkipped := rgp.Skip
 		prune(rgp, first, n)

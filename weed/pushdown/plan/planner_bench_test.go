@@ -3,6 +3,8 @@ package plan
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -43,12 +45,19 @@ func benchWarmPlan(b *testing.B, nfiles int, rows, rowGroup int64) {
 			if _, _, err := pl.Plan(context.Background(), req); err != nil {
 				b.Fatal(err)
 			}
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			gc0, misses := gcCPUSeconds(), pl.Cache.Stats().Misses
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, _, err := pl.Plan(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(ms.HeapAlloc)/float64(nfiles), "live-heap-B/file")
+			b.ReportMetric(float64(pl.Cache.Stats().Misses-misses)/float64(b.N), "footer-misses/op")
+			b.ReportMetric((gcCPUSeconds()-gc0)*1e3/float64(b.N), "gc-cpu-ms/op")
 		})
 	}
 }
@@ -73,3 +82,11 @@ func xBetweenField(b testing.TB, s *icebergSchema, id int, lo, hi int32) predica
 }
 
 type icebergSchema = iceberg.Schema
+
+// gcCPUSeconds is the CPU time the runtime has spent in the garbage
+// collector so far (an estimate the runtime keeps).
+func gcCPUSeconds() float64 {
+	m := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(m)
+	return m[0].Value.Float64()
+}

@@ -75,24 +75,32 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 	// One allocation for the file's row group refs.
 	refs := make([]pushdown_pb.RowGroupRef, 0, md.NumRowGroups())
 	var firstRow int64
+	// Pages of a repeated column may begin inside a row (writers do not all
+	// start them at row boundaries): plan such chunks whole.
+	var repeatedCols uint64 // bit i: projected[i] is repeated (first 64)
+	for i, col := range projected {
+		if i < 64 && md.Schema.Column(col).MaxRepetitionLevel() > 0 {
+			repeatedCols |= 1 << i
+		}
+	}
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
-		rgm := md.RowGroup(rg)
-		numRows := rgm.NumRows()
+		numRows := fp.Footer.RowGroupRows(rg)
 		rgp := fp.RowGroups[rg]
 		var index *footer.RowGroupIndex
 		if fp.Footer.HasPageIndex() {
 			index, _ = fp.Footer.PageIndex(context.Background(), rg)
 		}
-		for _, col := range projected {
-			ch := fp.Footer.Chunks[rg][col]
+		for i, col := range projected {
+			ch := &fp.Footer.Chunks[rg][col]
 			out.bytesTotal += ch.Length
 			var pages []footer.Page
 			if index != nil && col < len(index.Columns) && index.Columns[col].SpansErr == nil {
 				pages = index.Columns[col].Pages
 			}
-			// Pages of a repeated column may begin inside a row (writers do
-			// not all start them at row boundaries): plan such chunks whole.
-			repeated := md.Schema.Column(col).MaxRepetitionLevel() > 0
+			repeated := repeatedCols&(1<<i) != 0
+			if i >= 64 {
+				repeated = md.Schema.Column(col).MaxRepetitionLevel() > 0
+			}
 			out.pagesTotal += int64(len(pages))
 			if rgp.Skip {
 				continue

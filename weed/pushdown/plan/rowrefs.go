@@ -50,7 +50,7 @@ func addRowRefs(resp *pushdown_pb.ParquetPushdownResponse, plans []*FilePlan, ma
 		md := fp.Footer.Meta
 		firsts := make([]int64, md.NumRowGroups()+1)
 		for rg := 0; rg < md.NumRowGroups(); rg++ {
-			firsts[rg+1] = firsts[rg] + md.RowGroup(rg).NumRows()
+			firsts[rg+1] = firsts[rg] + fp.Footer.RowGroupRows(rg)
 		}
 		it := pos.Iterator()
 		for it.HasNext() {
