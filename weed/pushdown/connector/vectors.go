@@ -15,8 +15,8 @@ package connector
 //
 //	ExactVectors / -no-pushdown / plan refused / fused columns incomplete:
 //	   read the SELECT columns and the vector column of every matching,
-//	   non-deleted row through the normal read path ─▶ distances here
-//	   (vector package) ─▶ top-k
+//	   non-deleted row through the planned read (Force; plain when the
+//	   catalog cannot plan) ─▶ distances here (vector package) ─▶ top-k
 //
 // _distance is pgvector's: the Euclidean distance for L2 (<->), 1 − cos for
 // cosine (<=>), −q·x for dot (<#>). A row whose vector is NULL, has a NULL
@@ -145,7 +145,7 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 		return nil, err
 	}
 	if c.opts.NoPushdown {
-		return c.exactVectors(ctx, q, "pushdown disabled (-no-pushdown)")
+		return c.exactVectors(ctx, q, "vector search pushdown disabled (-no-pushdown): exact search in the connector")
 	}
 	p, items, err := c.prepareVector(ctx, q)
 	if err != nil {
@@ -414,8 +414,9 @@ func releaseAll(as []arrow.Array) {
 
 // ExactVectors answers a vector query by brute force whatever the
 // options: the SELECT columns and the vector of every matching,
-// non-deleted row read through the normal read path (pushdown, or plain
-// with NoPushdown), distances computed here, the k nearest kept.
+// non-deleted row read through the connector's planned read (plain only
+// when the catalog cannot plan), distances computed here with the vector
+// package, the k nearest kept.
 func (c *Connector) ExactVectors(ctx context.Context, q Query) (*Result, error) {
 	if q.Vector == nil {
 		return nil, fmt.Errorf("ExactVectors: the query has no vector order")
@@ -447,7 +448,14 @@ func (c *Connector) exactVectors(ctx context.Context, q Query, reason string) (*
 	}
 	vcol := len(inner)
 	iq.Select = append(slices.Clone(inner), field.Name)
-	res, err := c.query(ctx, iq)
+	// The rows are read through the planned read whatever the options (the
+	// plan prunes by the predicate and masks deletes; the cost model is
+	// not asked, every matching row is needed): iceberg-go's plain scan
+	// cannot read fixed_size_list columns (v0.7.0), so it serves only when
+	// the catalog cannot plan.
+	rc := *c
+	rc.opts.NoPushdown, rc.opts.Force = false, true
+	res, err := rc.query(ctx, iq)
 	if err != nil {
 		return nil, err
 	}
