@@ -326,3 +326,93 @@ func TestSQLVectorQueryErrorsNameTheProblem(t *testing.T) {
 		}
 	}
 }
+
+// `weed pushdown demo -partition tenant` writes one tenant per file with
+// tenant_id an identity partition, so a vector query filtered on a tenant
+// searches only that tenant's file (whole, no predicate on the volume):
+// through an ivf_pq index built with -param m=8 it returns k rows of that
+// tenant, close to the exact answer ExactVectors gives.
+func TestDemoPartitionedByTenantSearchesOnlyTheTenantsFiles(t *testing.T) {
+	c := sharedCluster(t)
+	e := c.Endpoints()
+	const name = "vsqlpart_it.events"
+	if out, errOut, err := harness.Weed(t, "pushdown", "demo", "-table", name, "-rows", "16000", "-files", "4", "-partition", "tenant",
+		"-rowGroupRows", "4000", "-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse); err != nil {
+		t.Fatalf("weed pushdown demo -partition tenant: %v\n%s%s", err, out, errOut)
+	}
+	if _, errOut, err := harness.Weed(t, "pushdown", "demo", "-table", "vsqlpart_it.bad", "-rows", "100", "-files", "1", "-partition", "status",
+		"-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse); err == nil || !strings.Contains(errOut, `-partition "status": want tenant`) {
+		t.Fatalf("-partition status: %v %q", err, errOut)
+	}
+	if out, errOut, err := harness.Weed(t, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-iceberg", c.IcebergURI(), "-s3", c.S3Endpoint(),
+		"-table", name, "-column", "embedding", "-kind", "ivf_pq", "-param", "m=8", "-wait"); err != nil {
+		t.Fatalf("index create ivf_pq: %v\n%s%s", err, out, errOut)
+	}
+	ctx := context.Background()
+	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{"vsqlpart_it", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := tbl.Spec(); spec.NumFields() != 1 || spec.Field(0).Name != "tenant_id" || spec.Field(0).Transform.String() != "identity" {
+		t.Fatalf("partition spec %v: want identity(tenant_id)", spec)
+	}
+	paths, files := tableOracle(t, c, tbl)
+	tenantFile := -1
+	for i, f := range files {
+		tenants := map[string]bool{}
+		for _, s := range f.strs["tenant_id"] {
+			tenants[s] = true
+		}
+		if len(tenants) != 1 {
+			t.Fatalf("%s holds %d tenants, want 1", paths[i], len(tenants))
+		}
+		if tenants["tenant-050"] {
+			tenantFile = i
+		}
+	}
+	if tenantFile < 0 {
+		t.Fatalf("no file holds tenant-050")
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: e, NoFallback: true, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	q := files[(tenantFile+1)%len(files)].embs[9] // a query from another tenant's cluster
+	cq := connector.Query{Table: name, Where: "tenant_id = 'tenant-050'", Select: []string{"id", "tenant_id", connector.DistanceColumn}, Limit: 10,
+		Vector: &connector.VectorQuery{Column: "embedding", Metric: vector.L2, Vector: q}}
+	res, err := conn.Query(ctx, cq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := idsAndDistances(t, res)
+	st := res.Stats
+	tc := res.Schema.FieldIndices("tenant_id")[0]
+	for _, rec := range res.Records {
+		for r := range int(rec.NumRows()) {
+			if v := rec.Column(tc).ValueStr(r); v != "tenant-050" {
+				t.Fatalf("row of tenant %s", v)
+			}
+		}
+	}
+	res.Release()
+	if len(ids) != 10 || st.VectorStats == nil || st.VectorFilesByIndex+st.VectorFilesExact != 1 {
+		t.Fatalf("%d rows, stats %+v %+v: want 10 rows from the one file of tenant-050", len(ids), st, st.VectorStats)
+	}
+	exact, err := conn.ExactVectors(ctx, cq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eids, _ := idsAndDistances(t, exact)
+	exact.Release()
+	hits := 0
+	for _, id := range ids {
+		if slices.Contains(eids, id) {
+			hits++
+		}
+	}
+	if hits < 8 {
+		t.Fatalf("ivf_pq recall@10 %d/10 against the exact answer: %v vs %v", hits, ids, eids)
+	}
+	t.Logf("ivf_pq over the tenant's file: recall@10 %d/10, %d vectors scored, %d by index", hits, st.VectorsScored, st.VectorFilesByIndex)
+}
