@@ -816,8 +816,12 @@ type ParquetPushdownResponse struct {
 	// The table metadata file the plan was made from: a connector holding
 	// that version's metadata need not load it again.
 	MetadataLocation string `protobuf:"bytes,10,opt,name=metadata_location,json=metadataLocation,proto3" json:"metadata_location,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Past the sketch: for a vector query with columns, the projected columns
+	// of the rows in row_refs, read by the volume next to the search (the
+	// fused projection): one entry per file holding some of them.
+	VectorRows    []*VectorRows `protobuf:"bytes,11,rep,name=vector_rows,json=vectorRows,proto3" json:"vector_rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ParquetPushdownResponse) Reset() {
@@ -920,6 +924,78 @@ func (x *ParquetPushdownResponse) GetMetadataLocation() string {
 	return ""
 }
 
+func (x *ParquetPushdownResponse) GetVectorRows() []*VectorRows {
+	if x != nil {
+		return x.VectorRows
+	}
+	return nil
+}
+
+// The projected columns of some rows of one file, as the volume read them.
+type VectorRows struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	File  string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// File positions of the rows of columns_ipc, in its order (a superset of
+	// the file's rows in row_refs).
+	Positions []int64 `protobuf:"varint,2,rep,packed,name=positions,proto3" json:"positions,omitempty"`
+	// Arrow IPC stream: the file's own columns (Parquet field ids in the
+	// field metadata) of the projected field ids the file stores.
+	ColumnsIpc    []byte `protobuf:"bytes,3,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VectorRows) Reset() {
+	*x = VectorRows{}
+	mi := &file_pushdown_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VectorRows) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VectorRows) ProtoMessage() {}
+
+func (x *VectorRows) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VectorRows.ProtoReflect.Descriptor instead.
+func (*VectorRows) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *VectorRows) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *VectorRows) GetPositions() []int64 {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+func (x *VectorRows) GetColumnsIpc() []byte {
+	if x != nil {
+		return x.ColumnsIpc
+	}
+	return nil
+}
+
 type PlannedFile struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	File             string                 `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"` // as written in the manifest (s3://bucket/key)
@@ -941,7 +1017,7 @@ type PlannedFile struct {
 
 func (x *PlannedFile) Reset() {
 	*x = PlannedFile{}
-	mi := &file_pushdown_proto_msgTypes[6]
+	mi := &file_pushdown_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1029,7 @@ func (x *PlannedFile) String() string {
 func (*PlannedFile) ProtoMessage() {}
 
 func (x *PlannedFile) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[6]
+	mi := &file_pushdown_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1042,7 @@ func (x *PlannedFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedFile.ProtoReflect.Descriptor instead.
 func (*PlannedFile) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{6}
+	return file_pushdown_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PlannedFile) GetFile() string {
@@ -1050,7 +1126,7 @@ type FileRange struct {
 
 func (x *FileRange) Reset() {
 	*x = FileRange{}
-	mi := &file_pushdown_proto_msgTypes[7]
+	mi := &file_pushdown_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1138,7 @@ func (x *FileRange) String() string {
 func (*FileRange) ProtoMessage() {}
 
 func (x *FileRange) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[7]
+	mi := &file_pushdown_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1151,7 @@ func (x *FileRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileRange.ProtoReflect.Descriptor instead.
 func (*FileRange) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{7}
+	return file_pushdown_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FileRange) GetFile() string {
@@ -1118,7 +1194,7 @@ type RowGroupRef struct {
 
 func (x *RowGroupRef) Reset() {
 	*x = RowGroupRef{}
-	mi := &file_pushdown_proto_msgTypes[8]
+	mi := &file_pushdown_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1206,7 @@ func (x *RowGroupRef) String() string {
 func (*RowGroupRef) ProtoMessage() {}
 
 func (x *RowGroupRef) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[8]
+	mi := &file_pushdown_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1219,7 @@ func (x *RowGroupRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowGroupRef.ProtoReflect.Descriptor instead.
 func (*RowGroupRef) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{8}
+	return file_pushdown_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RowGroupRef) GetFile() string {
@@ -1198,7 +1274,7 @@ type RowRange struct {
 
 func (x *RowRange) Reset() {
 	*x = RowRange{}
-	mi := &file_pushdown_proto_msgTypes[9]
+	mi := &file_pushdown_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1286,7 @@ func (x *RowRange) String() string {
 func (*RowRange) ProtoMessage() {}
 
 func (x *RowRange) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[9]
+	mi := &file_pushdown_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1299,7 @@ func (x *RowRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowRange.ProtoReflect.Descriptor instead.
 func (*RowRange) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{9}
+	return file_pushdown_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RowRange) GetStart() int64 {
@@ -1258,7 +1334,7 @@ type PageRef struct {
 
 func (x *PageRef) Reset() {
 	*x = PageRef{}
-	mi := &file_pushdown_proto_msgTypes[10]
+	mi := &file_pushdown_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1346,7 @@ func (x *PageRef) String() string {
 func (*PageRef) ProtoMessage() {}
 
 func (x *PageRef) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[10]
+	mi := &file_pushdown_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1359,7 @@ func (x *PageRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PageRef.ProtoReflect.Descriptor instead.
 func (*PageRef) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{10}
+	return file_pushdown_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PageRef) GetFile() string {
@@ -1360,7 +1436,7 @@ type RowRef struct {
 
 func (x *RowRef) Reset() {
 	*x = RowRef{}
-	mi := &file_pushdown_proto_msgTypes[11]
+	mi := &file_pushdown_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1448,7 @@ func (x *RowRef) String() string {
 func (*RowRef) ProtoMessage() {}
 
 func (x *RowRef) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[11]
+	mi := &file_pushdown_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1461,7 @@ func (x *RowRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowRef.ProtoReflect.Descriptor instead.
 func (*RowRef) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{11}
+	return file_pushdown_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RowRef) GetFile() string {
@@ -1420,7 +1496,7 @@ type ScoredRowRef struct {
 
 func (x *ScoredRowRef) Reset() {
 	*x = ScoredRowRef{}
-	mi := &file_pushdown_proto_msgTypes[12]
+	mi := &file_pushdown_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1508,7 @@ func (x *ScoredRowRef) String() string {
 func (*ScoredRowRef) ProtoMessage() {}
 
 func (x *ScoredRowRef) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[12]
+	mi := &file_pushdown_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1445,7 +1521,7 @@ func (x *ScoredRowRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoredRowRef.ProtoReflect.Descriptor instead.
 func (*ScoredRowRef) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{12}
+	return file_pushdown_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScoredRowRef) GetRef() *RowRef {
@@ -1482,7 +1558,7 @@ type TierStats struct {
 
 func (x *TierStats) Reset() {
 	*x = TierStats{}
-	mi := &file_pushdown_proto_msgTypes[13]
+	mi := &file_pushdown_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1570,7 @@ func (x *TierStats) String() string {
 func (*TierStats) ProtoMessage() {}
 
 func (x *TierStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[13]
+	mi := &file_pushdown_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1583,7 @@ func (x *TierStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TierStats.ProtoReflect.Descriptor instead.
 func (*TierStats) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{13}
+	return file_pushdown_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TierStats) GetTier() string {
@@ -1577,7 +1653,7 @@ type PushdownStats struct {
 
 func (x *PushdownStats) Reset() {
 	*x = PushdownStats{}
-	mi := &file_pushdown_proto_msgTypes[14]
+	mi := &file_pushdown_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1665,7 @@ func (x *PushdownStats) String() string {
 func (*PushdownStats) ProtoMessage() {}
 
 func (x *PushdownStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[14]
+	mi := &file_pushdown_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1678,7 @@ func (x *PushdownStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushdownStats.ProtoReflect.Descriptor instead.
 func (*PushdownStats) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{14}
+	return file_pushdown_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PushdownStats) GetFilesTotal() int64 {
@@ -1781,7 +1857,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_pushdown_proto_msgTypes[15]
+	mi := &file_pushdown_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1869,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[15]
+	mi := &file_pushdown_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +1882,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{15}
+	return file_pushdown_proto_rawDescGZIP(), []int{16}
 }
 
 type CacheStats struct {
@@ -1824,7 +1900,7 @@ type CacheStats struct {
 
 func (x *CacheStats) Reset() {
 	*x = CacheStats{}
-	mi := &file_pushdown_proto_msgTypes[16]
+	mi := &file_pushdown_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1912,7 @@ func (x *CacheStats) String() string {
 func (*CacheStats) ProtoMessage() {}
 
 func (x *CacheStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[16]
+	mi := &file_pushdown_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1925,7 @@ func (x *CacheStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheStats.ProtoReflect.Descriptor instead.
 func (*CacheStats) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{16}
+	return file_pushdown_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CacheStats) GetName() string {
@@ -1916,7 +1992,7 @@ type VolumeEndpoint struct {
 
 func (x *VolumeEndpoint) Reset() {
 	*x = VolumeEndpoint{}
-	mi := &file_pushdown_proto_msgTypes[17]
+	mi := &file_pushdown_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2004,7 @@ func (x *VolumeEndpoint) String() string {
 func (*VolumeEndpoint) ProtoMessage() {}
 
 func (x *VolumeEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[17]
+	mi := &file_pushdown_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2017,7 @@ func (x *VolumeEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeEndpoint.ProtoReflect.Descriptor instead.
 func (*VolumeEndpoint) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{17}
+	return file_pushdown_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VolumeEndpoint) GetAddress() string {
@@ -2026,7 +2102,7 @@ type CatalogStatus struct {
 
 func (x *CatalogStatus) Reset() {
 	*x = CatalogStatus{}
-	mi := &file_pushdown_proto_msgTypes[18]
+	mi := &file_pushdown_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2114,7 @@ func (x *CatalogStatus) String() string {
 func (*CatalogStatus) ProtoMessage() {}
 
 func (x *CatalogStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[18]
+	mi := &file_pushdown_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2127,7 @@ func (x *CatalogStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogStatus.ProtoReflect.Descriptor instead.
 func (*CatalogStatus) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{18}
+	return file_pushdown_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CatalogStatus) GetServing() bool {
@@ -2195,7 +2271,7 @@ type VolumeStatus struct {
 
 func (x *VolumeStatus) Reset() {
 	*x = VolumeStatus{}
-	mi := &file_pushdown_proto_msgTypes[19]
+	mi := &file_pushdown_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2283,7 @@ func (x *VolumeStatus) String() string {
 func (*VolumeStatus) ProtoMessage() {}
 
 func (x *VolumeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[19]
+	mi := &file_pushdown_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2296,7 @@ func (x *VolumeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeStatus.ProtoReflect.Descriptor instead.
 func (*VolumeStatus) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{19}
+	return file_pushdown_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *VolumeStatus) GetVersion() string {
@@ -2284,7 +2360,7 @@ type ReadRangesRequest struct {
 
 func (x *ReadRangesRequest) Reset() {
 	*x = ReadRangesRequest{}
-	mi := &file_pushdown_proto_msgTypes[20]
+	mi := &file_pushdown_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2372,7 @@ func (x *ReadRangesRequest) String() string {
 func (*ReadRangesRequest) ProtoMessage() {}
 
 func (x *ReadRangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[20]
+	mi := &file_pushdown_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2385,7 @@ func (x *ReadRangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRangesRequest.ProtoReflect.Descriptor instead.
 func (*ReadRangesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{20}
+	return file_pushdown_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadRangesRequest) GetPath() string {
@@ -2350,7 +2426,7 @@ type ComputeDeletesRequest struct {
 
 func (x *ComputeDeletesRequest) Reset() {
 	*x = ComputeDeletesRequest{}
-	mi := &file_pushdown_proto_msgTypes[21]
+	mi := &file_pushdown_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2438,7 @@ func (x *ComputeDeletesRequest) String() string {
 func (*ComputeDeletesRequest) ProtoMessage() {}
 
 func (x *ComputeDeletesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[21]
+	mi := &file_pushdown_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2451,7 @@ func (x *ComputeDeletesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeDeletesRequest.ProtoReflect.Descriptor instead.
 func (*ComputeDeletesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{21}
+	return file_pushdown_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ComputeDeletesRequest) GetDataFiles() []*DataFileDescriptor {
@@ -2421,7 +2497,7 @@ type DeletedPositions struct {
 
 func (x *DeletedPositions) Reset() {
 	*x = DeletedPositions{}
-	mi := &file_pushdown_proto_msgTypes[22]
+	mi := &file_pushdown_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2433,7 +2509,7 @@ func (x *DeletedPositions) String() string {
 func (*DeletedPositions) ProtoMessage() {}
 
 func (x *DeletedPositions) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[22]
+	mi := &file_pushdown_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2446,7 +2522,7 @@ func (x *DeletedPositions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletedPositions.ProtoReflect.Descriptor instead.
 func (*DeletedPositions) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{22}
+	return file_pushdown_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeletedPositions) GetPath() string {
@@ -2500,7 +2576,7 @@ type ComputeDeletesResponse struct {
 
 func (x *ComputeDeletesResponse) Reset() {
 	*x = ComputeDeletesResponse{}
-	mi := &file_pushdown_proto_msgTypes[23]
+	mi := &file_pushdown_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2512,7 +2588,7 @@ func (x *ComputeDeletesResponse) String() string {
 func (*ComputeDeletesResponse) ProtoMessage() {}
 
 func (x *ComputeDeletesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[23]
+	mi := &file_pushdown_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2525,7 +2601,7 @@ func (x *ComputeDeletesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeDeletesResponse.ProtoReflect.Descriptor instead.
 func (*ComputeDeletesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{23}
+	return file_pushdown_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ComputeDeletesResponse) GetFiles() []*DeletedPositions {
@@ -2547,7 +2623,7 @@ type ReadRangesResponse struct {
 
 func (x *ReadRangesResponse) Reset() {
 	*x = ReadRangesResponse{}
-	mi := &file_pushdown_proto_msgTypes[24]
+	mi := &file_pushdown_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2635,7 @@ func (x *ReadRangesResponse) String() string {
 func (*ReadRangesResponse) ProtoMessage() {}
 
 func (x *ReadRangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[24]
+	mi := &file_pushdown_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2648,7 @@ func (x *ReadRangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRangesResponse.ProtoReflect.Descriptor instead.
 func (*ReadRangesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{24}
+	return file_pushdown_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReadRangesResponse) GetData() [][]byte {
@@ -2616,7 +2692,7 @@ type IndexSpec struct {
 
 func (x *IndexSpec) Reset() {
 	*x = IndexSpec{}
-	mi := &file_pushdown_proto_msgTypes[25]
+	mi := &file_pushdown_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2704,7 @@ func (x *IndexSpec) String() string {
 func (*IndexSpec) ProtoMessage() {}
 
 func (x *IndexSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[25]
+	mi := &file_pushdown_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2717,7 @@ func (x *IndexSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexSpec.ProtoReflect.Descriptor instead.
 func (*IndexSpec) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{25}
+	return file_pushdown_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *IndexSpec) GetFieldId() int32 {
@@ -2677,7 +2753,7 @@ type BuildIndexesRequest struct {
 
 func (x *BuildIndexesRequest) Reset() {
 	*x = BuildIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[26]
+	mi := &file_pushdown_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2765,7 @@ func (x *BuildIndexesRequest) String() string {
 func (*BuildIndexesRequest) ProtoMessage() {}
 
 func (x *BuildIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[26]
+	mi := &file_pushdown_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2778,7 @@ func (x *BuildIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildIndexesRequest.ProtoReflect.Descriptor instead.
 func (*BuildIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{26}
+	return file_pushdown_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BuildIndexesRequest) GetDataFiles() []*DataFileDescriptor {
@@ -2749,7 +2825,7 @@ type BuiltIndex struct {
 
 func (x *BuiltIndex) Reset() {
 	*x = BuiltIndex{}
-	mi := &file_pushdown_proto_msgTypes[27]
+	mi := &file_pushdown_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2837,7 @@ func (x *BuiltIndex) String() string {
 func (*BuiltIndex) ProtoMessage() {}
 
 func (x *BuiltIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[27]
+	mi := &file_pushdown_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2850,7 @@ func (x *BuiltIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuiltIndex.ProtoReflect.Descriptor instead.
 func (*BuiltIndex) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{27}
+	return file_pushdown_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BuiltIndex) GetDataFile() string {
@@ -2842,7 +2918,7 @@ type BuildIndexesResponse struct {
 
 func (x *BuildIndexesResponse) Reset() {
 	*x = BuildIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[28]
+	mi := &file_pushdown_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2930,7 @@ func (x *BuildIndexesResponse) String() string {
 func (*BuildIndexesResponse) ProtoMessage() {}
 
 func (x *BuildIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[28]
+	mi := &file_pushdown_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2943,7 @@ func (x *BuildIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildIndexesResponse.ProtoReflect.Descriptor instead.
 func (*BuildIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{28}
+	return file_pushdown_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BuildIndexesResponse) GetBuilt() []*BuiltIndex {
@@ -2893,7 +2969,7 @@ type IndexProbe struct {
 
 func (x *IndexProbe) Reset() {
 	*x = IndexProbe{}
-	mi := &file_pushdown_proto_msgTypes[29]
+	mi := &file_pushdown_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2905,7 +2981,7 @@ func (x *IndexProbe) String() string {
 func (*IndexProbe) ProtoMessage() {}
 
 func (x *IndexProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[29]
+	mi := &file_pushdown_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2918,7 +2994,7 @@ func (x *IndexProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexProbe.ProtoReflect.Descriptor instead.
 func (*IndexProbe) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{29}
+	return file_pushdown_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *IndexProbe) GetDataFile() string {
@@ -2982,7 +3058,7 @@ type EvaluateIndexesRequest struct {
 
 func (x *EvaluateIndexesRequest) Reset() {
 	*x = EvaluateIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[30]
+	mi := &file_pushdown_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3070,7 @@ func (x *EvaluateIndexesRequest) String() string {
 func (*EvaluateIndexesRequest) ProtoMessage() {}
 
 func (x *EvaluateIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[30]
+	mi := &file_pushdown_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3083,7 @@ func (x *EvaluateIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateIndexesRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{30}
+	return file_pushdown_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EvaluateIndexesRequest) GetProbes() []*IndexProbe {
@@ -3051,7 +3127,7 @@ type LeafAnswer struct {
 
 func (x *LeafAnswer) Reset() {
 	*x = LeafAnswer{}
-	mi := &file_pushdown_proto_msgTypes[31]
+	mi := &file_pushdown_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3139,7 @@ func (x *LeafAnswer) String() string {
 func (*LeafAnswer) ProtoMessage() {}
 
 func (x *LeafAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[31]
+	mi := &file_pushdown_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3152,7 @@ func (x *LeafAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeafAnswer.ProtoReflect.Descriptor instead.
 func (*LeafAnswer) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{31}
+	return file_pushdown_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LeafAnswer) GetProbe() int32 {
@@ -3125,7 +3201,7 @@ type ProbeError struct {
 
 func (x *ProbeError) Reset() {
 	*x = ProbeError{}
-	mi := &file_pushdown_proto_msgTypes[32]
+	mi := &file_pushdown_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3213,7 @@ func (x *ProbeError) String() string {
 func (*ProbeError) ProtoMessage() {}
 
 func (x *ProbeError) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[32]
+	mi := &file_pushdown_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3226,7 @@ func (x *ProbeError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeError.ProtoReflect.Descriptor instead.
 func (*ProbeError) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{32}
+	return file_pushdown_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ProbeError) GetProbe() int32 {
@@ -3184,7 +3260,7 @@ type EvaluateIndexesResponse struct {
 
 func (x *EvaluateIndexesResponse) Reset() {
 	*x = EvaluateIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[33]
+	mi := &file_pushdown_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3272,7 @@ func (x *EvaluateIndexesResponse) String() string {
 func (*EvaluateIndexesResponse) ProtoMessage() {}
 
 func (x *EvaluateIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[33]
+	mi := &file_pushdown_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3285,7 @@ func (x *EvaluateIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateIndexesResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{33}
+	return file_pushdown_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EvaluateIndexesResponse) GetAnswers() []*LeafAnswer {
@@ -3236,7 +3312,7 @@ type ReadPageIndexesRequest struct {
 
 func (x *ReadPageIndexesRequest) Reset() {
 	*x = ReadPageIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[34]
+	mi := &file_pushdown_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3324,7 @@ func (x *ReadPageIndexesRequest) String() string {
 func (*ReadPageIndexesRequest) ProtoMessage() {}
 
 func (x *ReadPageIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[34]
+	mi := &file_pushdown_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3337,7 @@ func (x *ReadPageIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadPageIndexesRequest.ProtoReflect.Descriptor instead.
 func (*ReadPageIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{34}
+	return file_pushdown_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReadPageIndexesRequest) GetProbes() []*IndexProbe {
@@ -3288,7 +3364,7 @@ type RowGroupPageIndex struct {
 
 func (x *RowGroupPageIndex) Reset() {
 	*x = RowGroupPageIndex{}
-	mi := &file_pushdown_proto_msgTypes[35]
+	mi := &file_pushdown_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3300,7 +3376,7 @@ func (x *RowGroupPageIndex) String() string {
 func (*RowGroupPageIndex) ProtoMessage() {}
 
 func (x *RowGroupPageIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[35]
+	mi := &file_pushdown_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3313,7 +3389,7 @@ func (x *RowGroupPageIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowGroupPageIndex.ProtoReflect.Descriptor instead.
 func (*RowGroupPageIndex) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{35}
+	return file_pushdown_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RowGroupPageIndex) GetOffsetIndex() []byte {
@@ -3340,7 +3416,7 @@ type SidePageIndex struct {
 
 func (x *SidePageIndex) Reset() {
 	*x = SidePageIndex{}
-	mi := &file_pushdown_proto_msgTypes[36]
+	mi := &file_pushdown_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3352,7 +3428,7 @@ func (x *SidePageIndex) String() string {
 func (*SidePageIndex) ProtoMessage() {}
 
 func (x *SidePageIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[36]
+	mi := &file_pushdown_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3365,7 +3441,7 @@ func (x *SidePageIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SidePageIndex.ProtoReflect.Descriptor instead.
 func (*SidePageIndex) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{36}
+	return file_pushdown_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SidePageIndex) GetProbe() int32 {
@@ -3392,7 +3468,7 @@ type ReadPageIndexesResponse struct {
 
 func (x *ReadPageIndexesResponse) Reset() {
 	*x = ReadPageIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[37]
+	mi := &file_pushdown_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3404,7 +3480,7 @@ func (x *ReadPageIndexesResponse) String() string {
 func (*ReadPageIndexesResponse) ProtoMessage() {}
 
 func (x *ReadPageIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[37]
+	mi := &file_pushdown_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3417,7 +3493,7 @@ func (x *ReadPageIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadPageIndexesResponse.ProtoReflect.Descriptor instead.
 func (*ReadPageIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{37}
+	return file_pushdown_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReadPageIndexesResponse) GetIndexes() []*SidePageIndex {
@@ -3445,7 +3521,7 @@ type BuildTableIndexesRequest struct {
 
 func (x *BuildTableIndexesRequest) Reset() {
 	*x = BuildTableIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[38]
+	mi := &file_pushdown_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3457,7 +3533,7 @@ func (x *BuildTableIndexesRequest) String() string {
 func (*BuildTableIndexesRequest) ProtoMessage() {}
 
 func (x *BuildTableIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[38]
+	mi := &file_pushdown_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3470,7 +3546,7 @@ func (x *BuildTableIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildTableIndexesRequest.ProtoReflect.Descriptor instead.
 func (*BuildTableIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{38}
+	return file_pushdown_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BuildTableIndexesRequest) GetWarehouse() string {
@@ -3507,7 +3583,7 @@ type BuildTableIndexesResponse struct {
 
 func (x *BuildTableIndexesResponse) Reset() {
 	*x = BuildTableIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[39]
+	mi := &file_pushdown_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +3595,7 @@ func (x *BuildTableIndexesResponse) String() string {
 func (*BuildTableIndexesResponse) ProtoMessage() {}
 
 func (x *BuildTableIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[39]
+	mi := &file_pushdown_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3532,7 +3608,7 @@ func (x *BuildTableIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildTableIndexesResponse.ProtoReflect.Descriptor instead.
 func (*BuildTableIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{39}
+	return file_pushdown_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BuildTableIndexesResponse) GetFiles() int64 {
@@ -3580,7 +3656,7 @@ type ListIndexesRequest struct {
 
 func (x *ListIndexesRequest) Reset() {
 	*x = ListIndexesRequest{}
-	mi := &file_pushdown_proto_msgTypes[40]
+	mi := &file_pushdown_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +3668,7 @@ func (x *ListIndexesRequest) String() string {
 func (*ListIndexesRequest) ProtoMessage() {}
 
 func (x *ListIndexesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[40]
+	mi := &file_pushdown_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +3681,7 @@ func (x *ListIndexesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexesRequest.ProtoReflect.Descriptor instead.
 func (*ListIndexesRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{40}
+	return file_pushdown_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListIndexesRequest) GetWarehouse() string {
@@ -3640,7 +3716,7 @@ type IndexEntry struct {
 
 func (x *IndexEntry) Reset() {
 	*x = IndexEntry{}
-	mi := &file_pushdown_proto_msgTypes[41]
+	mi := &file_pushdown_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3652,7 +3728,7 @@ func (x *IndexEntry) String() string {
 func (*IndexEntry) ProtoMessage() {}
 
 func (x *IndexEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[41]
+	mi := &file_pushdown_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3665,7 +3741,7 @@ func (x *IndexEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IndexEntry.ProtoReflect.Descriptor instead.
 func (*IndexEntry) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{41}
+	return file_pushdown_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *IndexEntry) GetDataFile() string {
@@ -3749,7 +3825,7 @@ type ListIndexesResponse struct {
 
 func (x *ListIndexesResponse) Reset() {
 	*x = ListIndexesResponse{}
-	mi := &file_pushdown_proto_msgTypes[42]
+	mi := &file_pushdown_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3761,7 +3837,7 @@ func (x *ListIndexesResponse) String() string {
 func (*ListIndexesResponse) ProtoMessage() {}
 
 func (x *ListIndexesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[42]
+	mi := &file_pushdown_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3774,7 +3850,7 @@ func (x *ListIndexesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIndexesResponse.ProtoReflect.Descriptor instead.
 func (*ListIndexesResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{42}
+	return file_pushdown_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListIndexesResponse) GetWanted() []*IndexSpec {
@@ -3824,7 +3900,7 @@ type VectorSearchFile struct {
 
 func (x *VectorSearchFile) Reset() {
 	*x = VectorSearchFile{}
-	mi := &file_pushdown_proto_msgTypes[43]
+	mi := &file_pushdown_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3836,7 +3912,7 @@ func (x *VectorSearchFile) String() string {
 func (*VectorSearchFile) ProtoMessage() {}
 
 func (x *VectorSearchFile) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[43]
+	mi := &file_pushdown_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3849,7 +3925,7 @@ func (x *VectorSearchFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VectorSearchFile.ProtoReflect.Descriptor instead.
 func (*VectorSearchFile) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{43}
+	return file_pushdown_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *VectorSearchFile) GetPath() string {
@@ -3937,7 +4013,7 @@ type SearchVectorsRequest struct {
 
 func (x *SearchVectorsRequest) Reset() {
 	*x = SearchVectorsRequest{}
-	mi := &file_pushdown_proto_msgTypes[44]
+	mi := &file_pushdown_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3949,7 +4025,7 @@ func (x *SearchVectorsRequest) String() string {
 func (*SearchVectorsRequest) ProtoMessage() {}
 
 func (x *SearchVectorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[44]
+	mi := &file_pushdown_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3962,7 +4038,7 @@ func (x *SearchVectorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchVectorsRequest.ProtoReflect.Descriptor instead.
 func (*SearchVectorsRequest) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{44}
+	return file_pushdown_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SearchVectorsRequest) GetFiles() []*VectorSearchFile {
@@ -4073,7 +4149,7 @@ type VectorFileResult struct {
 
 func (x *VectorFileResult) Reset() {
 	*x = VectorFileResult{}
-	mi := &file_pushdown_proto_msgTypes[45]
+	mi := &file_pushdown_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4085,7 +4161,7 @@ func (x *VectorFileResult) String() string {
 func (*VectorFileResult) ProtoMessage() {}
 
 func (x *VectorFileResult) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[45]
+	mi := &file_pushdown_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4098,7 +4174,7 @@ func (x *VectorFileResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VectorFileResult.ProtoReflect.Descriptor instead.
 func (*VectorFileResult) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{45}
+	return file_pushdown_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *VectorFileResult) GetPath() string {
@@ -4190,7 +4266,7 @@ type SearchVectorsResponse struct {
 
 func (x *SearchVectorsResponse) Reset() {
 	*x = SearchVectorsResponse{}
-	mi := &file_pushdown_proto_msgTypes[46]
+	mi := &file_pushdown_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4202,7 +4278,7 @@ func (x *SearchVectorsResponse) String() string {
 func (*SearchVectorsResponse) ProtoMessage() {}
 
 func (x *SearchVectorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[46]
+	mi := &file_pushdown_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4215,7 +4291,7 @@ func (x *SearchVectorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchVectorsResponse.ProtoReflect.Descriptor instead.
 func (*SearchVectorsResponse) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{46}
+	return file_pushdown_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SearchVectorsResponse) GetRowRefs() []*ScoredRowRef {
@@ -4252,7 +4328,7 @@ type VectorSearchStats struct {
 
 func (x *VectorSearchStats) Reset() {
 	*x = VectorSearchStats{}
-	mi := &file_pushdown_proto_msgTypes[47]
+	mi := &file_pushdown_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4264,7 +4340,7 @@ func (x *VectorSearchStats) String() string {
 func (*VectorSearchStats) ProtoMessage() {}
 
 func (x *VectorSearchStats) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[47]
+	mi := &file_pushdown_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4277,7 +4353,7 @@ func (x *VectorSearchStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VectorSearchStats.ProtoReflect.Descriptor instead.
 func (*VectorSearchStats) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{47}
+	return file_pushdown_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *VectorSearchStats) GetVectorsScored() int64 {
@@ -4363,7 +4439,7 @@ type VectorFilePlan struct {
 
 func (x *VectorFilePlan) Reset() {
 	*x = VectorFilePlan{}
-	mi := &file_pushdown_proto_msgTypes[48]
+	mi := &file_pushdown_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4375,7 +4451,7 @@ func (x *VectorFilePlan) String() string {
 func (*VectorFilePlan) ProtoMessage() {}
 
 func (x *VectorFilePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_pushdown_proto_msgTypes[48]
+	mi := &file_pushdown_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4388,7 +4464,7 @@ func (x *VectorFilePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VectorFilePlan.ProtoReflect.Descriptor instead.
 func (*VectorFilePlan) Descriptor() ([]byte, []int) {
-	return file_pushdown_proto_rawDescGZIP(), []int{48}
+	return file_pushdown_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *VectorFilePlan) GetFile() string {
@@ -4510,7 +4586,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06vector\x18\x02 \x03(\x02R\x06vector\x121\n" +
 	"\x06metric\x18\x03 \x01(\x0e2\x19.pushdown_pb.VectorMetricR\x06metric\x12\x13\n" +
 	"\x05top_k\x18\x04 \x01(\x05R\x04topK\x12\x16\n" +
-	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\"\xd8\x03\n" +
+	"\x06nprobe\x18\x05 \x01(\x05R\x06nprobe\"\x92\x04\n" +
 	"\x17ParquetPushdownResponse\x127\n" +
 	"\vfile_ranges\x18\x01 \x03(\v2\x16.pushdown_pb.FileRangeR\n" +
 	"fileRanges\x127\n" +
@@ -4525,7 +4601,15 @@ const file_pushdown_proto_rawDesc = "" +
 	"snapshotId\x12\x1b\n" +
 	"\tschema_id\x18\t \x01(\x05R\bschemaId\x12+\n" +
 	"\x11metadata_location\x18\n" +
-	" \x01(\tR\x10metadataLocation\"\x88\x03\n" +
+	" \x01(\tR\x10metadataLocation\x128\n" +
+	"\vvector_rows\x18\v \x03(\v2\x17.pushdown_pb.VectorRowsR\n" +
+	"vectorRows\"_\n" +
+	"\n" +
+	"VectorRows\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1c\n" +
+	"\tpositions\x18\x02 \x03(\x03R\tpositions\x12\x1f\n" +
+	"\vcolumns_ipc\x18\x03 \x01(\fR\n" +
+	"columnsIpc\"\x88\x03\n" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1d\n" +
 	"\n" +
@@ -4924,7 +5008,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -4937,52 +5021,53 @@ var file_pushdown_proto_goTypes = []any{
 	(*ColumnRef)(nil),                 // 8: pushdown_pb.ColumnRef
 	(*VectorQuery)(nil),               // 9: pushdown_pb.VectorQuery
 	(*ParquetPushdownResponse)(nil),   // 10: pushdown_pb.ParquetPushdownResponse
-	(*PlannedFile)(nil),               // 11: pushdown_pb.PlannedFile
-	(*FileRange)(nil),                 // 12: pushdown_pb.FileRange
-	(*RowGroupRef)(nil),               // 13: pushdown_pb.RowGroupRef
-	(*RowRange)(nil),                  // 14: pushdown_pb.RowRange
-	(*PageRef)(nil),                   // 15: pushdown_pb.PageRef
-	(*RowRef)(nil),                    // 16: pushdown_pb.RowRef
-	(*ScoredRowRef)(nil),              // 17: pushdown_pb.ScoredRowRef
-	(*TierStats)(nil),                 // 18: pushdown_pb.TierStats
-	(*PushdownStats)(nil),             // 19: pushdown_pb.PushdownStats
-	(*StatusRequest)(nil),             // 20: pushdown_pb.StatusRequest
-	(*CacheStats)(nil),                // 21: pushdown_pb.CacheStats
-	(*VolumeEndpoint)(nil),            // 22: pushdown_pb.VolumeEndpoint
-	(*CatalogStatus)(nil),             // 23: pushdown_pb.CatalogStatus
-	(*VolumeStatus)(nil),              // 24: pushdown_pb.VolumeStatus
-	(*ReadRangesRequest)(nil),         // 25: pushdown_pb.ReadRangesRequest
-	(*ComputeDeletesRequest)(nil),     // 26: pushdown_pb.ComputeDeletesRequest
-	(*DeletedPositions)(nil),          // 27: pushdown_pb.DeletedPositions
-	(*ComputeDeletesResponse)(nil),    // 28: pushdown_pb.ComputeDeletesResponse
-	(*ReadRangesResponse)(nil),        // 29: pushdown_pb.ReadRangesResponse
-	(*IndexSpec)(nil),                 // 30: pushdown_pb.IndexSpec
-	(*BuildIndexesRequest)(nil),       // 31: pushdown_pb.BuildIndexesRequest
-	(*BuiltIndex)(nil),                // 32: pushdown_pb.BuiltIndex
-	(*BuildIndexesResponse)(nil),      // 33: pushdown_pb.BuildIndexesResponse
-	(*IndexProbe)(nil),                // 34: pushdown_pb.IndexProbe
-	(*EvaluateIndexesRequest)(nil),    // 35: pushdown_pb.EvaluateIndexesRequest
-	(*LeafAnswer)(nil),                // 36: pushdown_pb.LeafAnswer
-	(*ProbeError)(nil),                // 37: pushdown_pb.ProbeError
-	(*EvaluateIndexesResponse)(nil),   // 38: pushdown_pb.EvaluateIndexesResponse
-	(*ReadPageIndexesRequest)(nil),    // 39: pushdown_pb.ReadPageIndexesRequest
-	(*RowGroupPageIndex)(nil),         // 40: pushdown_pb.RowGroupPageIndex
-	(*SidePageIndex)(nil),             // 41: pushdown_pb.SidePageIndex
-	(*ReadPageIndexesResponse)(nil),   // 42: pushdown_pb.ReadPageIndexesResponse
-	(*BuildTableIndexesRequest)(nil),  // 43: pushdown_pb.BuildTableIndexesRequest
-	(*BuildTableIndexesResponse)(nil), // 44: pushdown_pb.BuildTableIndexesResponse
-	(*ListIndexesRequest)(nil),        // 45: pushdown_pb.ListIndexesRequest
-	(*IndexEntry)(nil),                // 46: pushdown_pb.IndexEntry
-	(*ListIndexesResponse)(nil),       // 47: pushdown_pb.ListIndexesResponse
-	(*VectorSearchFile)(nil),          // 48: pushdown_pb.VectorSearchFile
-	(*SearchVectorsRequest)(nil),      // 49: pushdown_pb.SearchVectorsRequest
-	(*VectorFileResult)(nil),          // 50: pushdown_pb.VectorFileResult
-	(*SearchVectorsResponse)(nil),     // 51: pushdown_pb.SearchVectorsResponse
-	(*VectorSearchStats)(nil),         // 52: pushdown_pb.VectorSearchStats
-	(*VectorFilePlan)(nil),            // 53: pushdown_pb.VectorFilePlan
-	nil,                               // 54: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 55: pushdown_pb.IndexProbe.ParamsEntry
-	nil,                               // 56: pushdown_pb.VectorSearchFile.IndexParamsEntry
+	(*VectorRows)(nil),                // 11: pushdown_pb.VectorRows
+	(*PlannedFile)(nil),               // 12: pushdown_pb.PlannedFile
+	(*FileRange)(nil),                 // 13: pushdown_pb.FileRange
+	(*RowGroupRef)(nil),               // 14: pushdown_pb.RowGroupRef
+	(*RowRange)(nil),                  // 15: pushdown_pb.RowRange
+	(*PageRef)(nil),                   // 16: pushdown_pb.PageRef
+	(*RowRef)(nil),                    // 17: pushdown_pb.RowRef
+	(*ScoredRowRef)(nil),              // 18: pushdown_pb.ScoredRowRef
+	(*TierStats)(nil),                 // 19: pushdown_pb.TierStats
+	(*PushdownStats)(nil),             // 20: pushdown_pb.PushdownStats
+	(*StatusRequest)(nil),             // 21: pushdown_pb.StatusRequest
+	(*CacheStats)(nil),                // 22: pushdown_pb.CacheStats
+	(*VolumeEndpoint)(nil),            // 23: pushdown_pb.VolumeEndpoint
+	(*CatalogStatus)(nil),             // 24: pushdown_pb.CatalogStatus
+	(*VolumeStatus)(nil),              // 25: pushdown_pb.VolumeStatus
+	(*ReadRangesRequest)(nil),         // 26: pushdown_pb.ReadRangesRequest
+	(*ComputeDeletesRequest)(nil),     // 27: pushdown_pb.ComputeDeletesRequest
+	(*DeletedPositions)(nil),          // 28: pushdown_pb.DeletedPositions
+	(*ComputeDeletesResponse)(nil),    // 29: pushdown_pb.ComputeDeletesResponse
+	(*ReadRangesResponse)(nil),        // 30: pushdown_pb.ReadRangesResponse
+	(*IndexSpec)(nil),                 // 31: pushdown_pb.IndexSpec
+	(*BuildIndexesRequest)(nil),       // 32: pushdown_pb.BuildIndexesRequest
+	(*BuiltIndex)(nil),                // 33: pushdown_pb.BuiltIndex
+	(*BuildIndexesResponse)(nil),      // 34: pushdown_pb.BuildIndexesResponse
+	(*IndexProbe)(nil),                // 35: pushdown_pb.IndexProbe
+	(*EvaluateIndexesRequest)(nil),    // 36: pushdown_pb.EvaluateIndexesRequest
+	(*LeafAnswer)(nil),                // 37: pushdown_pb.LeafAnswer
+	(*ProbeError)(nil),                // 38: pushdown_pb.ProbeError
+	(*EvaluateIndexesResponse)(nil),   // 39: pushdown_pb.EvaluateIndexesResponse
+	(*ReadPageIndexesRequest)(nil),    // 40: pushdown_pb.ReadPageIndexesRequest
+	(*RowGroupPageIndex)(nil),         // 41: pushdown_pb.RowGroupPageIndex
+	(*SidePageIndex)(nil),             // 42: pushdown_pb.SidePageIndex
+	(*ReadPageIndexesResponse)(nil),   // 43: pushdown_pb.ReadPageIndexesResponse
+	(*BuildTableIndexesRequest)(nil),  // 44: pushdown_pb.BuildTableIndexesRequest
+	(*BuildTableIndexesResponse)(nil), // 45: pushdown_pb.BuildTableIndexesResponse
+	(*ListIndexesRequest)(nil),        // 46: pushdown_pb.ListIndexesRequest
+	(*IndexEntry)(nil),                // 47: pushdown_pb.IndexEntry
+	(*ListIndexesResponse)(nil),       // 48: pushdown_pb.ListIndexesResponse
+	(*VectorSearchFile)(nil),          // 49: pushdown_pb.VectorSearchFile
+	(*SearchVectorsRequest)(nil),      // 50: pushdown_pb.SearchVectorsRequest
+	(*VectorFileResult)(nil),          // 51: pushdown_pb.VectorFileResult
+	(*SearchVectorsResponse)(nil),     // 52: pushdown_pb.SearchVectorsResponse
+	(*VectorSearchStats)(nil),         // 53: pushdown_pb.VectorSearchStats
+	(*VectorFilePlan)(nil),            // 54: pushdown_pb.VectorFilePlan
+	nil,                               // 55: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 56: pushdown_pb.IndexProbe.ParamsEntry
+	nil,                               // 57: pushdown_pb.VectorSearchFile.IndexParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -4994,76 +5079,77 @@ var file_pushdown_proto_depIdxs = []int32{
 	2,  // 6: pushdown_pb.DeleteFileRef.file_format:type_name -> pushdown_pb.FileFormat
 	8,  // 7: pushdown_pb.VectorQuery.column:type_name -> pushdown_pb.ColumnRef
 	3,  // 8: pushdown_pb.VectorQuery.metric:type_name -> pushdown_pb.VectorMetric
-	12, // 9: pushdown_pb.ParquetPushdownResponse.file_ranges:type_name -> pushdown_pb.FileRange
-	13, // 10: pushdown_pb.ParquetPushdownResponse.row_groups:type_name -> pushdown_pb.RowGroupRef
-	15, // 11: pushdown_pb.ParquetPushdownResponse.pages:type_name -> pushdown_pb.PageRef
-	17, // 12: pushdown_pb.ParquetPushdownResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	19, // 13: pushdown_pb.ParquetPushdownResponse.stats:type_name -> pushdown_pb.PushdownStats
-	11, // 14: pushdown_pb.ParquetPushdownResponse.files:type_name -> pushdown_pb.PlannedFile
-	6,  // 15: pushdown_pb.PlannedFile.descriptor:type_name -> pushdown_pb.DataFileDescriptor
-	14, // 16: pushdown_pb.RowGroupRef.row_ranges:type_name -> pushdown_pb.RowRange
-	8,  // 17: pushdown_pb.PageRef.column:type_name -> pushdown_pb.ColumnRef
-	16, // 18: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
-	18, // 19: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
-	4,  // 20: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
-	52, // 21: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
-	21, // 22: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
-	4,  // 23: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
-	22, // 24: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
-	21, // 25: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
-	21, // 26: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
-	12, // 27: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
-	6,  // 28: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	27, // 29: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	54, // 30: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
-	6,  // 31: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	30, // 32: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
-	32, // 33: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	55, // 34: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
-	34, // 35: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	0,  // 36: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	36, // 37: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
-	37, // 38: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	34, // 39: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	40, // 40: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
-	41, // 41: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
-	37, // 42: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	30, // 43: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	46, // 44: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	56, // 45: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
-	48, // 46: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
-	3,  // 47: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
-	0,  // 48: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	17, // 49: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	50, // 50: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
-	53, // 51: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
-	5,  // 52: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	20, // 53: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	43, // 54: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	45, // 55: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	20, // 56: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	25, // 57: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	26, // 58: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	31, // 59: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	35, // 60: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	39, // 61: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	49, // 62: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	10, // 63: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	23, // 64: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	44, // 65: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	47, // 66: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	24, // 67: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	29, // 68: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	28, // 69: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	33, // 70: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	38, // 71: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	42, // 72: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	51, // 73: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	63, // [63:74] is the sub-list for method output_type
-	52, // [52:63] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	13, // 9: pushdown_pb.ParquetPushdownResponse.file_ranges:type_name -> pushdown_pb.FileRange
+	14, // 10: pushdown_pb.ParquetPushdownResponse.row_groups:type_name -> pushdown_pb.RowGroupRef
+	16, // 11: pushdown_pb.ParquetPushdownResponse.pages:type_name -> pushdown_pb.PageRef
+	18, // 12: pushdown_pb.ParquetPushdownResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	20, // 13: pushdown_pb.ParquetPushdownResponse.stats:type_name -> pushdown_pb.PushdownStats
+	12, // 14: pushdown_pb.ParquetPushdownResponse.files:type_name -> pushdown_pb.PlannedFile
+	11, // 15: pushdown_pb.ParquetPushdownResponse.vector_rows:type_name -> pushdown_pb.VectorRows
+	6,  // 16: pushdown_pb.PlannedFile.descriptor:type_name -> pushdown_pb.DataFileDescriptor
+	15, // 17: pushdown_pb.RowGroupRef.row_ranges:type_name -> pushdown_pb.RowRange
+	8,  // 18: pushdown_pb.PageRef.column:type_name -> pushdown_pb.ColumnRef
+	17, // 19: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
+	19, // 20: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
+	4,  // 21: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
+	53, // 22: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
+	22, // 23: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
+	4,  // 24: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
+	23, // 25: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
+	22, // 26: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
+	22, // 27: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
+	13, // 28: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
+	6,  // 29: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	28, // 30: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
+	55, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	6,  // 32: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	31, // 33: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
+	33, // 34: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
+	56, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	35, // 36: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	0,  // 37: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	37, // 38: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	38, // 39: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	35, // 40: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	41, // 41: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
+	42, // 42: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
+	38, // 43: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	31, // 44: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	47, // 45: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	57, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	49, // 47: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
+	3,  // 48: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
+	0,  // 49: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	18, // 50: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	51, // 51: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
+	54, // 52: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
+	5,  // 53: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	21, // 54: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	44, // 55: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	46, // 56: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	21, // 57: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	26, // 58: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	27, // 59: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	32, // 60: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	36, // 61: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	40, // 62: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	50, // 63: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	10, // 64: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	24, // 65: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	45, // 66: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	48, // 67: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	25, // 68: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	30, // 69: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	29, // 70: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	34, // 71: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	39, // 72: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	43, // 73: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	52, // 74: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	64, // [64:75] is the sub-list for method output_type
+	53, // [53:64] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -5079,7 +5165,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

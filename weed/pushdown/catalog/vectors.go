@@ -53,6 +53,7 @@ type vectorFile struct {
 	req       *pushdown_pb.VectorSearchFile
 	endpoints []string // rendezvous order
 	plan      *pushdown_pb.VectorFilePlan
+	rows      *pushdown_pb.VectorRows // the fused projection of its local top-K
 }
 
 // planVectors answers a vector query over the files the scalar tiers left:
@@ -69,7 +70,8 @@ type vectorFile struct {
 //
 //	scalar plan ─▶ FilePlans ─▶ masks (exact │ partition │ candidates + filter on the volume)
 //	      ─▶ registry: committed index? ─▶ rendezvous endpoint
-//	      ─▶ SearchVectors per endpoint (batch) ─▶ merge top-K ─▶ row_refs + stats.vector
+//	      ─▶ SearchVectors per endpoint (batch, projected columns) ─▶ merge top-K
+//	      ─▶ row_refs + vector_rows (the winners' columns, fused) + stats.vector
 func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushdownRequest, tableUUID string, props iceberg.Properties,
 	preq *plan.Request, resp *pushdown_pb.ParquetPushdownResponse, plans []*plan.FilePlan) (*pushdown_pb.ParquetPushdownResponse, error) {
 	vq := req.GetVectorQuery()
@@ -163,6 +165,9 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 	}
 	base := &pushdown_pb.SearchVectorsRequest{SchemaJson: schemaJSON, NameMappingJson: nmJSON, FieldId: int32(field.ID), Vector: vq.GetVector(),
 		Metric: vq.GetMetric(), TopK: vq.GetTopK(), Nprobe: vq.GetNprobe()}
+	for _, id := range preq.Projection {
+		base.ProjectedFieldIds = append(base.ProjectedFieldIds, int32(id))
+	}
 	if slices.ContainsFunc(files, func(f *vectorFile) bool { return f.req.GetFilter() }) {
 		base.PredicateKind, base.Predicate = req.GetPredicateKind(), req.GetPredicate()
 	}
@@ -199,6 +204,15 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			cmp.Compare(a.GetRef().GetFilePosition(), b.GetRef().GetFilePosition()))
 	})
 	resp.RowRefs = refs[:min(len(refs), int(vq.GetTopK()))]
+	winners := map[string]bool{}
+	for _, r := range resp.RowRefs {
+		winners[r.GetRef().GetFile()] = true
+	}
+	for _, f := range files {
+		if f.rows != nil && winners[f.rows.File] {
+			resp.VectorRows = append(resp.VectorRows, f.rows)
+		}
+	}
 	resp.Stats.Vector = stats
 	return resp, nil
 }
@@ -381,6 +395,15 @@ func (s *Service) searchVectorFiles(ctx context.Context, base *pushdown_pb.Searc
 					for j, i := range batch {
 						results[i] = r.GetFiles()[j]
 						files[i].plan.Endpoint = ep
+						if ipc := r.GetFiles()[j].GetColumnsIpc(); len(ipc) > 0 {
+							rows := &pushdown_pb.VectorRows{File: files[i].req.GetPath(), ColumnsIpc: ipc}
+							for _, ref := range r.GetRowRefs() {
+								if ref.GetRef().GetFile() == rows.File {
+									rows.Positions = append(rows.Positions, ref.GetRef().GetFilePosition())
+								}
+							}
+							files[i].rows = rows
+						}
 					}
 					refs = append(refs, r.GetRowRefs()...)
 					return nil
@@ -397,7 +420,8 @@ func (s *Service) searchVectorFiles(ctx context.Context, base *pushdown_pb.Searc
 
 func (s *Service) callSearch(ctx context.Context, addr string, base *pushdown_pb.SearchVectorsRequest, files []*vectorFile, batch []int) (*pushdown_pb.SearchVectorsResponse, error) {
 	req := &pushdown_pb.SearchVectorsRequest{SchemaJson: base.SchemaJson, NameMappingJson: base.NameMappingJson, FieldId: base.FieldId,
-		Vector: base.Vector, Metric: base.Metric, TopK: base.TopK, Nprobe: base.Nprobe, PredicateKind: base.PredicateKind, Predicate: base.Predicate}
+		Vector: base.Vector, Metric: base.Metric, TopK: base.TopK, Nprobe: base.Nprobe, PredicateKind: base.PredicateKind, Predicate: base.Predicate,
+		ProjectedFieldIds: base.ProjectedFieldIds}
 	var named []string
 	for _, i := range batch {
 		req.Files = append(req.Files, files[i].req)

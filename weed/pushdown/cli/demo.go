@@ -16,7 +16,7 @@ func init() {
 		short: `Generate the demo Iceberg table and load it into a cluster: Parquet files written with arrow-go
 (id unclustered, ts sorted, tenant_id confined to few files, status uniform, message, tags, embedding),
 uploaded through the S3 gateway and committed with iceberg-go through the Iceberg REST catalog.`,
-		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-seed S] [-replace | -append] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-partition tenant] [-seed S] [-replace | -append] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
 		run:   runDemo,
 	})
 }
@@ -32,6 +32,7 @@ func runDemo(args []string) error {
 	indexed := fs.String("indexed", string(def.Indexed), "files with page indexes and bloom filters on id, tenant_id: all, half or none")
 	seed := fs.Uint64("seed", def.Seed, "random seed (the same seed gives the same files)")
 	replace := fs.Bool("replace", false, "drop the table first if it exists")
+	partition := fs.String("partition", "", `"tenant": one tenant per file, tenant_id an identity partition (filtered vector search touches only that tenant's files); default: unpartitioned`)
 	appendTo := fs.Bool("append", false, "add -rows rows in new files to the existing demo table, in a new snapshot (ids and timestamps continue; -files defaults to one file per 125,000 rows; -indexed to the table's)")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -48,6 +49,16 @@ func runDemo(args []string) error {
 	}
 	spec := def
 	spec.Rows, spec.Files, spec.RowGroupRows, spec.PageBytes, spec.Indexed, spec.Seed = *rows, *files, *rowGroup, *page, idx, *seed
+	switch *partition {
+	case "":
+	case "tenant":
+		if *appendTo {
+			return fmt.Errorf("-partition is the table's (set when it is created); -append keeps it")
+		}
+		spec.PartitionTenant = true
+	default:
+		return fmt.Errorf("-partition %.40q: want tenant (or nothing)", *partition)
+	}
 	if *appendTo {
 		if !set["files"] {
 			spec.Files = int(max(1, min(spec.Rows, (spec.Rows+124_999)/125_000)))

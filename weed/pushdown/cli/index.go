@@ -28,7 +28,7 @@ func init() {
 	register(&subcommand{
 		name:  "index",
 		short: "side indexes of a table: create, list, drop",
-		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index|bitmap|ngram|label_list [-param key=value]... [-wait]
+		usage: `weed pushdown index create -table ns.t -column C -kind btree|bloom|page_index|bitmap|ngram|label_list|ivf|ivf_pq [-param key=value[,key=value]]... [-wait]
 weed pushdown index list -table ns.t [-json]
 weed pushdown index drop -table ns.t -column C -kind K`,
 		run: runIndex,
@@ -46,7 +46,7 @@ func runIndex(args []string) error {
 	column := fs.String("column", "", "column (dotted path for nested fields)")
 	kind := fs.String("kind", "", "index kind: "+strings.Join(kindNames(), ", "))
 	params := paramFlag{}
-	fs.Var(params, "param", "create: a build parameter key=value, repeatable (bitmap max_distinct, btree rows_per_group, bloom fpp|ndv|max_bytes, ivf nlist|m|min_rows|seed|iterations)")
+	fs.Var(params, "param", "create: build parameters key=value[,key=value], repeatable (bitmap max_distinct, btree rows_per_group, bloom fpp|ndv|max_bytes, ivf nlist|m|min_rows|seed|iterations)")
 	wait := fs.Bool("wait", false, "create: wait until every existing file is indexed")
 	asJSON := fs.Bool("json", false, "list: print JSON")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
@@ -141,7 +141,17 @@ func (p paramFlag) String() string {
 	return strings.Join(keys, ",")
 }
 
+// Set takes key=value, or several separated by commas (nlist=64,m=16).
 func (p paramFlag) Set(s string) error {
+	for _, kv := range strings.Split(s, ",") {
+		if err := p.set(kv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p paramFlag) set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 	switch {

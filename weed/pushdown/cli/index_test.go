@@ -25,12 +25,12 @@ func TestIndexProgressCountsFinishedWantedIndexesOfFilesTimesWanted(t *testing.T
 
 func TestParamFlagTakesRepeatedKeyValuesAndRefusesMalformedOnes(t *testing.T) {
 	p := paramFlag{}
-	for _, s := range []string{"max_distinct=100000", " rows_per_group = 512 ", "max_distinct=100000"} {
+	for _, s := range []string{"max_distinct=100000", " rows_per_group = 512 ", "max_distinct=100000", "nlist=16, m=8"} {
 		if err := p.Set(s); err != nil {
 			t.Fatalf("Set(%q): %v", s, err)
 		}
 	}
-	if got := p.String(); got != "max_distinct=100000,rows_per_group=512" {
+	if got := p.String(); got != "m=8,max_distinct=100000,nlist=16,rows_per_group=512" {
 		t.Fatalf("params %q", got)
 	}
 	for s, want := range map[string]string{

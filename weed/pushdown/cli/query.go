@@ -21,9 +21,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
 
-const querySupported = `supported: SELECT <columns | *> FROM namespace.table [WHERE <predicate>] [LIMIT n]`
+const querySupported = `supported: SELECT <columns | *> FROM namespace.table [WHERE <predicate>] [ORDER BY <vector column> <-> | <=> | <#> '[x, y, …]' ] [LIMIT n]`
 
 func init() {
 	register(&subcommand{
@@ -31,7 +33,7 @@ func init() {
 		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
 ranges through the S3 gateway, decode them with arrow-go, filter, project. Falls back to a plain read
 (iceberg-go's scan) when pushdown is unavailable or not worth it.`,
-		usage: `-sql "SELECT … FROM ns.table [WHERE …] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-mode page|rowgroup]`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-mode page|rowgroup] [-nprobe n]`,
 		run:   runQuery,
 	})
 }
@@ -42,6 +44,9 @@ type ParsedQuery struct {
 	Select []string // nil: every column
 	Where  string
 	Limit  int64
+	// Vector: ORDER BY a vector distance (then Limit is k, and Select may
+	// name connector.DistanceColumn).
+	Vector *sqlpred.VectorOrder
 }
 
 // ParseSelect parses the supported SELECT subset.
@@ -61,8 +66,8 @@ func ParseSelect(sql string) (*ParsedQuery, error) {
 	if !ok {
 		return nil, fmt.Errorf("SQL: %s is not supported (%s)", tree.AsString(sel.Select), querySupported)
 	}
-	if clause.Distinct || len(clause.GroupBy) > 0 || clause.Having != nil || len(sel.OrderBy) > 0 || clause.Window != nil {
-		return nil, fmt.Errorf("SQL: DISTINCT, GROUP BY, HAVING, ORDER BY and windows are not supported (%s)", querySupported)
+	if clause.Distinct || len(clause.GroupBy) > 0 || clause.Having != nil || clause.Window != nil {
+		return nil, fmt.Errorf("SQL: DISTINCT, GROUP BY, HAVING and windows are not supported (%s)", querySupported)
 	}
 	if len(clause.From.Tables) != 1 {
 		return nil, fmt.Errorf("SQL: exactly one table in FROM (%s)", querySupported)
@@ -107,7 +112,39 @@ func ParseSelect(sql string) (*ParsedQuery, error) {
 		}
 		q.Limit = n
 	}
+	if len(sel.OrderBy) > 0 {
+		if err := parseVectorOrder(sel, q); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
+}
+
+// parseVectorOrder reads ORDER BY <column> <distance operator> <vector>,
+// which needs a LIMIT of 1 to connector.MaxVectorK.
+func parseVectorOrder(sel *tree.Select, q *ParsedQuery) error {
+	if len(sel.OrderBy) != 1 {
+		return fmt.Errorf("SQL: ORDER BY takes one vector distance, got %d terms (%s)", len(sel.OrderBy), sqlpred.VectorSupported)
+	}
+	o := sel.OrderBy[0]
+	if o.Direction == tree.Descending || o.NullsOrder != tree.DefaultNullsOrder || o.OrderType != tree.OrderByColumn {
+		return fmt.Errorf("SQL: ORDER BY a vector distance is ascending (nearest first); DESC, NULLS FIRST/LAST and index orders are not supported (%s)", sqlpred.VectorSupported)
+	}
+	vo, err := sqlpred.ParseVectorOrder(o.Expr)
+	if err != nil {
+		return fmt.Errorf("SQL: %w", err)
+	}
+	if sel.Limit == nil || sel.Limit.Count == nil {
+		return fmt.Errorf("SQL: ORDER BY %s %s needs LIMIT k (1 to %d): a vector query returns the k nearest rows", vo.Column, vo.Metric.Operator(), connector.MaxVectorK)
+	}
+	if sel.Limit.Offset != nil {
+		return fmt.Errorf("SQL: OFFSET is not supported with ORDER BY a vector distance (%s)", sqlpred.VectorSupported)
+	}
+	if q.Limit < 1 || q.Limit > connector.MaxVectorK {
+		return fmt.Errorf("SQL: LIMIT %d with ORDER BY a vector distance: want 1 to %d", q.Limit, connector.MaxVectorK)
+	}
+	q.Vector = vo
+	return nil
 }
 
 func runQuery(args []string) error {
@@ -123,6 +160,7 @@ func runQuery(args []string) error {
 	snapshot := fs.Int64("snapshot", 0, "snapshot id (default: current)")
 	maxBufferMB := fs.Int("maxBufferMB", 256, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read)")
 	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
+	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -162,6 +200,12 @@ func runQuery(args []string) error {
 	}
 	defer conn.Close()
 	cq := connector.Query{Table: q.Table, Snapshot: *snapshot, Where: q.Where, Select: q.Select, Limit: q.Limit}
+	if q.Vector != nil {
+		if *nprobe < 0 {
+			return fmt.Errorf("-nprobe %d is negative", *nprobe)
+		}
+		cq.Vector = &connector.VectorQuery{Column: q.Vector.Column, Metric: vector.Metric(q.Vector.Metric), Vector: q.Vector.Vector, Nprobe: *nprobe}
+	}
 	if *explain {
 		resp, err := conn.Explain(ctx, cq)
 		if err != nil {

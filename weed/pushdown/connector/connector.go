@@ -99,7 +99,10 @@ type Query struct {
 	Snapshot int64  // 0: current
 	Where    string // SQL predicate; empty: every row
 	Select   []string
-	Limit    int64 // 0: no limit
+	Limit    int64 // 0: no limit; with Vector: k, 1 to MaxVectorK
+	// Vector orders the rows by a vector distance, nearest first, and
+	// returns the Limit nearest (vectors.go).
+	Vector *VectorQuery
 }
 
 // Stats describe how a query was answered.
@@ -119,6 +122,7 @@ type Stats struct {
 	ElapsedMs      int64 `json:"elapsed_ms"`
 	PlanMs         int64 `json:"plan_ms"`
 	ReadMs         int64 `json:"read_ms"`
+	*VectorStats         // vector queries only
 }
 
 // Result is a query's answer.
@@ -331,21 +335,18 @@ func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Exp
 
 // Query answers q.
 func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
-	start := time.Now()
-	// Table metadata is cached on the pushdown path only: the plan says
-	// which metadata version it was made from.
-	p, err := c.prepare(ctx, q, !c.opts.NoPushdown && !c.opts.ClientResolved)
-	if err != nil {
-		return nil, err
+	if q.Vector != nil {
+		return c.measured(func() (*Result, error) { return c.vectorQuery(ctx, q) })
 	}
+	return c.measured(func() (*Result, error) { return c.query(ctx, q) })
+}
+
+// measured runs a query and adds what it read and how long it took.
+func (c *Connector) measured(run func() (*Result, error)) (*Result, error) {
+	start := time.Now()
 	bytes0, req0 := c.fetch.bytes.Load(), c.fetch.requests.Load()
 	pb0, pr0 := c.plainHTTP.bytes.Load(), c.plainHTTP.requests.Load()
-	var res *Result
-	if c.opts.NoPushdown {
-		res, err = c.plain(ctx, p, "pushdown disabled (-no-pushdown)")
-	} else {
-		res, err = c.pushdown(ctx, p)
-	}
+	res, err := run()
 	if err != nil {
 		return nil, err
 	}
@@ -354,6 +355,20 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 	res.Stats.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0
 	res.Stats.Rows = res.NumRows()
 	return res, nil
+}
+
+// query answers a query without a vector order.
+func (c *Connector) query(ctx context.Context, q Query) (*Result, error) {
+	// Table metadata is cached on the pushdown path only: the plan says
+	// which metadata version it was made from.
+	p, err := c.prepare(ctx, q, !c.opts.NoPushdown && !c.opts.ClientResolved)
+	if err != nil {
+		return nil, err
+	}
+	if c.opts.NoPushdown {
+		return c.plain(ctx, p, "pushdown disabled (-no-pushdown)")
+	}
+	return c.pushdown(ctx, p)
 }
 
 // pushdown plans, then reads the plan; on a reason not to push down it
@@ -383,21 +398,7 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 		}
 	}
 	if err != nil {
-		reason := ""
-		msg := status.Convert(err).Message()
-		switch status.Code(err) {
-		case codes.Unavailable, codes.DeadlineExceeded:
-			reason = fmt.Sprintf("catalog pushdown service %s unavailable: %s", c.opts.Endpoints.Catalog, msg)
-		case codes.Unimplemented:
-			reason = "the catalog cannot plan this query: " + msg
-		case codes.FailedPrecondition:
-			reason = "the catalog refused to plan: " + msg
-		default:
-			var ce *connectError
-			if errors.As(err, &ce) {
-				reason = "catalog pushdown service unreachable: " + ce.Error()
-			}
-		}
+		reason := c.fallbackReason(err)
 		if reason == "" || c.opts.NoFallback {
 			return nil, err
 		}
@@ -427,6 +428,25 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	res.Stats.MetadataCached = p.fromCache
 	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
 	return res, nil
+}
+
+// fallbackReason says why a failed plan is answered by a plain read
+// instead ("": the error is the answer).
+func (c *Connector) fallbackReason(err error) string {
+	msg := status.Convert(err).Message()
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return fmt.Sprintf("catalog pushdown service %s unavailable: %s", c.opts.Endpoints.Catalog, msg)
+	case codes.Unimplemented:
+		return "the catalog cannot plan this query: " + msg
+	case codes.FailedPrecondition:
+		return "the catalog refused to plan: " + msg
+	}
+	var ce *connectError
+	if errors.As(err, &ce) {
+		return "catalog pushdown service unreachable: " + ce.Error()
+	}
+	return ""
 }
 
 // tableCache holds the last loaded metadata of each table queried; off
@@ -716,7 +736,18 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 }
 
 // Explain plans q without reading data.
+// A vector query's plan runs its search (the plan is its answer).
 func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetPushdownResponse, error) {
+	if q.Vector != nil {
+		if err := checkVectorQuery(q); err != nil {
+			return nil, err
+		}
+		p, _, err := c.prepareVector(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return c.plan(ctx, p.req)
+	}
 	p, err := c.prepare(ctx, q, false)
 	if err != nil {
 		return nil, err

@@ -139,6 +139,12 @@ type Spec struct {
 	// from global row FirstRow, and files are numbered from FirstFile.
 	FirstRow  int64
 	FirstFile int
+	// PartitionTenant writes one tenant per file and makes tenant_id an
+	// identity partition of the table (demo -partition tenant), so a
+	// filtered vector query on tenant_id searches only that tenant's
+	// files. With fewer files than tenants only every (Tenants/Files)th
+	// tenant has rows.
+	PartitionTenant bool
 }
 
 // DefaultSpec is the `make run` demo: 1,000,000 rows in 8 files.
@@ -270,6 +276,9 @@ func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arr
 	s := t.spec
 	r := rand.New(rand.NewPCG(s.Seed^uint64(s.FirstFile+file)*0x9e3779b97f4a7c15, uint64(s.FirstRow+from)))
 	tenants := TenantsOfFile(file, s.Files)
+	if s.PartitionTenant {
+		tenants = []int{file * Tenants / s.Files}
+	}
 	b := array.NewRecordBuilder(mem, ArrowSchema())
 	defer b.Release()
 	idB := b.Field(0).(*array.Int64Builder)

@@ -106,7 +106,14 @@ func continueSpec(s Spec, props iceberg.Properties) (Spec, error) {
 	if s.Indexed == "" {
 		s.Indexed = Indexed(props["lakeweed.demo.indexed"])
 	}
+	s.PartitionTenant = props["lakeweed.demo.partition"] == "tenant"
 	return s, s.Validate()
+}
+
+// TenantPartitionSpec is the identity partition on tenant_id of demo
+// -partition tenant.
+func TenantPartitionSpec() iceberg.PartitionSpec {
+	return iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{FieldTenant}, FieldID: 1000, Name: "tenant_id", Transform: iceberg.IdentityTransform{}})
 }
 
 // createTable creates the demo table (dropping an existing one with
@@ -122,13 +129,20 @@ func createTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 			return nil, fmt.Errorf("drop table %s: %w", o.Table, err)
 		}
 	}
-	tbl, err := cat.CreateTable(ctx, ident, IcebergSchema(), catalog.WithProperties(iceberg.Properties{
+	props := iceberg.Properties{
 		"write.parquet.compression-codec": "zstd",
 		"lakeweed.demo.rows":              fmt.Sprint(o.Spec.Rows),
 		"lakeweed.demo.files":             fmt.Sprint(o.Spec.Files),
 		"lakeweed.demo.indexed":           string(o.Spec.Indexed),
 		"lakeweed.demo.seed":              fmt.Sprint(o.Spec.Seed),
-	}))
+	}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
+	if o.Spec.PartitionTenant {
+		props["lakeweed.demo.partition"] = "tenant"
+		spec := TenantPartitionSpec()
+		opts = append(opts, catalog.WithPartitionSpec(&spec))
+	}
+	tbl, err := cat.CreateTable(ctx, ident, IcebergSchema(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create table %s: %w", o.Table, err)
 	}
