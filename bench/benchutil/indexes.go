@@ -26,6 +26,13 @@ func P50(d []time.Duration) float64 {
 	return float64(s[len(s)/2].Microseconds()) / 1000
 }
 
+// Median is the median of xs (the upper one of an even count).
+func Median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
 func tasksOf(t *testing.T, c *harness.Cluster, name string) (*table.Table, []table.FileScanTask) {
 	ctx := context.Background()
 	ns, tn, _ := strings.Cut(name, ".")
