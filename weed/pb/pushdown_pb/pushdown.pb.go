@@ -934,7 +934,11 @@ type PlannedFile struct {
 	// The version planned: <size>-<rows>-<footer hash> (the identity rule of
 	// footers, delete bitmaps and side indexes), so a reader keys what it
 	// caches of the file by the same version.
-	Identity      string `protobuf:"bytes,10,opt,name=identity,proto3" json:"identity,omitempty"`
+	Identity string `protobuf:"bytes,10,opt,name=identity,proto3" json:"identity,omitempty"`
+	// Past the sketch: the healthy volume pushdown service beside a volume
+	// server holding the file's chunks (host:port), from which a reader may
+	// read the file's ranges with ReadRanges; empty when none is known.
+	ReadEndpoint  string `protobuf:"bytes,11,opt,name=read_endpoint,json=readEndpoint,proto3" json:"read_endpoint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1035,6 +1039,13 @@ func (x *PlannedFile) GetDescriptor_() *DataFileDescriptor {
 func (x *PlannedFile) GetIdentity() string {
 	if x != nil {
 		return x.Identity
+	}
+	return ""
+}
+
+func (x *PlannedFile) GetReadEndpoint() string {
+	if x != nil {
+		return x.ReadEndpoint
 	}
 	return ""
 }
@@ -4525,7 +4536,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"snapshotId\x12\x1b\n" +
 	"\tschema_id\x18\t \x01(\x05R\bschemaId\x12+\n" +
 	"\x11metadata_location\x18\n" +
-	" \x01(\tR\x10metadataLocation\"\x88\x03\n" +
+	" \x01(\tR\x10metadataLocation\"\xad\x03\n" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1d\n" +
 	"\n" +
@@ -4540,7 +4551,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"descriptor\x18\t \x01(\v2\x1f.pushdown_pb.DataFileDescriptorR\n" +
 	"descriptor\x12\x1a\n" +
 	"\bidentity\x18\n" +
-	" \x01(\tR\bidentity\"O\n" +
+	" \x01(\tR\bidentity\x12#\n" +
+	"\rread_endpoint\x18\v \x01(\tR\freadEndpoint\"O\n" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +

@@ -165,6 +165,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 			return nil, err
 		}
 	}
+	s.placeReads(ctx, resp.GetFiles())
 	resp.SnapshotId = snapID
 	resp.SchemaId = int32(schema.ID)
 	resp.MetadataLocation = tbl.MetadataLocation

@@ -123,6 +123,7 @@ func runQuery(args []string) error {
 	snapshot := fs.Int64("snapshot", 0, "snapshot id (default: current)")
 	maxBufferMB := fs.Int("maxBufferMB", 256, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read)")
 	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
+	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -143,6 +144,10 @@ func runQuery(args []string) error {
 	default:
 		return fmt.Errorf("-mode %q: want page or rowgroup", *mode)
 	}
+	rp, err := connector.ParseReadPath(*readPath)
+	if err != nil {
+		return fmt.Errorf("-read: %w", err)
+	}
 	if *maxBufferMB < 1 || *workers < 0 {
 		return fmt.Errorf("-maxBufferMB must be at least 1 and -workers at least 0")
 	}
@@ -153,7 +158,7 @@ func runQuery(args []string) error {
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
 	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
-		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers}
+		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

@@ -43,6 +43,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -74,6 +75,14 @@ type Options struct {
 	NoPushdown  bool // always read plainly (for comparison)
 	Force       bool // push down even when the cost model advises against it
 	Concurrency int  // ranged GETs in flight (default 16)
+	// Read is where planned files' bytes are read: ReadAuto (default) from
+	// the volume pushdown service the plan names for each file, through the
+	// S3 gateway where it names none or that read fails (fetch_volume.go);
+	// ReadVolume only there; ReadS3 only through the gateway.
+	Read ReadPath
+	// RangeCacheBytes bounds the range cache of fetched bytes kept across
+	// queries (0: 256 MiB; negative: none, every query reads its bytes).
+	RangeCacheBytes int64
 	// Workers decode and filter row groups in parallel (default: one per
 	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
 	// the one the result is waiting for (default 256 MiB; at least one
@@ -109,10 +118,22 @@ type Stats struct {
 	Mode           string `json:"mode,omitempty"`
 	Rows           int64  `json:"rows"`
 	BytesRead      int64  `json:"bytes_read"`
-	Ranges         int64  `json:"ranges"`
-	Files          int    `json:"files"`
-	RowGroups      int    `json:"row_groups"`
-	BytesPlanned   int64  `json:"bytes_planned,omitempty"`
+	// Bytes read per path: from volume pushdown services (of which
+	// BytesVolumeLocal from their own volume servers' chunks) and through
+	// the S3 gateway (planned ranges and plain reads); ReadFallbacks counts
+	// volume reads done through the S3 gateway instead (ReadFallbackReason:
+	// the last one's cause).
+	ReadPath           string `json:"read_path,omitempty"`
+	BytesVolume        int64  `json:"bytes_volume"`
+	BytesVolumeLocal   int64  `json:"bytes_volume_local"`
+	BytesS3            int64  `json:"bytes_s3"`
+	VolumeCalls        int64  `json:"volume_calls,omitempty"`
+	ReadFallbacks      int64  `json:"read_fallbacks"`
+	ReadFallbackReason string `json:"read_fallback_reason,omitempty"`
+	Ranges             int64  `json:"ranges"`
+	Files              int    `json:"files"`
+	RowGroups          int    `json:"row_groups"`
+	BytesPlanned       int64  `json:"bytes_planned,omitempty"`
 	// MetadataCached: the table's metadata was the connector's cached
 	// copy, which the plan confirmed current (no LoadTable).
 	MetadataCached bool  `json:"metadata_cached,omitempty"`
@@ -170,8 +191,14 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", o.Endpoints.Iceberg, err)
 	}
 	client := lakeclient.NewS3Client(o.Endpoints)
-	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
-		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
+	rangeCache := o.RangeCacheBytes
+	if rangeCache == 0 {
+		rangeCache = 256 << 20
+	}
+	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
+	volume := &volumeReader{conn: func(addr string) (grpc.ClientConnInterface, error) { return pool.Get(addr) }, sign: o.Endpoints.SignCall}
+	c := &Connector{opts: o, s3: client, cat: cat, pool: pool,
+		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: rangeCache, path: o.Read, volume: volume},
 		footers:   newLRU[metaKey, *fileMeta](4096),
 		tables:    &tableCache{Cache: newLRU[string, *tableEntry](1024)},
 		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
@@ -340,6 +367,8 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 	}
 	bytes0, req0 := c.fetch.bytes.Load(), c.fetch.requests.Load()
 	pb0, pr0 := c.plainHTTP.bytes.Load(), c.plainHTTP.requests.Load()
+	vol := &c.fetch.vol
+	vb0, vl0, vr0, vc0, vf0 := vol.bytes.Load(), vol.local.Load(), vol.ranges.Load(), vol.calls.Load(), vol.fallbacks.Load()
 	var res *Result
 	if c.opts.NoPushdown {
 		res, err = c.plain(ctx, p, "pushdown disabled (-no-pushdown)")
@@ -350,8 +379,16 @@ func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
 		return nil, err
 	}
 	res.Stats.ElapsedMs = time.Since(start).Milliseconds()
-	res.Stats.BytesRead = c.fetch.bytes.Load() - bytes0 + c.plainHTTP.bytes.Load() - pb0
-	res.Stats.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0
+	st := &res.Stats
+	st.ReadPath = c.opts.Read.String()
+	st.BytesS3 = c.fetch.bytes.Load() - bytes0 + c.plainHTTP.bytes.Load() - pb0
+	st.BytesVolume, st.BytesVolumeLocal = vol.bytes.Load()-vb0, vol.local.Load()-vl0
+	st.VolumeCalls, st.ReadFallbacks = vol.calls.Load()-vc0, vol.fallbacks.Load()-vf0
+	if r := vol.reason.Load(); st.ReadFallbacks > 0 && r != nil {
+		st.ReadFallbackReason = *r
+	}
+	st.BytesRead = st.BytesS3 + st.BytesVolume
+	st.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0 + vol.ranges.Load() - vr0
 	res.Stats.Rows = res.NumRows()
 	return res, nil
 }
