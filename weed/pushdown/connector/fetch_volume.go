@@ -92,7 +92,13 @@ type volumeReader struct {
 	sign func(ctx context.Context, addr, method string, req proto.Message) (context.Context, error)
 
 	mu   sync.Mutex
-	down map[string]time.Time // endpoint → skipped until
+	down map[string]downEndpoint
+}
+
+// downEndpoint is an endpoint skipped until a time, and why.
+type downEndpoint struct {
+	until time.Time
+	err   error
 }
 
 // volumeCounters are what the fetcher read from volume pushdown services.
@@ -101,20 +107,23 @@ type volumeCounters struct {
 	reason                                 atomic.Pointer[string] // the last fallback's
 }
 
-func (v *volumeReader) isDown(addr string) bool {
+// isDown returns why addr is skipped (nil: it is not).
+func (v *volumeReader) isDown(addr string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	until, ok := v.down[addr]
-	return ok && time.Now().Before(until)
+	if d, ok := v.down[addr]; ok && time.Now().Before(d.until) {
+		return d.err
+	}
+	return nil
 }
 
-func (v *volumeReader) markDown(addr string) {
+func (v *volumeReader) markDown(addr string, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.down == nil {
-		v.down = map[string]time.Time{}
+		v.down = map[string]downEndpoint{}
 	}
-	v.down[addr] = time.Now().Add(volumeDownFor)
+	v.down[addr] = downEndpoint{time.Now().Add(volumeDownFor), err}
 }
 
 // volumeRoute is the volume pushdown service to read pf from (ok false:
@@ -129,8 +138,9 @@ func (ft *fetcher) volumeRoute(pf *pushdown_pb.PlannedFile) (addr string, ok boo
 		return "", false, fmt.Errorf("%s: the plan names no volume pushdown service holding it (-read volume reads only from one)", pf.GetFile())
 	case addr == "":
 		return "", false, nil
-	case ft.path == ReadAuto && ft.volume.isDown(addr):
-		ft.fellBack(addr, pf, errors.New("unreachable a moment ago"))
+	}
+	if down := ft.volume.isDown(addr); down != nil && ft.path == ReadAuto {
+		ft.fellBack(addr, pf, fmt.Errorf("skipped for %s after failing: %w", volumeDownFor, down))
 		return "", false, nil
 	}
 	return addr, true, nil
@@ -207,8 +217,9 @@ func (ft *fetcher) volumeCall(ctx context.Context, addr string, pf *pushdown_pb.
 	}
 	conn, err := ft.volume.conn(addr)
 	if err != nil {
-		ft.volume.markDown(addr)
-		return fmt.Errorf("volume pushdown service %s: %w", addr, err)
+		err = fmt.Errorf("dial: %w", err)
+		ft.volume.markDown(addr, err)
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, volumeCallTimeout)
 	defer cancel()
@@ -217,20 +228,21 @@ func (ft *fetcher) volumeCall(ctx context.Context, addr string, pf *pushdown_pb.
 	}
 	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).ReadRanges(cctx, req)
 	if err != nil {
+		err = fmt.Errorf("ReadRanges %s: %w", pf.GetFile(), err)
 		if code := status.Code(err); ctx.Err() == nil && (code == codes.Unavailable || code == codes.DeadlineExceeded) {
-			ft.volume.markDown(addr)
+			ft.volume.markDown(addr, err)
 		}
-		return fmt.Errorf("ReadRanges %s at %s: %w", pf.GetFile(), addr, err)
+		return err
 	}
 	if resp.GetFileSize() != pf.GetSizeBytes() {
 		return &FileChangedError{File: pf.GetFile(), PlannedSize: pf.GetSizeBytes(), Size: resp.GetFileSize(), Detail: "its size differs (volume pushdown service " + addr + ")"}
 	}
 	if len(resp.GetData()) != len(batch) {
-		return fmt.Errorf("ReadRanges %s at %s: %d ranges answered, %d asked", pf.GetFile(), addr, len(resp.GetData()), len(batch))
+		return fmt.Errorf("ReadRanges %s: %d ranges answered, %d asked", pf.GetFile(), len(resp.GetData()), len(batch))
 	}
 	for i, p := range batch {
 		if int64(len(resp.Data[i])) != p.r.Len {
-			return fmt.Errorf("ReadRanges %s at %s: range [%d, %d) answered with %d bytes", pf.GetFile(), addr, p.r.Off, p.r.Off+p.r.Len, len(resp.Data[i]))
+			return fmt.Errorf("ReadRanges %s: range [%d, %d) answered with %d bytes", pf.GetFile(), p.r.Off, p.r.Off+p.r.Len, len(resp.Data[i]))
 		}
 	}
 	for i, p := range batch {

@@ -212,7 +212,7 @@ func TestAnUnreachableVolumeServiceFallsBackToTheGatewayWithEveryByte(t *testing
 	if fs.bytes != 2*testTotal() || ft.vol.bytes.Load() != 0 || ft.vol.fallbacks.Load() < 2 || !strings.Contains(*ft.vol.reason.Load(), dead) {
 		t.Fatalf("S3 read %d bytes of %d, volume %d, %d fallbacks (%v)", fs.bytes, 2*testTotal(), ft.vol.bytes.Load(), ft.vol.fallbacks.Load(), ft.vol.reason.Load())
 	}
-	if !ft.volume.isDown(dead) {
+	if ft.volume.isDown(dead) == nil {
 		t.Fatalf("the unreachable endpoint is not skipped after failing")
 	}
 	strict, fs2 := testFetcher(t, ReadVolume, "AKGOOD", &fakeVolume{})
@@ -232,8 +232,8 @@ func TestARefusedVolumeReadFallsBackOnlyToWhatTheGatewayAllowsTheSameCaller(t *t
 		t.Fatal(err)
 	}
 	wantTestBytes(t, sf)
-	if fs.bytes != testTotal() || ft.vol.fallbacks.Load() == 0 || ft.volume.isDown("volume") {
-		t.Fatalf("allowed by S3: %d S3 bytes of %d, %d fallbacks, endpoint down %v", fs.bytes, testTotal(), ft.vol.fallbacks.Load(), ft.volume.isDown("volume"))
+	if fs.bytes != testTotal() || ft.vol.fallbacks.Load() == 0 || ft.volume.isDown("volume") != nil {
+		t.Fatalf("allowed by S3: %d S3 bytes of %d, %d fallbacks, endpoint down: %v", fs.bytes, testTotal(), ft.vol.fallbacks.Load(), ft.volume.isDown("volume"))
 	}
 	ft, fs = testFetcher(t, ReadAuto, "AKBAD", &fakeVolume{refuse: refused})
 	if sf, err := ft.fetch(context.Background(), testPlanned("volume"), testRanges, nil); err == nil || !strings.Contains(err.Error(), "AccessDenied") || sf != nil || fs.bytes != 0 {
