@@ -134,6 +134,9 @@ type Stats struct {
 	Files              int    `json:"files"`
 	RowGroups          int    `json:"row_groups"`
 	BytesPlanned       int64  `json:"bytes_planned,omitempty"`
+	// CostNote: the plan was read although the cost model advised against
+	// pushdown, because it reads fewer bytes than a plain scan.
+	CostNote string `json:"cost_note,omitempty"`
 	// MetadataCached: the table's metadata was the connector's cached
 	// copy, which the plan confirmed current (no LoadTable).
 	MetadataCached bool  `json:"metadata_cached,omitempty"`
@@ -289,7 +292,9 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	if p.unbound, err = sqlpred.ParseFor(q.Where, p.schema); err != nil {
 		return nil, err
 	}
-	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID))}
+	// Force reads the plan whatever the cost model says: the catalog plans
+	// every file for it rather than stop at the manifest tier.
+	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), AlwaysPlan: c.opts.Force}
 	if p.snapshot != 0 {
 		p.req.SnapshotId = ptr(p.snapshot)
 	}
@@ -444,7 +449,15 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 		}
 		return res, err
 	}
-	if !resp.GetStats().GetPushdownRecommended() && !c.opts.Force {
+	// A plan the cost model advises against is still read when it was
+	// computed (not stopped at the manifest tier) and reads fewer bytes
+	// than a plain scan: planning is paid, throwing it away would read more.
+	st := resp.GetStats()
+	var costNote string
+	if !st.GetPushdownRecommended() && !c.opts.Force && !st.GetPlanningSkipped() && st.GetBytesPlanned() < st.GetBytesPlainScan() {
+		costNote = fmt.Sprintf("the cost model advised against pushdown (%s), but the plan already made reads fewer bytes than a plain scan (%d < %d)",
+			st.GetCostReason(), st.GetBytesPlanned(), st.GetBytesPlainScan())
+	} else if !st.GetPushdownRecommended() && !c.opts.Force {
 		if c.opts.NoFallback {
 			return nil, fmt.Errorf("the cost model advises against pushdown (%s) and fallback is off", resp.GetStats().GetCostReason())
 		}
@@ -463,6 +476,7 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	res.Stats.ReadMs = time.Since(t1).Milliseconds()
 	res.Stats.MetadataCached = p.fromCache
 	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
+	res.Stats.CostNote = costNote
 	return res, nil
 }
 
@@ -758,5 +772,6 @@ func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetP
 	if err != nil {
 		return nil, err
 	}
+	p.req.AlwaysPlan = true // an explanation shows the whole plan
 	return c.plan(ctx, p.req)
 }
