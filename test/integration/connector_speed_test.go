@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,11 +38,22 @@ func TestConnectorWarmLatency(t *testing.T) {
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "speed.all", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, Force: true})
-	if err != nil {
-		t.Fatal(err)
+	// LAKEWEED_BENCH_READ: read paths to measure in turn (auto, volume,
+	// s3; comma-separated); LAKEWEED_BENCH_RANGE_CACHE=off: no range cache,
+	// so every warm run reads its bytes (along that path).
+	var paths []connector.ReadPath
+	for _, v := range strings.Split(cmp.Or(os.Getenv("LAKEWEED_BENCH_READ"), "auto"), ",") {
+		rp, err := connector.ParseReadPath(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, rp)
 	}
-	defer conn.Close()
+	var rangeCache int64
+	if os.Getenv("LAKEWEED_BENCH_RANGE_CACHE") == "off" {
+		rangeCache = -1
+	}
+	var conn *connector.Connector
 	queries := []struct {
 		name  string
 		where string
@@ -67,27 +80,39 @@ func TestConnectorWarmLatency(t *testing.T) {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	for _, q := range queries {
-		n, cold := run(q.where, q.sel)
-		var medians []string
-		cpu0, runs := cpu(), 0
-		for series := 0; series < 3; series++ {
-			var ds []float64
-			for i := 0; i < 11; i++ {
-				_, d := run(q.where, q.sel)
-				ds = append(ds, float64(d.Microseconds())/1000)
-				runs++
+	measure := func() {
+		for _, q := range queries {
+			n, cold := run(q.where, q.sel)
+			var medians []string
+			cpu0, runs := cpu(), 0
+			for series := 0; series < 3; series++ {
+				var ds []float64
+				for i := 0; i < 11; i++ {
+					_, d := run(q.where, q.sel)
+					ds = append(ds, float64(d.Microseconds())/1000)
+					runs++
+				}
+				sort.Float64s(ds)
+				medians = append(medians, fmt.Sprintf("%.1f", ds[len(ds)/2]))
 			}
-			sort.Float64s(ds)
-			medians = append(medians, fmt.Sprintf("%.1f", ds[len(ds)/2]))
+			t.Logf("%-20s rows %7d cold %7.1f ms warm medians %v ms, CPU %.1f ms a query", q.name, n, float64(cold.Microseconds())/1000, medians,
+				float64((cpu()-cpu0).Microseconds())/1000/float64(runs))
 		}
-		t.Logf("%-20s rows %7d cold %7.1f ms warm medians %v ms, CPU %.1f ms a query", q.name, n, float64(cold.Microseconds())/1000, medians,
-			float64((cpu()-cpu0).Microseconds())/1000/float64(runs))
+	}
+	for _, rp := range paths {
+		var err error
+		if conn, err = connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, Force: true, Read: rp, RangeCacheBytes: rangeCache}); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		t.Logf("-read %s, range cache %s", rp, cmp.Or(os.Getenv("LAKEWEED_BENCH_RANGE_CACHE"), "on"))
+		measure()
 	}
 	dir := os.Getenv("LAKEWEED_PROFILE_DIR")
 	if dir == "" {
 		return
 	}
+	// profiles of the last read path measured
 	for _, q := range queries[1:] {
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s.pprof", q.name[:6])))
 		if err != nil {

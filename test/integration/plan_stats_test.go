@@ -127,9 +127,11 @@ func TestCostModelVerdictNamesTheRuleThatFired(t *testing.T) {
 	}{
 		{"no predicate", "", "", false,
 			"no predicate: Iceberg file pruning alone does the job", "4 of 4 files, estimated selectivity 1.0000"},
-		// rows [2000, 3000): row group 0 of file 1 only, well below 10 MiB.
+		// rows [2000, 3000): file 1 only, well below 10 MiB — decided from
+		// the manifests before planning, so the selectivity is file 1's
+		// share of the rows.
 		{"small scan in one file", tsRange(2000, 3000), "", false,
-			"planned scan below 10 MiB in at most 1 file(s): a direct ranged read is cheaper than a planning round-trip", "1 of 4 files, estimated selectivity 0.1250"},
+			"planned scan below 10 MiB in at most 1 file(s): a direct ranged read is cheaper than a planning round-trip", "1 of 4 files, estimated selectivity 0.2500"},
 		// an id outside [0, 8000): nothing planned, which is a small scan too.
 		{"nothing matches", "id = 8000", "", false,
 			"planned scan below 10 MiB in at most 1 file(s): a direct ranged read is cheaper than a planning round-trip", "0 of 4 files, estimated selectivity 0.0000"},
@@ -157,8 +159,15 @@ func TestCostModelVerdictNamesTheRuleThatFired(t *testing.T) {
 			if rule != tc.rule {
 				t.Fatalf("WHERE %q: reason names rule %q, want %q (reason %q)", tc.where, rule, tc.rule, reason)
 			}
-			if !strings.HasPrefix(summary, "planned ") || !strings.HasSuffix(summary, ", "+tc.summaryTail) {
-				t.Fatalf("WHERE %q: reason summary %q, want \"planned …, %s\"", tc.where, summary, tc.summaryTail)
+			// the rules the manifests decide stop the plan before any
+			// footer is read; the others are decided on the plan
+			early := strings.HasPrefix(rule, "no predicate") || strings.HasPrefix(rule, "planned scan below")
+			prefix := "planned "
+			if early {
+				prefix = "decided before planning from the manifests: a plain scan reads at most "
+			}
+			if !strings.HasPrefix(summary, prefix) || !strings.HasSuffix(summary, ", "+tc.summaryTail) || st.GetPlanningSkipped() != early {
+				t.Fatalf("WHERE %q: reason summary %q (planning skipped %v), want \"%s…, %s\"", tc.where, summary, st.GetPlanningSkipped(), prefix, tc.summaryTail)
 			}
 		})
 	}
@@ -193,6 +202,52 @@ func TestCostModelVerdictNamesTheRuleThatFired(t *testing.T) {
 			t.Fatalf("force=%v: %d rows, pushdown %v, fallback reason %q; want 60000 rows, pushdown %v, reason starting %q",
 				force, rows, res.Stats.Pushdown, res.Stats.FallbackReason, force, wantReason)
 		}
+	}
+}
+
+// A plan the cost model advises against but that is already made is read
+// when it reads fewer bytes than a plain scan — not thrown away and the
+// table scanned again; a query the manifests rule out (no predicate) is
+// read plainly without a plan being made.
+func TestAPlanAlreadyMadeIsReadWhenItReadsFewerBytesThanAPlainScan(t *testing.T) {
+	c := sharedCluster(t)
+	statsTables(t, c)
+	ctx := context.Background()
+	// rows [1000, 6000): files 0-2 survive the manifests, row group 0 of
+	// file 0 is pruned by its footer statistics: 5 of 6 row groups,
+	// selectivity 0.625 > 0.5 over nearly every byte of the files left.
+	where := tsRange(1000, 6000)
+	st := planStats(t, c, "stats_it.none", where, "")
+	if st.GetPushdownRecommended() || st.GetPlanningSkipped() || st.GetBytesPlanned() >= st.GetBytesPlainScan() {
+		t.Fatalf("plan of %s: recommended %v, skipped %v, planned %d of a %d-byte plain scan (%s)", where, st.GetPushdownRecommended(), st.GetPlanningSkipped(), st.GetBytesPlanned(), st.GetBytesPlainScan(), st.GetCostReason())
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	res, err := conn.Query(ctx, connector.Query{Table: "stats_it.none", Where: where, Select: []string{"id", "ts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := res.NumRows()
+	res.Release()
+	// SELECT id, ts prunes the projection: recommended; SELECT * is not
+	res, err = conn.Query(ctx, connector.Query{Table: "stats_it.none", Where: where})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	if res.NumRows() != 5000 || rows != 5000 || !res.Stats.Pushdown || res.Stats.FallbackReason != "" || !strings.Contains(res.Stats.CostNote, "reads fewer bytes than a plain scan") {
+		t.Fatalf("SELECT * WHERE %s: %d rows (%d projected), pushdown %v, fallback %q, cost note %q; want 5000 rows read from the plan", where, res.NumRows(), rows, res.Stats.Pushdown, res.Stats.FallbackReason, res.Stats.CostNote)
+	}
+	plain, err := conn.Query(ctx, connector.Query{Table: "stats_it.none", Select: []string{"id", "ts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Release()
+	if plain.NumRows() != statsRows || plain.Stats.Pushdown || !strings.Contains(plain.Stats.FallbackReason, "decided before planning from the manifests") {
+		t.Fatalf("no predicate: %d rows, pushdown %v, fallback %q; want a plain read decided before planning", plain.NumRows(), plain.Stats.Pushdown, plain.Stats.FallbackReason)
 	}
 }
 

@@ -311,7 +311,10 @@ type ParquetPushdownRequest struct {
 	RequestRowIds bool                  `protobuf:"varint,10,opt,name=request_row_ids,json=requestRowIds,proto3" json:"request_row_ids,omitempty"`
 	MaxRowIds     int64                 `protobuf:"varint,11,opt,name=max_row_ids,json=maxRowIds,proto3" json:"max_row_ids,omitempty"`
 	// Past the sketch: the table bucket; empty means the catalog's default.
-	Warehouse     string `protobuf:"bytes,12,opt,name=warehouse,proto3" json:"warehouse,omitempty"`
+	Warehouse string `protobuf:"bytes,12,opt,name=warehouse,proto3" json:"warehouse,omitempty"`
+	// Plan every file even where the manifest-level cost model says a plain
+	// read is cheaper (a caller that pushes down regardless, or explains).
+	AlwaysPlan    bool `protobuf:"varint,13,opt,name=always_plan,json=alwaysPlan,proto3" json:"always_plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -428,6 +431,13 @@ func (x *ParquetPushdownRequest) GetWarehouse() string {
 		return x.Warehouse
 	}
 	return ""
+}
+
+func (x *ParquetPushdownRequest) GetAlwaysPlan() bool {
+	if x != nil {
+		return x.AlwaysPlan
+	}
+	return false
 }
 
 type DataFileDescriptor struct {
@@ -1010,7 +1020,11 @@ type PlannedFile struct {
 	// The version planned: <size>-<rows>-<footer hash> (the identity rule of
 	// footers, delete bitmaps and side indexes), so a reader keys what it
 	// caches of the file by the same version.
-	Identity      string `protobuf:"bytes,10,opt,name=identity,proto3" json:"identity,omitempty"`
+	Identity string `protobuf:"bytes,10,opt,name=identity,proto3" json:"identity,omitempty"`
+	// Past the sketch: the healthy volume pushdown service beside a volume
+	// server holding the file's chunks (host:port), from which a reader may
+	// read the file's ranges with ReadRanges; empty when none is known.
+	ReadEndpoint  string `protobuf:"bytes,11,opt,name=read_endpoint,json=readEndpoint,proto3" json:"read_endpoint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1111,6 +1125,13 @@ func (x *PlannedFile) GetDescriptor_() *DataFileDescriptor {
 func (x *PlannedFile) GetIdentity() string {
 	if x != nil {
 		return x.Identity
+	}
+	return ""
+}
+
+func (x *PlannedFile) GetReadEndpoint() string {
+	if x != nil {
+		return x.ReadEndpoint
 	}
 	return ""
 }
@@ -1647,8 +1668,16 @@ type PushdownStats struct {
 	RowsDeleted             int64                  `protobuf:"varint,22,opt,name=rows_deleted,json=rowsDeleted,proto3" json:"rows_deleted,omitempty"`
 	ResidualPredicates      []string               `protobuf:"bytes,23,rep,name=residual_predicates,json=residualPredicates,proto3" json:"residual_predicates,omitempty"`
 	Vector                  *VectorSearchStats     `protobuf:"bytes,24,opt,name=vector,proto3" json:"vector,omitempty"` // vector queries only
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Past the sketch. The projected bytes of the files left after the
+	// manifest tier: what a plain Iceberg scan reads (a reader uses a plan
+	// reading fewer bytes even where pushdown is not recommended).
+	BytesPlainScan int64 `protobuf:"varint,25,opt,name=bytes_plain_scan,json=bytesPlainScan,proto3" json:"bytes_plain_scan,omitempty"`
+	// The cost model decided from manifest-level figures, before footers
+	// were read, that pushdown does not pay (no predicate, or a small scan
+	// in few files): no files are planned. always_plan plans regardless.
+	PlanningSkipped bool `protobuf:"varint,26,opt,name=planning_skipped,json=planningSkipped,proto3" json:"planning_skipped,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PushdownStats) Reset() {
@@ -1847,6 +1876,20 @@ func (x *PushdownStats) GetVector() *VectorSearchStats {
 		return x.Vector
 	}
 	return nil
+}
+
+func (x *PushdownStats) GetBytesPlainScan() int64 {
+	if x != nil {
+		return x.BytesPlainScan
+	}
+	return 0
+}
+
+func (x *PushdownStats) GetPlanningSkipped() bool {
+	if x != nil {
+		return x.PlanningSkipped
+	}
+	return false
 }
 
 type StatusRequest struct {
@@ -4527,7 +4570,7 @@ var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
 	"\n" +
-	"\x0epushdown.proto\x12\vpushdown_pb\"\xa0\x04\n" +
+	"\x0epushdown.proto\x12\vpushdown_pb\"\xc1\x04\n" +
 	"\x16ParquetPushdownRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12$\n" +
 	"\vsnapshot_id\x18\x02 \x01(\x03H\x00R\n" +
@@ -4543,7 +4586,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0frequest_row_ids\x18\n" +
 	" \x01(\bR\rrequestRowIds\x12\x1e\n" +
 	"\vmax_row_ids\x18\v \x01(\x03R\tmaxRowIds\x12\x1c\n" +
-	"\twarehouse\x18\f \x01(\tR\twarehouseB\x0e\n" +
+	"\twarehouse\x18\f \x01(\tR\twarehouse\x12\x1f\n" +
+	"\valways_plan\x18\r \x01(\bR\n" +
+	"alwaysPlanB\x0e\n" +
 	"\f_snapshot_idB\f\n" +
 	"\n" +
 	"_schema_id\"\xbd\x02\n" +
@@ -4609,7 +4654,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1c\n" +
 	"\tpositions\x18\x02 \x03(\x03R\tpositions\x12\x1f\n" +
 	"\vcolumns_ipc\x18\x03 \x01(\fR\n" +
-	"columnsIpc\"\x88\x03\n" +
+	"columnsIpc\"\xad\x03\n" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1d\n" +
 	"\n" +
@@ -4624,7 +4669,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"descriptor\x18\t \x01(\v2\x1f.pushdown_pb.DataFileDescriptorR\n" +
 	"descriptor\x12\x1a\n" +
 	"\bidentity\x18\n" +
-	" \x01(\tR\bidentity\"O\n" +
+	" \x01(\tR\bidentity\x12#\n" +
+	"\rread_endpoint\x18\v \x01(\tR\freadEndpoint\"O\n" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
@@ -4665,7 +4711,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\ffiles_pruned\x18\x02 \x01(\x03R\vfilesPruned\x12*\n" +
 	"\x11row_groups_pruned\x18\x03 \x01(\x03R\x0frowGroupsPruned\x12!\n" +
 	"\fpages_pruned\x18\x04 \x01(\x03R\vpagesPruned\x12\x16\n" +
-	"\x06micros\x18\x05 \x01(\x03R\x06micros\"\x9e\b\n" +
+	"\x06micros\x18\x05 \x01(\x03R\x06micros\"\xf3\b\n" +
 	"\rPushdownStats\x12\x1f\n" +
 	"\vfiles_total\x18\x01 \x01(\x03R\n" +
 	"filesTotal\x12!\n" +
@@ -4697,7 +4743,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x1adelete_bitmap_cache_misses\x18\x15 \x01(\x03R\x17deleteBitmapCacheMisses\x12!\n" +
 	"\frows_deleted\x18\x16 \x01(\x03R\vrowsDeleted\x12/\n" +
 	"\x13residual_predicates\x18\x17 \x03(\tR\x12residualPredicates\x126\n" +
-	"\x06vector\x18\x18 \x01(\v2\x1e.pushdown_pb.VectorSearchStatsR\x06vector\"\x0f\n" +
+	"\x06vector\x18\x18 \x01(\v2\x1e.pushdown_pb.VectorSearchStatsR\x06vector\x12(\n" +
+	"\x10bytes_plain_scan\x18\x19 \x01(\x03R\x0ebytesPlainScan\x12)\n" +
+	"\x10planning_skipped\x18\x1a \x01(\bR\x0fplanningSkipped\"\x0f\n" +
 	"\rStatusRequest\"\xc1\x01\n" +
 	"\n" +
 	"CacheStats\x12\x12\n" +

@@ -142,6 +142,8 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		Deletes:    src,
 		RowIDs:     req.GetRequestRowIds(),
 		MaxRowIDs:  req.GetMaxRowIds(),
+		// vector and row-id plans need every file's plan
+		DecideEarly: !req.GetAlwaysPlan() && req.GetVectorQuery() == nil && !req.GetRequestRowIds(),
 	}
 	if preq.MaxRowIDs == 0 {
 		preq.MaxRowIDs = s.Config.Limits.MaxRowIds
@@ -165,6 +167,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 			return nil, err
 		}
 	}
+	s.placeReads(ctx, resp.GetFiles())
 	resp.SnapshotId = snapID
 	resp.SchemaId = int32(schema.ID)
 	resp.MetadataLocation = tbl.MetadataLocation

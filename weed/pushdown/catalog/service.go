@@ -19,6 +19,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
@@ -182,6 +183,25 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 		}
 	}
 	return ""
+}
+
+// placeReads names, for each planned file, the healthy volume pushdown
+// service beside a volume server holding its chunks (read_endpoint), where
+// a connector reads the file's ranges next to the data; files held by no
+// healthy service are left without one (read through the S3 gateway).
+func (s *Service) placeReads(ctx context.Context, files []*pushdown_pb.PlannedFile) {
+	if s.Watcher == nil || s.Reader == nil {
+		return
+	}
+	var g errgroup.Group
+	g.SetLimit(32)
+	for _, f := range files {
+		g.Go(func() error {
+			f.ReadEndpoint = s.endpointFor(ctx, f.GetFile())
+			return nil
+		})
+	}
+	_ = g.Wait() // the calls return no error
 }
 
 // holderServers returns the volume servers holding the file's chunks.

@@ -31,9 +31,9 @@ func init() {
 	register(&subcommand{
 		name: "query",
 		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
-ranges through the S3 gateway, decode them with arrow-go, filter, project. Falls back to a plain read
+ranges from the volume pushdown service holding each file (or through the S3 gateway), decode them with arrow-go, filter, project. Falls back to a plain read
 (iceberg-go's scan) when pushdown is unavailable or not worth it.`,
-		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-mode page|rowgroup] [-nprobe n]`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-mode page|rowgroup] [-read auto|volume|s3] [-nprobe n]`,
 		run:   runQuery,
 	})
 }
@@ -161,6 +161,7 @@ func runQuery(args []string) error {
 	maxBufferMB := fs.Int("maxBufferMB", 256, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read)")
 	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
 	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
+	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -181,6 +182,10 @@ func runQuery(args []string) error {
 	default:
 		return fmt.Errorf("-mode %q: want page or rowgroup", *mode)
 	}
+	rp, err := connector.ParseReadPath(*readPath)
+	if err != nil {
+		return fmt.Errorf("-read: %w", err)
+	}
 	if *maxBufferMB < 1 || *workers < 0 {
 		return fmt.Errorf("-maxBufferMB must be at least 1 and -workers at least 0")
 	}
@@ -191,7 +196,7 @@ func runQuery(args []string) error {
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
 	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
-		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers}
+		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

@@ -43,6 +43,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -74,6 +75,14 @@ type Options struct {
 	NoPushdown  bool // always read plainly (for comparison)
 	Force       bool // push down even when the cost model advises against it
 	Concurrency int  // ranged GETs in flight (default 16)
+	// Read is where planned files' bytes are read: ReadAuto (default) from
+	// the volume pushdown service the plan names for each file, through the
+	// S3 gateway where it names none or that read fails (fetch_volume.go);
+	// ReadVolume only there; ReadS3 only through the gateway.
+	Read ReadPath
+	// RangeCacheBytes bounds the range cache of fetched bytes kept across
+	// queries (0: 256 MiB; negative: none, every query reads its bytes).
+	RangeCacheBytes int64
 	// Workers decode and filter row groups in parallel (default: one per
 	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
 	// the one the result is waiting for (default 256 MiB; at least one
@@ -112,10 +121,25 @@ type Stats struct {
 	Mode           string `json:"mode,omitempty"`
 	Rows           int64  `json:"rows"`
 	BytesRead      int64  `json:"bytes_read"`
-	Ranges         int64  `json:"ranges"`
-	Files          int    `json:"files"`
-	RowGroups      int    `json:"row_groups"`
-	BytesPlanned   int64  `json:"bytes_planned,omitempty"`
+	// Bytes read per path: from volume pushdown services (of which
+	// BytesVolumeLocal from their own volume servers' chunks) and through
+	// the S3 gateway (planned ranges and plain reads); ReadFallbacks counts
+	// volume reads done through the S3 gateway instead (ReadFallbackReason:
+	// the last one's cause).
+	ReadPath           string `json:"read_path,omitempty"`
+	BytesVolume        int64  `json:"bytes_volume"`
+	BytesVolumeLocal   int64  `json:"bytes_volume_local"`
+	BytesS3            int64  `json:"bytes_s3"`
+	VolumeCalls        int64  `json:"volume_calls,omitempty"`
+	ReadFallbacks      int64  `json:"read_fallbacks"`
+	ReadFallbackReason string `json:"read_fallback_reason,omitempty"`
+	Ranges             int64  `json:"ranges"`
+	Files              int    `json:"files"`
+	RowGroups          int    `json:"row_groups"`
+	BytesPlanned       int64  `json:"bytes_planned,omitempty"`
+	// CostNote: the plan was read although the cost model advised against
+	// pushdown, because it reads fewer bytes than a plain scan.
+	CostNote string `json:"cost_note,omitempty"`
 	// MetadataCached: the table's metadata was the connector's cached
 	// copy, which the plan confirmed current (no LoadTable).
 	MetadataCached bool  `json:"metadata_cached,omitempty"`
@@ -174,8 +198,14 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 		return nil, fmt.Errorf("iceberg REST catalog %s: %w", o.Endpoints.Iceberg, err)
 	}
 	client := lakeclient.NewS3Client(o.Endpoints)
-	c := &Connector{opts: o, s3: client, cat: cat, pool: grpcutil.NewConnPool(grpcutil.ClientDialOption()),
-		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: 256 << 20},
+	rangeCache := o.RangeCacheBytes
+	if rangeCache == 0 {
+		rangeCache = 256 << 20
+	}
+	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
+	volume := &volumeReader{conn: func(addr string) (grpc.ClientConnInterface, error) { return pool.Get(addr) }, sign: o.Endpoints.SignCall}
+	c := &Connector{opts: o, s3: client, cat: cat, pool: pool,
+		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: rangeCache, path: o.Read, volume: volume},
 		footers:   newLRU[metaKey, *fileMeta](4096),
 		tables:    &tableCache{Cache: newLRU[string, *tableEntry](1024)},
 		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
@@ -266,7 +296,9 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	if p.unbound, err = sqlpred.ParseFor(q.Where, p.schema); err != nil {
 		return nil, err
 	}
-	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID))}
+	// Force reads the plan whatever the cost model says: the catalog plans
+	// every file for it rather than stop at the manifest tier.
+	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), AlwaysPlan: c.opts.Force}
 	if p.snapshot != 0 {
 		p.req.SnapshotId = ptr(p.snapshot)
 	}
@@ -346,13 +378,23 @@ func (c *Connector) measured(run func() (*Result, error)) (*Result, error) {
 	start := time.Now()
 	bytes0, req0 := c.fetch.bytes.Load(), c.fetch.requests.Load()
 	pb0, pr0 := c.plainHTTP.bytes.Load(), c.plainHTTP.requests.Load()
+	vol := &c.fetch.vol
+	vb0, vl0, vr0, vc0, vf0 := vol.bytes.Load(), vol.local.Load(), vol.ranges.Load(), vol.calls.Load(), vol.fallbacks.Load()
 	res, err := run()
 	if err != nil {
 		return nil, err
 	}
 	res.Stats.ElapsedMs = time.Since(start).Milliseconds()
-	res.Stats.BytesRead = c.fetch.bytes.Load() - bytes0 + c.plainHTTP.bytes.Load() - pb0
-	res.Stats.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0
+	st := &res.Stats
+	st.ReadPath = c.opts.Read.String()
+	st.BytesS3 = c.fetch.bytes.Load() - bytes0 + c.plainHTTP.bytes.Load() - pb0
+	st.BytesVolume, st.BytesVolumeLocal = vol.bytes.Load()-vb0, vol.local.Load()-vl0
+	st.VolumeCalls, st.ReadFallbacks = vol.calls.Load()-vc0, vol.fallbacks.Load()-vf0
+	if r := vol.reason.Load(); st.ReadFallbacks > 0 && r != nil {
+		st.ReadFallbackReason = *r
+	}
+	st.BytesRead = st.BytesS3 + st.BytesVolume
+	st.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0 + vol.ranges.Load() - vr0
 	res.Stats.Rows = res.NumRows()
 	return res, nil
 }
@@ -408,7 +450,15 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 		}
 		return res, err
 	}
-	if !resp.GetStats().GetPushdownRecommended() && !c.opts.Force {
+	// A plan the cost model advises against is still read when it was
+	// computed (not stopped at the manifest tier) and reads fewer bytes
+	// than a plain scan: planning is paid, throwing it away would read more.
+	st := resp.GetStats()
+	var costNote string
+	if !st.GetPushdownRecommended() && !c.opts.Force && !st.GetPlanningSkipped() && st.GetBytesPlanned() < st.GetBytesPlainScan() {
+		costNote = fmt.Sprintf("the cost model advised against pushdown (%s), but the plan already made reads fewer bytes than a plain scan (%d < %d)",
+			st.GetCostReason(), st.GetBytesPlanned(), st.GetBytesPlainScan())
+	} else if !st.GetPushdownRecommended() && !c.opts.Force {
 		if c.opts.NoFallback {
 			return nil, fmt.Errorf("the cost model advises against pushdown (%s) and fallback is off", resp.GetStats().GetCostReason())
 		}
@@ -427,6 +477,7 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	res.Stats.ReadMs = time.Since(t1).Milliseconds()
 	res.Stats.MetadataCached = p.fromCache
 	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
+	res.Stats.CostNote = costNote
 	return res, nil
 }
 
@@ -752,5 +803,6 @@ func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetP
 	if err != nil {
 		return nil, err
 	}
+	p.req.AlwaysPlan = true // an explanation shows the whole plan
 	return c.plan(ctx, p.req)
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -100,25 +99,43 @@ type byteRange = plan.ByteRange
 // be and still be read as one (the catalog's default -pushdown.coalesceGapKB).
 var coalesceGap = plan.DefaultOptions().CoalesceGap
 
-// fetcher issues ranged GETs through the S3 gateway, concurrently, and
+// fetcher reads byte ranges of planned files, concurrently: from the
+// volume pushdown service the plan names for a file (ReadRanges, next to
+// the data; fetch_volume.go) or through the S3 gateway (ranged GETs), and
 // caches fetched ranges (the range cache) for the connector's lifetime.
+// A range wanted by several row groups at once is read once.
 type fetcher struct {
 	client      *s3.Client
 	concurrency int
-	bytes       atomic.Int64
+	path        ReadPath
+	volume      *volumeReader // nil: every read goes through the S3 gateway
+	bytes       atomic.Int64  // through the S3 gateway
 	requests    atomic.Int64
-	flight      singleflight.Group
+	vol         volumeCounters
 
 	mu       sync.Mutex
+	inflight map[flightKey]*flight
 	cache    map[fileVersion][]span // by file version
 	order    []cacheKey             // insertion order, for eviction
 	held     int64
-	capacity int64 // bytes the range cache may hold
+	capacity int64 // bytes the range cache may hold (<= 0: none)
 }
 
 type cacheKey struct {
 	id  fileVersion
 	off int64
+}
+
+// flight is one range being read; done closes when data or err is set.
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+type flightKey struct {
+	id fileVersion
+	r  byteRange
 }
 
 // fileVersion is what the range cache keys bytes by: path and size, and
@@ -148,6 +165,10 @@ func splitS3(location string) (bucket, key string, err error) {
 func (ft *fetcher) cached(id fileVersion, r byteRange) ([]byte, bool) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
+	return ft.cachedLocked(id, r)
+}
+
+func (ft *fetcher) cachedLocked(id fileVersion, r byteRange) ([]byte, bool) {
 	for _, s := range ft.cache[id] {
 		if s.off <= r.Off && r.Off+r.Len <= s.off+int64(len(s.data)) {
 			return s.data[r.Off-s.off : r.Off-s.off+r.Len], true
@@ -160,6 +181,13 @@ func (ft *fetcher) cached(id fileVersion, r byteRange) ([]byte, bool) {
 func (ft *fetcher) remember(id fileVersion, s span) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
+	ft.rememberLocked(id, s)
+}
+
+func (ft *fetcher) rememberLocked(id fileVersion, s span) {
+	if ft.capacity <= 0 {
+		return
+	}
 	if ft.cache == nil {
 		ft.cache = map[fileVersion][]span{}
 	}
@@ -180,70 +208,148 @@ func (ft *fetcher) remember(id fileVersion, s span) {
 	}
 }
 
+// claim sorts the ranges of one file not yet in sf: read by this caller
+// (mine, now in flight), or being read by another (theirs).
+func (ft *fetcher) claim(id fileVersion, sf *sparseFile, rs []byteRange) (mine []byteRange, theirs map[byteRange]*flight) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.inflight == nil {
+		ft.inflight = map[flightKey]*flight{}
+	}
+	for _, r := range rs {
+		if b, ok := ft.cachedLocked(id, r); ok {
+			sf.add(r.Off, b)
+			continue
+		}
+		k := flightKey{id, r}
+		if f := ft.inflight[k]; f != nil {
+			if theirs == nil {
+				theirs = map[byteRange]*flight{}
+			}
+			theirs[r] = f
+			continue
+		}
+		ft.inflight[k] = &flight{done: make(chan struct{})}
+		mine = append(mine, r)
+	}
+	return mine, theirs
+}
+
+// complete ends the flight of r, caching its bytes when read.
+func (ft *fetcher) complete(id fileVersion, r byteRange, data []byte, err error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	k := flightKey{id, r}
+	f := ft.inflight[k]
+	if f == nil {
+		return
+	}
+	delete(ft.inflight, k)
+	if err == nil {
+		ft.rememberLocked(id, span{r.Off, data})
+	}
+	f.data, f.err = data, err
+	close(f.done)
+}
+
 // fetch reads ranges of one file into a sparseFile: given as they are
 // (a plan's coalesced file_ranges), extra coalesced with plan.Coalesce
 // (what the connector reads beyond the plan); the range cache serves what
 // it holds.
 func (ft *fetcher) fetch(ctx context.Context, pf *pushdown_pb.PlannedFile, given, extra []byteRange) (*sparseFile, error) {
 	location, size := pf.GetFile(), pf.GetSizeBytes()
-	bucket, key, err := splitS3(location)
-	if err != nil {
+	if _, _, err := splitS3(location); err != nil {
 		return nil, err
 	}
 	id := fileVersion{footer.Identity{Path: location, Size: size}, pf.GetIdentity()}
 	sf := &sparseFile{path: location, size: size}
-	var mu sync.Mutex
+	var want []byteRange
+	seen := map[byteRange]bool{}
+	for _, r := range append(append([]byteRange{}, given...), plan.Coalesce(extra, coalesceGap)...) {
+		if r.Len > 0 && !seen[r] {
+			seen[r] = true
+			want = append(want, r)
+		}
+	}
+	mine, theirs := ft.claim(id, sf, want)
+	got, err := ft.readClaimed(ctx, pf, id, mine)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range mine {
+		sf.add(r.Off, got[i])
+	}
+	for r, f := range theirs {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		b, err := f.data, f.err
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+			// the caller that read it was cancelled, this one is not
+			var bs [][]byte
+			if bs, err = ft.read(ctx, pf, id, []byteRange{r}); err == nil {
+				b = bs[0]
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		sf.add(r.Off, b)
+	}
+	return sf, nil
+}
+
+// readClaimed reads the ranges this caller claimed and ends their flights
+// (with the bytes, or the error).
+func (ft *fetcher) readClaimed(ctx context.Context, pf *pushdown_pb.PlannedFile, id fileVersion, rs []byteRange) ([][]byte, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	got, err := ft.read(ctx, pf, id, rs)
+	for i, r := range rs {
+		if err != nil {
+			ft.complete(id, r, nil, err)
+		} else {
+			ft.complete(id, r, got[i], nil)
+		}
+	}
+	return got, err
+}
+
+// read reads rs of one file: from the volume pushdown service the plan
+// names for it when the read path allows (falling back to the S3 gateway
+// as fetch_volume.go says), otherwise through the S3 gateway.
+func (ft *fetcher) read(ctx context.Context, pf *pushdown_pb.PlannedFile, id fileVersion, rs []byteRange) ([][]byte, error) {
+	if ep, ok, err := ft.volumeRoute(pf); err != nil {
+		return nil, err
+	} else if ok {
+		return ft.readVolume(ctx, ep, pf, id, rs)
+	}
+	return ft.readS3(ctx, id, rs)
+}
+
+// readS3 reads rs through the S3 gateway, one ranged GET each.
+func (ft *fetcher) readS3(ctx context.Context, id fileVersion, rs []byteRange) ([][]byte, error) {
+	bucket, key, err := splitS3(id.Path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(rs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, ft.concurrency))
-	for _, r := range append(append([]byteRange{}, given...), plan.Coalesce(extra, coalesceGap)...) {
-		if r.Len <= 0 {
-			continue
-		}
-		if b, ok := ft.cached(id, r); ok {
-			mu.Lock()
-			sf.add(r.Off, b)
-			mu.Unlock()
-			continue
-		}
+	for i, r := range rs {
 		g.Go(func() error {
-			b, err := ft.shared(gctx, id, bucket, key, r)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			sf.add(r.Off, b)
-			mu.Unlock()
-			return nil
+			b, err := ft.get(gctx, id, bucket, key, r)
+			out[i] = b
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return sf, nil
-}
-
-// shared is one ranged GET of r, shared by the callers that ask for it at
-// once (row groups whose plan ranges were coalesced into one), then cached.
-func (ft *fetcher) shared(ctx context.Context, id fileVersion, bucket, key string, r byteRange) ([]byte, error) {
-	flight := fmt.Sprintf("%s\x00%d\x00%s\x00%d\x00%d", id.Path, id.Size, id.identity, r.Off, r.Len)
-	v, err, _ := ft.flight.Do(flight, func() (any, error) {
-		if b, ok := ft.cached(id, r); ok {
-			return b, nil
-		}
-		b, err := ft.get(ctx, id, bucket, key, r)
-		if err == nil {
-			ft.remember(id, span{r.Off, b})
-		}
-		return b, err
-	})
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
-		// the caller that ran it was cancelled, this one is not
-		return ft.get(ctx, id, bucket, key, r)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return v.([]byte), nil
+	return out, nil
 }
 
 // get is one ranged GET through the S3 gateway.

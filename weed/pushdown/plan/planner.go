@@ -90,6 +90,23 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		}
 	}
 	tiers[TierManifest].dur = time.Since(t0)
+	projectedIDs := projectedFieldSet(&req, fieldIDs)
+	if req.DecideEarly {
+		// The pay-off decision from manifest-level figures, before any
+		// footer is read: the plain scan reads at most the projected bytes
+		// of the files left.
+		var scan, rows, total int64
+		for _, fp := range live {
+			scan += manifestProjectedBytes(fp.File, projectedIDs)
+			rows += fp.File.RecordCount
+		}
+		for _, fp := range plans {
+			total += fp.File.RecordCount
+		}
+		if worth, reason := decideBeforePlanning(o, hasPredicate, scan, len(live), len(plans), fraction(rows, total)); !worth {
+			return skippedPlan(plans, projectedIDs, scan, tiers, reason, start), plans, nil
+		}
+	}
 
 	// Deletes of the surviving files are computed (beside the data) while
 	// their footers load.
@@ -209,7 +226,6 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		FileRanges: make([]*pushdown_pb.FileRange, 0, len(live))}
 	st := resp.Stats
 	used, missing := map[string]bool{}, map[string]int{}
-	projectedIDs := projectedFieldSet(&req, fieldIDs)
 	var rowsPlanned, rowsTotal, survivingFileBytes int64
 	for _, fp := range plans {
 		st.FilesTotal++
@@ -225,6 +241,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		md := fp.Footer.Meta
 		st.RowGroupsTotal += int64(md.NumRowGroups())
 		st.BytesTotal += out.bytesTotal
+		st.BytesPlainScan += out.bytesTotal
 		st.PagesTotal += out.pagesTotal
 		st.PagesPruned += out.pagesTotal - out.pagesPlanned
 		st.RowGroupsPruned += int64(md.NumRowGroups() - out.rowGroupsLeft)
@@ -588,16 +605,73 @@ func nestedIDs(f iceberg.NestedField) map[int]bool {
 func decideCost(o Options, hasPredicate bool, planned, total int64, filesLeft, filesTotal int, selectivity float64, projectionPrunes bool) (bool, string) {
 	summary := fmt.Sprintf("planned %s of %s projected (%s), %d of %d files, estimated selectivity %.4f",
 		HumanBytes(planned), HumanBytes(total), percent(planned, total), filesLeft, filesTotal, selectivity)
+	if ok, rule := manifestRules(o, hasPredicate, planned, filesLeft); !ok {
+		return false, rule + "; " + summary
+	}
 	switch {
-	case !hasPredicate:
-		return false, "no predicate: Iceberg file pruning alone does the job; " + summary
-	case planned < o.MinScanBytes && filesLeft <= o.MinFiles:
-		return false, fmt.Sprintf("planned scan below %s in at most %d file(s): a direct ranged read is cheaper than a planning round-trip; %s",
-			HumanBytes(o.MinScanBytes), o.MinFiles, summary)
 	case selectivity > o.MaxSelectivity && !projectionPrunes:
 		return false, fmt.Sprintf("predicate is not selective (%.2f > %.2f) and the projection prunes few bytes; %s", selectivity, o.MaxSelectivity, summary)
 	}
 	return true, summary
+}
+
+// manifestRules are the cost model's rules that need only manifest-level
+// figures (scan: the bytes a scan reads at most, in files files).
+func manifestRules(o Options, hasPredicate bool, scan int64, files int) (bool, string) {
+	switch {
+	case !hasPredicate:
+		return false, "no predicate: Iceberg file pruning alone does the job"
+	case scan < o.MinScanBytes && files <= o.MinFiles:
+		return false, fmt.Sprintf("planned scan below %s in at most %d file(s): a direct ranged read is cheaper than a planning round-trip",
+			HumanBytes(o.MinScanBytes), o.MinFiles)
+	}
+	return true, ""
+}
+
+// decideBeforePlanning applies the manifest-level rules to the files the
+// manifest tier left (scan: their projected bytes from the manifests, an
+// upper bound of what a plan would read, so a rule that fires here fires
+// on the plan too).
+func decideBeforePlanning(o Options, hasPredicate bool, scan int64, filesLeft, filesTotal int, selectivity float64) (bool, string) {
+	ok, rule := manifestRules(o, hasPredicate, scan, filesLeft)
+	if ok {
+		return true, ""
+	}
+	return false, fmt.Sprintf("%s; decided before planning from the manifests: a plain scan reads at most %s, %d of %d files, estimated selectivity %.4f",
+		rule, HumanBytes(scan), filesLeft, filesTotal, selectivity)
+}
+
+// skippedPlan is the response of a plan the manifest-level cost model
+// stopped after the manifest tier: no file planned, the figures known.
+func skippedPlan(plans []*FilePlan, projectedIDs map[int]bool, scan int64, tiers map[string]*tierCounter, reason string, start time.Time) *pushdown_pb.ParquetPushdownResponse {
+	st := &pushdown_pb.PushdownStats{PlanningSkipped: true, BytesPlainScan: scan, CostReason: reason}
+	var rows, total int64
+	for _, fp := range plans {
+		st.FilesTotal++
+		st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
+		st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
+		total += fp.File.RecordCount
+		if fp.Skip {
+			st.FilesPruned++
+			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
+		} else {
+			rows += fp.File.RecordCount
+		}
+	}
+	st.EstimatedSelectivity = fraction(rows, total)
+	for _, t := range Tiers {
+		c := tiers[t]
+		st.Tiers = append(st.Tiers, &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, Micros: c.dur.Microseconds()})
+	}
+	st.PlanMicros = time.Since(start).Microseconds()
+	return &pushdown_pb.ParquetPushdownResponse{Stats: st}
+}
+
+func fraction(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 func percent(a, b int64) string {

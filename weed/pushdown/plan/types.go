@@ -113,6 +113,10 @@ type Request struct {
 	// indexes answer exactly, at most MaxRowIDs of them (see rowrefs.go).
 	RowIDs    bool
 	MaxRowIDs int64
+	// DecideEarly stops the plan after the manifest tier, planning no file
+	// (PlanningSkipped), when the manifest-level cost model says pushdown
+	// does not pay; otherwise every file is planned whatever the verdict.
+	DecideEarly bool
 }
 
 // RowGroupPlan is the access plan of one row group.
