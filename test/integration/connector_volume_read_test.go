@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -42,14 +44,28 @@ func TestConnectorReadsPlannedRangesBesideTheDataAndReturnsTheRowsAnS3OnlyReadDo
 	tbl := createDeleteTable(t, c, "volread_it", "events", 2)
 	tbl = appendRows(t, tbl, 0, 3000)
 	appendRows(t, tbl, 3000, 6000)
-	resp, err := connectorExplain(t, c, "volread_it.events", "id >= 1000 AND id < 1400")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range resp.GetFiles() {
-		if f.GetReadEndpoint() != c.VolumePushdownAddr() {
-			t.Fatalf("plan names read endpoint %q for %s, want %s", f.GetReadEndpoint(), f.GetFile(), c.VolumePushdownAddr())
+	// Naming an endpoint is best effort (a file whose holder is not known
+	// yet is read through the gateway): new files are named once the
+	// catalog has looked their chunks up, within seconds.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := connectorExplain(t, c, "volread_it.events", "id >= 1000 AND id < 1400")
+		if err != nil {
+			t.Fatal(err)
 		}
+		var wrong []string
+		for _, f := range resp.GetFiles() {
+			if f.GetReadEndpoint() != c.VolumePushdownAddr() {
+				wrong = append(wrong, fmt.Sprintf("%q for %s", f.GetReadEndpoint(), f.GetFile()))
+			}
+		}
+		if len(wrong) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plan names read endpoints %v, want %s", wrong, c.VolumePushdownAddr())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	for _, q := range []struct{ where, sel string }{
 		{"id >= 1000 AND id < 1400", "id,part,val,name"},
@@ -72,8 +88,11 @@ func TestConnectorReadsPlannedRangesBesideTheDataAndReturnsTheRowsAnS3OnlyReadDo
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("%s, -read %s: %d rows, the S3-only read %d:\n got %v\nwant %v", q.where, path, len(got), len(want), got, want)
 			}
-			if st.BytesVolume != s3.BytesS3 || st.BytesS3 != 0 || st.BytesVolumeLocal != st.BytesVolume || st.ReadFallbacks != 0 || st.VolumeCalls == 0 || st.ReadPath != path.String() {
-				t.Fatalf("%s, -read %s: stats %+v; want the S3-only read's %d bytes all from the volume service, locally", q.where, path, st, s3.BytesS3)
+			// The byte counts of the two paths need not be equal: a range
+			// two row groups want is read once only while both are in
+			// flight (there is no range cache here), which is timing.
+			if st.BytesVolume < st.BytesPlanned || st.BytesS3 != 0 || st.BytesVolumeLocal != st.BytesVolume || st.ReadFallbacks != 0 || st.VolumeCalls == 0 || st.ReadPath != path.String() {
+				t.Fatalf("%s, -read %s: stats %+v; want at least the planned bytes, all from the volume service, locally (the S3-only read: %d bytes)", q.where, path, st, s3.BytesS3)
 			}
 		}
 	}
