@@ -120,6 +120,7 @@ type Footer struct {
 	Chunks       [][]Chunk
 	rowGroupRows []int64 // rows per row group, set by Load (nil: ask Meta)
 	numRows      int64   // their sum
+	identityDir  string  // IdentityDir of this version, set by Load
 	hasPageIndex bool
 	MetaOffset   int64 // start of the Thrift FileMetaData
 	MetaLength   int64 // its length (the 8-byte length + magic trailer follows)
@@ -251,6 +252,15 @@ func (f *Footer) NumRows() int64 {
 		n += f.Meta.RowGroup(i).NumRows()
 	}
 	return n
+}
+
+// IdentityDir is IdentityDir of this version of the file (its size,
+// rows and footer hash).
+func (f *Footer) IdentityDir() string {
+	if f.identityDir != "" {
+		return f.identityDir
+	}
+	return IdentityDir(f.ID.Size, f.NumRows(), f.Hash)
 }
 
 // RowGroupRows is the number of rows of row group rg.
@@ -399,6 +409,7 @@ func Load(ctx context.Context, id Identity, src Source) (*Footer, error) {
 		f.rowGroupRows[i] = md.RowGroup(i).NumRows()
 		f.numRows += f.rowGroupRows[i]
 	}
+	f.identityDir = IdentityDir(id.Size, f.numRows, f.Hash)
 	for _, rg := range chunks {
 		for _, c := range rg {
 			if c.OffsetIndex != nil {

@@ -10,9 +10,10 @@ import (
 // live and die with this version of the file: a rewrite loads a new
 // Footer and never sees them.
 type sidePages struct {
-	any    atomic.Bool
-	cols   map[int][]ColumnPageIndex // leaf column → per row group; under Footer.mu
-	merged []*RowGroupIndex          // native overlaid with cols; nil until asked
+	any      atomic.Bool
+	cols     map[int][]ColumnPageIndex // leaf column → per row group; under Footer.mu
+	attached atomic.Int32              // columns attached so far
+	merged   []*RowGroupIndex          // native overlaid with cols; nil until asked
 }
 
 // SidePageIndex is one row group's page index of one column as a
@@ -65,6 +66,7 @@ func (f *Footer) AttachSidePageIndex(col int, groups []SidePageIndex) error {
 		return nil
 	}
 	f.side.cols[col] = parsed
+	f.side.attached.Add(1)
 	f.side.merged = nil
 	f.side.any.Store(true)
 	f.size += size
@@ -74,6 +76,11 @@ func (f *Footer) AttachSidePageIndex(col int, groups []SidePageIndex) error {
 	}
 	return nil
 }
+
+// SidePageColumns is the number of columns side page indexes have been
+// attached to: it only grows, so a value memoized with it is current
+// while it stays the same.
+func (f *Footer) SidePageColumns() int32 { return f.side.attached.Load() }
 
 // HasSidePageIndex reports whether a side page index of leaf column col is
 // attached.

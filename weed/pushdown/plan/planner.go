@@ -208,8 +208,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 				if fp.Skip {
 					continue
 				}
-				refs := columnRefsOf(fp)
-				outs[i] = buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, o.CoalesceGap)
+				outs[i] = fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
 			}
 			return nil
 		})
@@ -270,7 +269,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
 			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
 			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
-			HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: footer.IdentityDir(fp.File.Size, fp.Footer.NumRows(), fp.Footer.Hash),
+			HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
 		})
 	}
 	for _, t := range Tiers {

@@ -68,6 +68,34 @@ type fileOutput struct {
 	rowGroupsLeft int
 }
 
+// fileOutputOf is buildFile's output for fp's projection. A file read
+// whole (no row group pruned, no row ranges, no deletes) plans the same
+// every time for a projection, so that output is memoized on its footer
+// and shared by every response naming it: nothing may modify it or the
+// refs it holds (as with columnRefsOf). Warm plans of many files that
+// every query visits then do no per-file assembly.
+func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileOutput {
+	refs := columnRefsOf(fp)
+	build := func() *fileOutput {
+		return buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, gap)
+	}
+	if fp.Deleted != nil || fp.File.Path != fp.Footer.ID.Path {
+		return build()
+	}
+	for _, rg := range fp.RowGroups {
+		if rg.Skip || rg.Rows != nil {
+			return build()
+		}
+	}
+	type key struct {
+		cm   *ColumnMap
+		ids  string
+		gap  int64
+		side int32 // the page counts change when side page indexes attach
+	}
+	return fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, fp.Footer.SidePageColumns()}, func() any { return build() }).(*fileOutput)
+}
+
 // buildFile assembles the refs and byte ranges of one file plan.
 func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb.ColumnRef, gap int64) *fileOutput {
 	out := &fileOutput{}

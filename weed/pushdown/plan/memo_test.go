@@ -1,0 +1,71 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+)
+
+// planSummary is what a plan says about its files, in order.
+func planSummary(resp *pushdown_pb.ParquetPushdownResponse) string {
+	s := fmt.Sprintf("planned %d total %d pages %d/%d;", resp.Stats.BytesPlanned, resp.Stats.BytesTotal, resp.Stats.PagesPruned, resp.Stats.PagesTotal)
+	for _, rg := range resp.RowGroups {
+		s += fmt.Sprintf(" %s#%d+%d del%v rr%d", rg.File, rg.RowGroup, rg.RowCount, rg.DeletedPositions, len(rg.RowRanges))
+	}
+	for _, fr := range resp.FileRanges {
+		s += fmt.Sprintf(" [%s %d+%d]", fr.File, fr.Offset, fr.Length)
+	}
+	return s
+}
+
+// Whole-file outputs are shared between plans of the same projection; a
+// plan with deletes, another projection, pruned row groups or a fresh
+// planner must still see exactly what a plan from scratch sees.
+func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T) {
+	cols := genColumns()
+	_, schema := genSchemas(cols)
+	v := variants[0]
+	v.rowGroup = 250
+	mem := memFiles{}
+	var files []DataFile
+	data := writeVariant(t, cols, v, 1000, 1)
+	for i := 0; i < 3; i++ {
+		p := fmt.Sprintf("s3://t/%d.parquet", i)
+		mem[p] = data
+		files = append(files, DataFile{Path: p, Size: int64(len(data)), RecordCount: 1000})
+	}
+	deleted := roaring64.BitmapOf(3, 300, 999)
+	withDeletes := append([]DataFile(nil), files...)
+	withDeletes[1].HasDeletes = true
+	reqs := []struct {
+		name string
+		req  Request
+	}{
+		{"no predicate", Request{Table: Table{Schema: schema}, Files: files, Projection: []int{1, 2, 5}, Options: DefaultOptions()}},
+		{"another projection", Request{Table: Table{Schema: schema}, Files: files, Projection: []int{2, 19}, Options: DefaultOptions()}},
+		{"deletes", Request{Table: Table{Schema: schema}, Files: withDeletes, Projection: []int{1, 2, 5}, Options: DefaultOptions(), Deletes: fixedDeletes{deleted}}},
+		{"pruning predicate", Request{Table: Table{Schema: schema}, Files: files, Predicate: xBetweenField(t, schema, 1, 100, 200), Projection: []int{1, 2, 5}, Options: DefaultOptions()}},
+	}
+	shared := &Planner{Cache: footer.NewCache("shared", 1<<30, mem.open)}
+	for round := 0; round < 2; round++ {
+		for _, r := range reqs {
+			got, _, err := shared.Plan(context.Background(), r.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := &Planner{Cache: footer.NewCache("fresh", 1<<30, mem.open)}
+			want, _, err := fresh.Plan(context.Background(), r.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := planSummary(got), planSummary(want); g != w {
+				t.Fatalf("round %d, %s: the shared planner planned\n%s\na fresh one\n%s", round, r.name, g, w)
+			}
+		}
+	}
+}
