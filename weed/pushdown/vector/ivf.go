@@ -312,17 +312,21 @@ func (ix *Index) Search(mat *Matrix, q Query) ([]Hit, Stats, error) {
 	}
 	// Under a mask of m rows: when m is no more than the rows an unmasked
 	// search would score (or k × refine), scanning it exactly costs no
-	// more and misses nothing. Otherwise the nearest masked rows need not
-	// sit in the nearest lists, so probing goes on until as large a share
-	// of the masked rows passed as nprobe lists hold of all rows (at
-	// least k): an overscan by the mask's selectivity.
+	// more and misses nothing. Otherwise probing goes on until as many
+	// masked rows were scored as an unmasked search scores (nprobe lists'
+	// share of all rows): nprobe widened by 1/selectivity, the post-filter
+	// overscan. Stopping at the same share of the masked rows instead
+	// (nprobe lists' share of m) loses recall when the mask and the
+	// vectors are correlated — a label filter whose rows sit in lists far
+	// from the query (recall@10 0.92 on Fashion-MNIST, label = 3).
 	want := q.K
 	if q.Mask != nil && ix.NList() > 0 {
 		m := int64(q.Mask.GetCardinality())
-		if m <= max(int64(q.K*refine), ix.Rows*int64(nprobe)/int64(ix.NList())) {
+		unmasked := ix.Rows * int64(nprobe) / int64(ix.NList())
+		if m <= max(int64(q.K*refine), unmasked) {
 			return Exact(mat, q)
 		}
-		want = max(q.K, int(m*int64(nprobe)/int64(ix.NList())))
+		want = int(max(int64(q.K), unmasked))
 	}
 	if ix.NList() == 0 {
 		return Exact(mat, q)
