@@ -147,10 +147,8 @@ func Build(mat *Matrix, opt BuildOptions) (*Index, error) {
 	assign := make([]int32, len(valid))
 	parallelFor(w, len(valid), 512, func(lo, hi int) {
 		buf := make([]float32, nlist)
-		for i := lo; i < hi; i++ {
-			c, _ := as.nearest(mat.Row(valid[i]), buf)
-			assign[i] = int32(c)
-		}
+		dist := make([]float32, hi-lo)
+		as.nearestBlock(func(i int) []float32 { return mat.Row(valid[i]) }, lo, hi, assign[lo:hi], dist, buf)
 	})
 	ix.Lists = make([][]int64, nlist)
 	for i, p := range valid {
