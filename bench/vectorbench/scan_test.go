@@ -107,8 +107,8 @@ func openScan(t *testing.T, c *harness.Cluster, paths []string) []*scanFile {
 // squared L2 of every vector, the top-k merged. It returns "file@pos".
 func scanTopK(t *testing.T, c *harness.Cluster, files []*scanFile, paths []string, q []float32, k int) []string {
 	type hit struct {
-		id string
-		d  float32
+		file, pos int
+		d         float32
 	}
 	var mu sync.Mutex
 	var all []hit
@@ -161,7 +161,7 @@ func scanTopK(t *testing.T, c *harness.Cluster, files []*scanFile, paths []strin
 								y := x - q[j]
 								d += y * y
 							}
-							local = append(local, hit{fmt.Sprintf("%s@%d", paths[fi], pos), d})
+							local = append(local, hit{fi, pos, d})
 							if len(local) > 4*k {
 								slices.SortFunc(local, func(a, b hit) int { return cmpF(a.d, b.d) })
 								local = local[:k]
@@ -180,7 +180,7 @@ func scanTopK(t *testing.T, c *harness.Cluster, files []*scanFile, paths []strin
 	sort.SliceStable(all, func(i, j int) bool { return all[i].d < all[j].d })
 	var out []string
 	for _, h := range all[:min(k, len(all))] {
-		out = append(out, h.id)
+		out = append(out, fmt.Sprintf("%s@%d", paths[h.file], h.pos))
 	}
 	return out
 }
