@@ -4,7 +4,7 @@
 #   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
 #   BENCH=plan|deletes|peer|sideindex|sideindex-build|vector|kinds runs one of them
-#   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (20,000 / 100,000)
+#   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (60,000 / 1,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LAKEWEED_BENCH=1

@@ -9,32 +9,48 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 )
 
 // FashionMNISTDir is where Debian's dataset-fashion-mnist installs the
 // data set (60,000 + 10,000 images of 28 × 28 bytes).
 const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 
-// LoadFashionMNIST reads an idx3 image file as a matrix of 784-d vectors
-// (pixel values 0-255), at most limit rows (0: all).
-func LoadFashionMNIST(name string, limit int) (*Matrix, error) {
+// readIdx opens a gzipped idx file of the data set, checks its magic and
+// reads the header's dimension sizes (the rest of z is the data).
+func readIdx(name string, magic uint32, dims int, read func(z io.Reader, sizes []uint32) error) error {
 	f, err := os.Open(filepath.Join(FashionMNISTDir, name))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	z, err := gzip.NewReader(f)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var hdr [4]uint32
-	if err := binary.Read(z, binary.BigEndian, &hdr); err != nil {
-		return nil, err
+	hdr := make([]uint32, 1+dims)
+	if err := binary.Read(z, binary.BigEndian, hdr); err != nil {
+		return err
 	}
-	if hdr[0] != 0x803 {
-		return nil, fmt.Errorf("%s: magic %#x is not an idx3 image file", name, hdr[0])
+	if hdr[0] != magic {
+		return fmt.Errorf("%s: magic %#x is not %#x", name, hdr[0], magic)
 	}
-	n, dim := int(hdr[1]), int(hdr[2]*hdr[3])
+	return read(z, hdr[1:])
+}
+
+// LoadFashionMNIST reads an idx3 image file as a matrix of 784-d vectors
+// (pixel values 0-255), at most limit rows (0: all).
+func LoadFashionMNIST(name string, limit int) (m *Matrix, err error) {
+	err = readIdx(name, 0x803, 3, func(z io.Reader, hdr []uint32) error {
+		m, err = readImages(z, hdr, limit)
+		return err
+	})
+	return m, err
+}
+
+func readImages(z io.Reader, hdr []uint32, limit int) (*Matrix, error) {
+	n, dim := int(hdr[0]), int(hdr[1]*hdr[2])
 	if limit > 0 {
 		n = min(n, limit)
 	}
@@ -107,4 +123,63 @@ func TestIVFOnFashionMNISTReachesRecallAtTenOfNinetyFivePercent(t *testing.T) {
 			t.Errorf("pq=%v: recall@10 %.3f on Fashion-MNIST, want ≥ 0.95", pq, r)
 		}
 	}
+}
+
+// LoadFashionMNISTLabels reads an idx1 label file, at most limit labels.
+func LoadFashionMNISTLabels(name string, limit int) (labels []byte, err error) {
+	err = readIdx(name, 0x801, 1, func(z io.Reader, hdr []uint32) error {
+		labels = make([]byte, min(int(hdr[0]), limit))
+		_, err := io.ReadFull(z, labels)
+		return err
+	})
+	return labels, err
+}
+
+// The benchmark's filters on one file's worth of Fashion-MNIST (15,000
+// images): a label (the class, strongly correlated with the pixels) at
+// 50%, 10%, 1% and 0.1%.
+func TestFilteredIVFOnFashionMNISTLabelsKeepsRecallAtEverySelectivity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an index over 15,000 × 784 vectors")
+	}
+	if _, err := os.Stat(FashionMNISTDir); err != nil {
+		t.Skipf("Fashion-MNIST is not installed at %s (apt-get install dataset-fashion-mnist): %v", FashionMNISTDir, err)
+	}
+	const n = 15000
+	train, err := LoadFashionMNIST("train-images-idx3-ubyte.gz", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := LoadFashionMNISTLabels("train-labels-idx1-ubyte.gz", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := LoadFashionMNIST("t10k-images-idx3-ubyte.gz", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := map[string]func(p int) bool{
+		"label < 5 (50%)":               func(p int) bool { return labels[p] < 5 },
+		"label = 3 (10%)":               func(p int) bool { return labels[p] == 3 },
+		"label = 3 AND id < 1500 (1%)":  func(p int) bool { return labels[p] == 3 && p < n/10 },
+		"label = 3 AND id < 150 (0.1%)": func(p int) bool { return labels[p] == 3 && p < n/100 },
+	}
+	masks := map[string]*roaring64.Bitmap{}
+	for name, k := range keep {
+		masks[name] = roaring64.New()
+		for p := range n {
+			if k(p) {
+				masks[name].Add(uint64(p))
+			}
+		}
+	}
+	var qs [][]float32
+	for i := range test.Rows() {
+		qs = append(qs, test.Row(i))
+	}
+	ix, err := Build(train, BuildOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFilteredRecall(t, "fashion-mnist ivf", train, ix, qs, masks)
 }

@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -47,14 +48,32 @@ func KMeans(points []float32, dim int, opt KMeansOptions) []float32 {
 	for i := range initN {
 		copy(row(sub, i), row(points, perm[i]))
 	}
+	// |x − c|² = |x|² + |c|² − 2x·c, the products of a block of points
+	// with the new centroid in one SIMD matrix-vector product (blocks of
+	// fewer than 100,000 values, which vek multiplies on the calling
+	// goroutine).
 	minD := make([]float32, initN)
+	subNorms := make([]float32, initN)
+	for i := range initN {
+		subNorms[i] = vek32.Dot(row(sub, i), row(sub, i))
+	}
+	seedBlock := max(1, min(1024, 99_999/dim))
+	distTo := func(cc []float32, update bool) {
+		cn := vek32.Dot(cc, cc)
+		parallelFor(w, initN, seedBlock, func(lo, hi int) {
+			buf := make([]float32, hi-lo)
+			vek32.MatMul_Into(buf, sub[lo*dim:hi*dim], cc, dim)
+			for i := lo; i < hi; i++ {
+				d := max(0, subNorms[i]+cn-2*buf[i-lo])
+				if !update || d < minD[i] {
+					minD[i] = d
+				}
+			}
+		})
+	}
 	first := rng.IntN(initN)
 	copy(row(cent, 0), row(sub, first))
-	parallelFor(w, initN, 1024, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			minD[i] = l2sq(row(sub, i), row(cent, 0))
-		}
-	})
+	distTo(row(cent, 0), false)
 	for c := 1; c < k; c++ {
 		var total float64
 		for _, d := range minD {
@@ -75,14 +94,7 @@ func KMeans(points []float32, dim int, opt KMeansOptions) []float32 {
 			pick = rng.IntN(initN)
 		}
 		copy(row(cent, c), row(sub, pick))
-		cc := row(cent, c)
-		parallelFor(w, initN, 1024, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				if d := l2sq(row(sub, i), cc); d < minD[i] {
-					minD[i] = d
-				}
-			}
-		})
+		distTo(row(cent, c), true)
 	}
 
 	// Lloyd.
@@ -103,12 +115,13 @@ func KMeans(points []float32, dim int, opt KMeansOptions) []float32 {
 		parallelFor(w, n, 512, func(lo, hi int) {
 			ch := int64(0)
 			buf := make([]float32, k)
-			for i := lo; i < hi; i++ {
-				c, d := as.nearest(row(points, i), buf)
-				if assign[i] != int32(c) {
+			next := make([]int32, hi-lo)
+			as.nearestBlock(func(i int) []float32 { return row(points, i) }, lo, hi, next, dist[lo:hi], buf)
+			for i, c := range next {
+				if assign[lo+i] != c {
 					ch++
 				}
-				assign[i], dist[i] = int32(c), d
+				assign[lo+i] = c
 			}
 			moved.Add(ch)
 		})
@@ -171,40 +184,106 @@ func centroidNorms(cent []float32, dim int) []float32 {
 	return out
 }
 
-// assigner finds nearest centroids in L2: argmin |c|² − 2x·c, the k
-// products x·c in one SIMD matrix product with the transposed centroids.
+// assigner finds nearest centroids in L2: argmin |c|² − 2x·c, the
+// products x·c by SIMD matrix products with the transposed centroids.
+// The centroids are cut into column chunks of about assignChunkBytes, so
+// that scoring a block of points against one chunk reads it from the
+// core's own cache: one point at a time against all k centroids streams
+// the whole matrix (k × dim floats, 512 KiB at 2048 × 64) from shared
+// memory per point, and two cores then wait on the same memory instead
+// of computing.
 type assigner struct {
 	dim, k int
-	cT     []float32 // dim × k
-	norms  []float32
+	chunks []assignChunk
 }
+
+// assignChunk is centroids first … first+n−1: −2·cᵀ (dim × n) and |c|².
+type assignChunk struct {
+	first int
+	cT    []float32
+	norms []float32
+}
+
+// assignChunkBytes bounds one chunk of transposed centroids (a share of a
+// core's L2 cache); assignBlockBytes bounds the block of points scored
+// against it in turn.
+const (
+	assignChunkBytes = 128 << 10
+	assignBlockBytes = 64 << 10
+)
 
 func newAssigner(cent []float32, dim int) *assigner {
 	k := len(cent) / dim
-	a := &assigner{dim: dim, k: k, cT: make([]float32, dim*k), norms: centroidNorms(cent, dim)}
-	for c := range k {
-		for j := range dim {
-			a.cT[j*k+c] = cent[c*dim+j]
+	a := &assigner{dim: dim, k: k}
+	norms := centroidNorms(cent, dim)
+	per := max(8, assignChunkBytes/(4*dim)/8*8)
+	for first := 0; first < k; first += per {
+		n := min(per, k-first)
+		ch := assignChunk{first: first, cT: make([]float32, dim*n), norms: norms[first : first+n]}
+		for c := range n {
+			for j := range dim {
+				ch.cT[j*n+c] = -2 * cent[(first+c)*dim+j]
+			}
 		}
+		a.chunks = append(a.chunks, ch)
 	}
 	return a
 }
 
+// score writes |c|² − 2x·c of the chunk's centroids into buf[:n].
+func (ch *assignChunk) score(x, buf []float32, dim int) []float32 {
+	buf = buf[:len(ch.norms)]
+	vek32.MatMul_Into(buf, x, ch.cT, dim) // one row: runs on the calling goroutine
+	vek32.Add_Inplace(buf, ch.norms)
+	return buf
+}
+
 // scores writes |c|² − 2x·c of every centroid into buf (len k).
 func (a *assigner) scores(x, buf []float32) {
-	vek32.MatMul_Into(buf, x, a.cT, a.dim) // one row: runs on the calling goroutine
-	vek32.MulNumber_Inplace(buf, -2)
-	vek32.Add_Inplace(buf, a.norms)
+	for i := range a.chunks {
+		ch := &a.chunks[i]
+		ch.score(x, buf[ch.first:], a.dim)
+	}
 }
 
 // nearest is the nearest centroid to x and its squared distance; buf is
 // scratch of len k.
 func (a *assigner) nearest(x, buf []float32) (int, float32) {
-	a.scores(x, buf)
-	c := vek32.ArgMin(buf)
-	d := buf[c] + vek32.Dot(x, x)
-	if d < 0 {
-		d = 0
+	var c [1]int32
+	var d [1]float32
+	a.nearestBlock(func(int) []float32 { return x }, 0, 1, c[:], d[:], buf)
+	return int(c[0]), d[0]
+}
+
+// nearestBlock writes the nearest centroid of rows lo … hi−1 (row(i) is
+// the point) and its squared distance into assign[i−lo] and dist[i−lo],
+// a block of points per chunk of centroids; ties go to the lower
+// centroid. buf is scratch of len k.
+func (a *assigner) nearestBlock(row func(int) []float32, lo, hi int, assign []int32, dist []float32, buf []float32) {
+	block := max(1, assignBlockBytes/(4*a.dim))
+	for b := lo; b < hi; b += block {
+		e := min(hi, b+block)
+		best := dist[b-lo : e-lo]
+		for i := range best {
+			best[i] = float32(math.Inf(1))
+		}
+		for ci := range a.chunks {
+			ch := &a.chunks[ci]
+			for i := b; i < e; i++ {
+				sc := ch.score(row(i), buf, a.dim)
+				j := vek32.ArgMin(sc)
+				if sc[j] < best[i-b] || ci == 0 {
+					best[i-b], assign[i-lo] = sc[j], int32(ch.first+j)
+				}
+			}
+		}
+		for i := b; i < e; i++ {
+			x := row(i)
+			if d := best[i-b] + vek32.Dot(x, x); d > 0 {
+				best[i-b] = d
+			} else {
+				best[i-b] = 0
+			}
+		}
 	}
-	return c, d
 }

@@ -239,6 +239,7 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 		return nil, nil, nil, perr.New(perr.InvalidArgument, "dimension mismatch: the query vector has %d dimensions, column %s of this file holds vectors of %d", len(q.Vector), perr.Quote(field.Name), mat.Dim)
 	}
 	var ix *vector.Index
+	var pk *vector.Packed
 	if kind := f.GetIndexKind(); kind != "" {
 		probe := &pushdown_pb.IndexProbe{DataFile: f.GetPath(), SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount(), Identity: f.GetIndexIdentity(),
 			FieldId: int32(field.ID), Kind: kind, Params: f.GetIndexParams()}
@@ -254,12 +255,15 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 			res.IndexState, res.Reason = indexing.StateFailed, fmt.Sprintf("%s is not a vector index kind", perr.Quote(kind))
 		default:
 			ix = vi.Vectors()
+			if ix.PQ == nil && ix.NList() > 0 {
+				pk = s.packedLists(f, identity, field.ID, ix, mat)
+			}
 		}
 	}
 	var hits []vector.Hit
 	var st vector.Stats
 	if ix != nil {
-		hits, st, err = ix.Search(mat, q)
+		hits, st, err = ix.SearchPacked(mat, pk, q)
 		res.SearchedBy = f.GetIndexKind()
 		if st.Exact {
 			res.SearchedBy = "exact"
@@ -273,6 +277,24 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 	}
 	res.VectorsScored, res.VectorsApprox, res.ListsProbed = st.Scored, st.Approx, int32(st.Probed)
 	return hits, ft, cm, nil
+}
+
+// packedLists returns the file's vectors in the ivf index's list layout
+// from the cache, else packs them (a copy of the matrix, list by list);
+// nil when they do not fit the index (the search then gathers rows).
+func (s *Service) packedLists(f *pushdown_pb.VectorSearchFile, identity string, fieldID int, ix *vector.Index, mat *vector.Matrix) *vector.Packed {
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00packed\x00%s\x00%s", f.GetPath(), identity, fieldID, f.GetIndexKind(), f.GetIndexIdentity())
+	cache := s.vectorCache()
+	if v, ok := cache.Get(key); ok {
+		return v.(cachedValue).v.(*vector.Packed)
+	}
+	loaded := freshness.Now()
+	pk, err := ix.Pack(mat)
+	if err != nil {
+		return nil
+	}
+	cache.Add(key, f.GetPath(), loaded, cachedValue{pk, pk.Bytes()}, pk.Bytes())
+	return pk
 }
 
 func candidates(f *pushdown_pb.VectorSearchFile) (*roaring64.Bitmap, error) {

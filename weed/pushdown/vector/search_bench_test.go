@@ -1,0 +1,50 @@
+package vector
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkSearch times one unmasked ivf search of a file at the default
+// nprobe (the volume's share of a warm plan).
+func BenchmarkSearch(b *testing.B) {
+	for _, c := range []struct{ rows, dim int }{{25_000, 64}, {250_000, 64}, {15_000, 784}} {
+		m := clustered(c.rows, c.dim, 21)
+		ix, err := Build(m, BuildOptions{Seed: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		qs := queries(m, 16, 5)
+		b.Run(fmt.Sprintf("ivf-%dx%d", c.rows, c.dim), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, _, err := ix.Search(m, Query{Vector: qs[i%len(qs)], K: 10}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		pk, err := ix.Pack(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("ivf-packed-%dx%d", c.rows, c.dim), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, _, err := ix.SearchPacked(m, pk, Query{Vector: qs[i%len(qs)], K: 10}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run(fmt.Sprintf("exact-%dx%d", c.rows, c.dim), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if _, _, err := Exact(m, Query{Vector: qs[i%len(qs)], K: 10}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
