@@ -401,7 +401,7 @@ func containsID(n schema.Node, id int) bool {
 func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, pageAware bool, cols map[int]*column) error {
 	var whole []int
 	for _, top := range tops {
-		if pageAware && fl.pageAwareOK(top, r) {
+		if pageAware && fl.pageAwareOK(top, r) && !fl.pagesTileChunk(top, r) {
 			col, err := decodePages(ctx, fl, sf, r, top)
 			if err != nil {
 				return err
@@ -419,6 +419,28 @@ func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroup
 		cols[top] = col
 	}
 	return nil
+}
+
+// pagesTileChunk reports whether the planned pages of top (one leaf) and
+// its dictionary region are the whole column chunk, back to back: then the
+// chunk decodes whole, in one pass, from the same bytes.
+func (fl *fileLayout) pagesTileChunk(top int, r *rowGroupRead) bool {
+	leaf := fl.leavesOf[top][0]
+	ch := fl.chunks[r.rg][leaf]
+	at := ch.Start
+	if d, ok := r.dict[leaf]; ok {
+		if d.Off != at {
+			return false
+		}
+		at += d.Len
+	}
+	for _, p := range r.pages[leaf] {
+		if p.Off != at {
+			return false
+		}
+		at += p.Len
+	}
+	return at == ch.Start+ch.Length
 }
 
 // Late materialization, page-aware mode, in a row group the plan did not

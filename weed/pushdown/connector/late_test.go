@@ -12,6 +12,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 )
 
 // lateFile writes 2,000 rows of (id, msg) in one row group with small
@@ -151,5 +152,45 @@ func TestPageDecodeReadsAStringColumnAsADictionaryOfItsPagesRows(t *testing.T) {
 		if got := values.Value(d.GetValueIndex(i)); got != want {
 			t.Fatalf("row %d: %q, want %q", row, got, want)
 		}
+	}
+}
+
+// Planned pages that are the whole chunk (every page, the dictionary
+// region) decode whole in one pass; any fewer decode page by page.
+func TestPlannedPagesCoveringTheWholeChunkDecodeItWhole(t *testing.T) {
+	fl, data := lateFile(t, true, true)
+	sf := sparseOf(data)
+	msg := 1
+	leaf := fl.leavesOf[msg][0]
+	ch := fl.chunks[0][leaf]
+	all, err := footer.PagesOf(fl.offsetIndex(sf, 0, leaf), ch, 2000)
+	if err != nil || len(all) < 3 {
+		t.Fatalf("%d pages (%v), want several", len(all), err)
+	}
+	var pages []pageRange
+	for _, pg := range all {
+		pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+	}
+	dict := map[int]byteRange{leaf: {Off: ch.Start, Len: all[0].Offset - ch.Start}}
+	for _, c := range []struct {
+		pages []pageRange
+		whole bool
+	}{{pages, true}, {pages[1:], false}} {
+		r := &rowGroupRead{rg: 0, numRows: 2000, pages: map[int][]pageRange{leaf: c.pages}, dict: dict, rows: plan.All(2000)}
+		cols := map[int]*column{}
+		if err := decodeTops(context.Background(), fl, sf, r, []int{msg}, true, cols); err != nil {
+			t.Fatal(err)
+		}
+		col := cols[msg]
+		if got := col.rows == nil; got != c.whole {
+			t.Fatalf("%d of %d pages: decoded whole %v, want %v", len(c.pages), len(pages), got, c.whole)
+		}
+		d := col.arr.(*array.Dictionary)
+		row := int64(1999)
+		want := "message number " + string(rune('a'+row%26)) + "-" + string(rune('a'+row%7))
+		if got := d.Dictionary().(*array.String).Value(d.GetValueIndex(col.index(row))); got != want {
+			t.Fatalf("row %d: %q, want %q", row, got, want)
+		}
+		col.arr.Release()
 	}
 }
