@@ -19,8 +19,9 @@ import (
 
 // TestKindsPeerBenchmark puts the side-index kinds issue's three queries
 // (kindq.Queries) to the connector with bitmap, ngram and
-// label_list side indexes and to DuckDB reading the same files through
-// `weed mount`, on the demo table written with -indexed none: rows must
+// label_list side indexes (and side page indexes, kindq.PageIndexes) and
+// to DuckDB reading the same files through
+// `weed mount`, on the benchmark demo table (kindq.Spec): rows must
 // agree; bytes are what the S3 gateway sent (connector) and what weed
 // mount read (DuckDB) for one cold query; warm latency is the median of
 // 11 queries per run, 3 runs. Results: bench/results/kinds_peer.md.
@@ -31,13 +32,12 @@ func TestKindsPeerBenchmark(t *testing.T) {
 	metricsPort := harness.FreePorts(t, 1)[0]
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-metricsPort=" + strconv.Itoa(metricsPort)}})
 	const name = "peer.kinds"
-	spec := demo.DefaultSpec()
-	spec.Rows, spec.Indexed = rows, demo.IndexedNone
+	spec := kindq.Spec(rows)
 	res, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kindq.CreateIndexes(t, c, name, kindq.Indexes...)
+	kindq.CreateIndexes(t, c, name, append(kindq.Indexes, kindq.PageIndexes()...)...)
 	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, NoFallback: true, Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +80,10 @@ func TestKindsPeerBenchmark(t *testing.T) {
 	mountRead := func() int64 { return procIO(mount.Cmd.Process.Pid, "rchar") }
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Side-index kinds against DuckDB over weed mount\n\n`BENCH=kinds ./scripts/bench.sh` (bench/peer TestKindsPeerBenchmark) on the 2-core development machine (shared, noisy): "+
-		"%d demo rows in 8 files written with `-indexed none`; the connector (page-aware, side indexes bitmap(tenant_id), bitmap(status), ngram(message), label_list(tags)) "+
+		"%d demo rows in 8 files written with `-indexed none` %s; the connector (page-aware, side indexes bitmap(tenant_id), bitmap(status), ngram(message), label_list(tags) and page_index on %s) "+
 		"and DuckDB (duckdb-go, `read_parquet` over `weed mount`). Bytes: one cold query (the first after the mount for DuckDB: weed mount's rchar; S3 gateway sent bytes for the connector). "+
 		"Warm: median of 11 queries per run, 3 runs (spread min–max).\n\n"+
-		"| query | rows | connector bytes | DuckDB bytes | connector warm ms (spread) | DuckDB warm ms (spread) | DuckDB / connector warm |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", rows)
+		"| query | rows | connector bytes | DuckDB bytes | connector warm ms (spread) | DuckDB warm ms (spread) | DuckDB / connector warm |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", rows, kindq.LayoutNote, strings.Join(kindq.PageIndexColumns, ", "))
 	for _, q := range kindq.Queries {
 		a := measure(s3Sent, func() (kindq.Answer, error) {
 			ans, _, err := kindq.ConnectorQuery(ctx, conn, name, q)

@@ -31,6 +31,8 @@ func runDemo(args []string) error {
 	page := fs.Int64("pageBytes", def.PageBytes, "target data page size in bytes")
 	indexed := fs.String("indexed", string(def.Indexed), "files with page indexes and bloom filters on id, tenant_id: all, half or none")
 	seed := fs.Uint64("seed", def.Seed, "random seed (the same seed gives the same files)")
+	burstWindow := fs.Int64("burstWindow", 0, "rows per window holding one timeout and one gpu burst (0: 8192); larger: rarer, longer bursts at the same share of rows")
+	plainTS := fs.Bool("plainTimestamps", false, "write ts without a dictionary (as parquet-mr and writers with large row groups do)")
 	replace := fs.Bool("replace", false, "drop the table first if it exists")
 	partition := fs.String("partition", "", `"tenant": one tenant per file, tenant_id an identity partition (filtered vector search touches only that tenant's files); default: unpartitioned`)
 	appendTo := fs.Bool("append", false, "add -rows rows in new files to the existing demo table, in a new snapshot (ids and timestamps continue; -files defaults to one file per 125,000 rows; -indexed to the table's)")
@@ -59,6 +61,7 @@ func runDemo(args []string) error {
 	default:
 		return fmt.Errorf("-partition %.40q: want tenant (or nothing)", *partition)
 	}
+	spec.BurstWindow, spec.PlainTimestamps = *burstWindow, *plainTS
 	if *appendTo {
 		if !set["files"] {
 			spec.Files = int(max(1, min(spec.Rows, (spec.Rows+124_999)/125_000)))

@@ -221,22 +221,34 @@ func concat(chunks []arrow.Array) (arrow.Array, error) {
 func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (*column, error) {
 	leaf := fl.leavesOf[top][0]
 	pages := r.pages[leaf]
-	var buf bytes.Buffer
+	// one buffer of the mini file's size, read into in place (no copy
+	// per page, no regrowth: less for the collector)
+	size := int64(4)
+	d, hasDict := r.dict[leaf]
+	if hasDict {
+		size += d.Len
+	}
+	for _, p := range pages {
+		size += p.Len
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteString("PAR1")
 	read := func(br byteRange) error {
-		b := make([]byte, br.Len)
+		n := buf.Len()
+		b := buf.AvailableBuffer()[:br.Len]
 		if _, err := sf.ReadAt(b, br.Off); err != nil {
 			return err
 		}
-		buf.Write(b)
+		buf.Write(b) // b is buf's own free space: Write copies in place
+		if buf.Len() != n+int(br.Len) {
+			return fmt.Errorf("page buffer short")
+		}
 		return nil
 	}
-	hasDict := false
-	if d, ok := r.dict[leaf]; ok {
+	if hasDict {
 		if err := read(d); err != nil {
 			return nil, err
 		}
-		hasDict = true
 	}
 	dataOffset := int64(buf.Len())
 	var nrows int64
@@ -262,7 +274,10 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
+	dict := fl.dictEligible(top)
+	props.SetReadDict(0, dict) // as decodeWhole: a string column's values once, its rows as indices
+	fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +290,7 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, err
 	}
-	if want := fl.arrow.Field(top).Type; !arrow.TypeEqual(arr.DataType(), want) {
+	if want := fl.arrow.Field(top).Type; !arrow.TypeEqual(arr.DataType(), want) && !(dict && isDictionaryOf(arr.DataType(), want)) {
 		cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
 		arr.Release()
 		if err != nil {
@@ -287,6 +302,12 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		return nil, fmt.Errorf("%s row group %d column %s: %d values from pages holding %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), nrows)
 	}
 	return &column{arr: arr, rows: rows}, nil
+}
+
+// isDictionaryOf reports whether t is a dictionary of values of type want.
+func isDictionaryOf(t, want arrow.DataType) bool {
+	d, ok := t.(*arrow.DictionaryType)
+	return ok && arrow.TypeEqual(d.ValueType, want)
 }
 
 // miniFooter describes a one-column file holding the field's dictionary
@@ -380,7 +401,7 @@ func containsID(n schema.Node, id int) bool {
 func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, pageAware bool, cols map[int]*column) error {
 	var whole []int
 	for _, top := range tops {
-		if pageAware && fl.pageAwareOK(top, r) {
+		if pageAware && fl.pageAwareOK(top, r) && !fl.pagesTileChunk(top, r) {
 			col, err := decodePages(ctx, fl, sf, r, top)
 			if err != nil {
 				return err
@@ -398,6 +419,28 @@ func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroup
 		cols[top] = col
 	}
 	return nil
+}
+
+// pagesTileChunk reports whether the planned pages of top (one leaf) and
+// its dictionary region are the whole column chunk, back to back: then the
+// chunk decodes whole, in one pass, from the same bytes.
+func (fl *fileLayout) pagesTileChunk(top int, r *rowGroupRead) bool {
+	leaf := fl.leavesOf[top][0]
+	ch := fl.chunks[r.rg][leaf]
+	at := ch.Start
+	if d, ok := r.dict[leaf]; ok {
+		if d.Off != at {
+			return false
+		}
+		at += d.Len
+	}
+	for _, p := range r.pages[leaf] {
+		if p.Off != at {
+			return false
+		}
+		at += p.Len
+	}
+	return at == ch.Start+ch.Length
 }
 
 // Late materialization, page-aware mode, in a row group the plan did not

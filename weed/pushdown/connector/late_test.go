@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"context"
 	"encoding/binary"
 	"testing"
 
@@ -11,11 +12,13 @@ import (
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 )
 
 // lateFile writes 2,000 rows of (id, msg) in one row group with small
-// pages, with or without page indexes, and lays it out as the connector does.
-func lateFile(t *testing.T, pageIndex bool) (*fileLayout, []byte) {
+// pages, with or without page indexes (and dictionaries), and lays it out
+// as the connector does.
+func lateFile(t *testing.T, pageIndex bool, dict ...bool) (*fileLayout, []byte) {
 	t.Helper()
 	as := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "msg", Type: arrow.BinaryTypes.String}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
@@ -27,7 +30,7 @@ func lateFile(t *testing.T, pageIndex bool) (*fileLayout, []byte) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	data := harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex),
-		parquet.WithDictionaryDefault(false), parquet.WithDataPageSize(512), parquet.WithBatchSize(50)))
+		parquet.WithDictionaryDefault(len(dict) > 0 && dict[0]), parquet.WithDataPageSize(512), parquet.WithBatchSize(50)))
 	return layoutOf(t, "mem", data), data
 }
 
@@ -105,5 +108,89 @@ func TestLatePagesSelectThePagesOfMatchingRowsAndFallBackToWholeChunks(t *testin
 	flNone, dataNone := lateFile(t, false)
 	if _, _, ok := flNone.latePages(sparseOf(dataNone), r, msg, keep); ok {
 		t.Fatal("a chunk without an offset index was read page by page")
+	}
+}
+
+// Page-aware decode of a dictionary-encoded string column gives an Arrow
+// dictionary (its values once, the rows as indices), as whole-chunk decode
+// does, holding the selected pages' rows with their values.
+func TestPageDecodeReadsAStringColumnAsADictionaryOfItsPagesRows(t *testing.T) {
+	fl, data := lateFile(t, true, true)
+	sf := sparseOf(data)
+	r := &rowGroupRead{rg: 0, numRows: 2000}
+	msg := 1
+	leaf := fl.leavesOf[msg][0]
+	ch := fl.chunks[0][leaf]
+	all, err := footer.PagesOf(fl.offsetIndex(sf, 0, leaf), ch, r.numRows)
+	if err != nil || len(all) < 3 || all[0].Offset <= ch.Start {
+		t.Fatalf("%d pages (%v), first at %d of a chunk at %d: want several pages after a dictionary", len(all), err, all[0].Offset, ch.Start)
+	}
+	dict := byteRange{Off: ch.Start, Len: all[0].Offset - ch.Start}
+	var pages []pageRange
+	for _, pg := range all {
+		if (7 >= pg.FirstRow && 7 < pg.EndRow) || (1500 >= pg.FirstRow && 1500 < pg.EndRow) {
+			pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+		}
+	}
+	sel := &rowGroupRead{rg: 0, numRows: 2000, pages: map[int][]pageRange{leaf: pages}, dict: map[int]byteRange{leaf: dict}, rows: rangesOf([]int64{7, 1500})}
+	col, err := decodePages(context.Background(), fl, sf, sel, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.arr.Release()
+	d, isDict := col.arr.(*array.Dictionary)
+	if !isDict {
+		t.Fatalf("decoded as %s, want a dictionary of strings", col.arr.DataType())
+	}
+	values := d.Dictionary().(*array.String)
+	for _, row := range []int64{7, 1500} {
+		i := col.index(row)
+		if i < 0 {
+			t.Fatalf("row %d not decoded", row)
+		}
+		want := "message number " + string(rune('a'+row%26)) + "-" + string(rune('a'+row%7))
+		if got := values.Value(d.GetValueIndex(i)); got != want {
+			t.Fatalf("row %d: %q, want %q", row, got, want)
+		}
+	}
+}
+
+// Planned pages that are the whole chunk (every page, the dictionary
+// region) decode whole in one pass; any fewer decode page by page.
+func TestPlannedPagesCoveringTheWholeChunkDecodeItWhole(t *testing.T) {
+	fl, data := lateFile(t, true, true)
+	sf := sparseOf(data)
+	msg := 1
+	leaf := fl.leavesOf[msg][0]
+	ch := fl.chunks[0][leaf]
+	all, err := footer.PagesOf(fl.offsetIndex(sf, 0, leaf), ch, 2000)
+	if err != nil || len(all) < 3 {
+		t.Fatalf("%d pages (%v), want several", len(all), err)
+	}
+	var pages []pageRange
+	for _, pg := range all {
+		pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+	}
+	dict := map[int]byteRange{leaf: {Off: ch.Start, Len: all[0].Offset - ch.Start}}
+	for _, c := range []struct {
+		pages []pageRange
+		whole bool
+	}{{pages, true}, {pages[1:], false}} {
+		r := &rowGroupRead{rg: 0, numRows: 2000, pages: map[int][]pageRange{leaf: c.pages}, dict: dict, rows: plan.All(2000)}
+		cols := map[int]*column{}
+		if err := decodeTops(context.Background(), fl, sf, r, []int{msg}, true, cols); err != nil {
+			t.Fatal(err)
+		}
+		col := cols[msg]
+		if got := col.rows == nil; got != c.whole {
+			t.Fatalf("%d of %d pages: decoded whole %v, want %v", len(c.pages), len(pages), got, c.whole)
+		}
+		d := col.arr.(*array.Dictionary)
+		row := int64(1999)
+		want := "message number " + string(rune('a'+row%26)) + "-" + string(rune('a'+row%7))
+		if got := d.Dictionary().(*array.String).Value(d.GetValueIndex(col.index(row))); got != want {
+			t.Fatalf("row %d: %q, want %q", row, got, want)
+		}
+		col.arr.Release()
 	}
 }

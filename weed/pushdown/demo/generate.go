@@ -66,16 +66,18 @@ var tagVocabulary = []string{"gpu", "cpu", "eu-west", "us-east", "batch", "strea
 
 // Bursts: rare events come in runs of consecutive rows, as they do in
 // logs (an incident, a batch job), at a position drawn per window of
-// BurstWindow global rows, so every row group of every file holds some
-// and min/max statistics prune none of them, yet a page-granular reader
-// that knows the rows can skip most pages. Drawn from a hash of the seed
-// and the global row, they leave every other column's values as they
-// were before bursts existed.
+// BurstWindow global rows (Spec.BurstWindow overrides it), so with the
+// default window every row group of every file holds some and min/max
+// statistics prune none of them, yet a page-granular reader that knows the
+// rows can skip most pages. Burst lengths scale with the window, so the
+// share of rows stays the same. Drawn from a hash of the seed and the
+// global row, they leave every other column's values as they were before
+// bursts existed.
 const (
 	BurstWindow = 8192
-	// timeout bursts: 32-95 rows per window (≈0.78%).
+	// timeout bursts: 32-95 rows per default window (≈0.78%).
 	timeoutBurstMin, timeoutBurstSpan = 32, 64
-	// gpu bursts: 48-111 rows per window (≈0.97%).
+	// gpu bursts: 48-111 rows per default window (≈0.97%).
 	gpuBurstMin, gpuBurstSpan = 48, 64
 )
 
@@ -87,14 +89,24 @@ func mix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
+// burstWindow is the spec's burst window in rows.
+func (s Spec) burstWindow() int64 {
+	if s.BurstWindow > 0 {
+		return s.BurstWindow
+	}
+	return BurstWindow
+}
+
 // inBurst reports whether global row g lies in its window's burst of
-// stream salt.
+// stream salt (minLen and span given for the default window).
 func (s Spec) inBurst(g int64, salt uint64, minLen, span int64) bool {
-	w := g / BurstWindow
+	win := s.burstWindow()
+	minLen, span = max(1, minLen*win/BurstWindow), max(1, span*win/BurstWindow)
+	w := g / win
 	h := mix(s.Seed ^ salt ^ mix(uint64(w)))
-	n := minLen + int64(h%uint64(span))
-	start := int64((h >> 32) % uint64(BurstWindow-n))
-	off := g - w*BurstWindow
+	n := min(minLen+int64(h%uint64(span)), win-1)
+	start := int64((h >> 32) % uint64(win-n))
+	off := g - w*win
 	return off >= start && off < start+n
 }
 
@@ -145,6 +157,16 @@ type Spec struct {
 	// files. With fewer files than tenants only every (Tenants/Files)th
 	// tenant has rows.
 	PartitionTenant bool
+	// BurstWindow is the rows per burst window (0: the BurstWindow
+	// constant): a larger window gives rarer, longer bursts (incidents of
+	// minutes every few hours) at the same share of rows.
+	BurstWindow int64
+	// PlainTimestamps writes ts without a dictionary, as parquet-mr (its
+	// dictionary is no smaller than plain for unique values) and arrow
+	// writers at production row-group sizes (the dictionary outgrows its
+	// page limit) do; the default's small row groups keep ts dictionary
+	// encoded, a dictionary page every reader of a ts page must read.
+	PlainTimestamps bool
 }
 
 // DefaultSpec is the `make run` demo: 1,000,000 rows in 8 files.
@@ -166,6 +188,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("row group size must be at least 1 row")
 	case s.PageBytes < 1024:
 		return fmt.Errorf("page size must be at least 1 KiB")
+	case s.BurstWindow < 0 || (s.BurstWindow > 0 && s.BurstWindow < 256):
+		return fmt.Errorf("burst window must be at least 256 rows, got %d", s.BurstWindow)
 	}
 	_, err := ParseIndexed(string(s.Indexed))
 	return err
@@ -340,6 +364,9 @@ func (s Spec) WriterProperties(i int) *parquet.WriterProperties {
 		parquet.WithDictionaryFor("message", false),
 		parquet.WithStats(true),
 		parquet.WithCreatedBy("lakeweed demo"),
+	}
+	if s.PlainTimestamps {
+		opts = append(opts, parquet.WithDictionaryFor("ts", false))
 	}
 	if s.FileIndexed(i) {
 		opts = append(opts,

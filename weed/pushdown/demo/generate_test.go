@@ -270,3 +270,54 @@ func TestBurstsLeaveTheOtherColumnsAsTheyWere(t *testing.T) {
 		t.Fatalf("columns digest %s, want %s", got, want)
 	}
 }
+
+// A larger burst window gives rarer, longer bursts at the same share of
+// rows; plain timestamps leave ts without a dictionary page.
+func TestAWiderBurstWindowGivesRarerLongerBurstsAndPlainTimestampsNoDictionary(t *testing.T) {
+	s := DefaultSpec()
+	s.Rows, s.Files, s.RowGroupRows = 262_144, 2, 32_768
+	s.BurstWindow, s.PlainTimestamps = 32_768, true
+	files := generate(t, s)
+	var nTimeout, runs int64
+	prev := false
+	readRows(t, files, func(g int64, _, _ int, rec arrow.RecordBatch, r int) {
+		has := strings.Contains(rec.Column(4).(*array.String).Value(r), "timeout")
+		if has != s.InTimeoutBurst(g) {
+			t.Fatalf("row %d: timeout %v, in a burst %v", g, has, s.InTimeoutBurst(g))
+		}
+		if has {
+			nTimeout++
+			if !prev {
+				runs++
+			}
+		}
+		prev = has
+	})
+	if frac := float64(nTimeout) / float64(s.Rows); frac < 0.005 || frac > 0.01 {
+		t.Errorf("%.3f%% of messages report a timeout; want 0.5-1%%", 100*frac)
+	}
+	if want := s.Rows / s.BurstWindow; runs != want {
+		t.Errorf("%d timeout bursts, want one per window (%d)", runs, want)
+	}
+	if mean := nTimeout / runs; mean < 128 {
+		t.Errorf("bursts of %d rows on average, want the default's scaled by the window (>= 128)", mean)
+	}
+	for _, f := range files {
+		rdr, err := file.NewParquetReader(bytes.NewReader(f.Bytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rg := 0; rg < rdr.NumRowGroups(); rg++ {
+			ch, err := rdr.MetaData().RowGroup(rg).ColumnChunk(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.HasDictionaryPage() {
+				t.Fatalf("file %d row group %d: ts has a dictionary page", f.Index, rg)
+			}
+		}
+	}
+	if err := (Spec{Rows: 10, Files: 1, RowGroupRows: 1, PageBytes: 4096, Indexed: IndexedAll, BurstWindow: 100}).Validate(); err == nil {
+		t.Fatal("a burst window of 100 rows accepted")
+	}
+}

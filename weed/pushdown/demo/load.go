@@ -107,6 +107,9 @@ func continueSpec(s Spec, props iceberg.Properties) (Spec, error) {
 		s.Indexed = Indexed(props["lakeweed.demo.indexed"])
 	}
 	s.PartitionTenant = props["lakeweed.demo.partition"] == "tenant"
+	// appended files keep the table's layout
+	s.BurstWindow, _ = strconv.ParseInt(props["lakeweed.demo.burst-window"], 10, 64)
+	s.PlainTimestamps = props["lakeweed.demo.plain-timestamps"] == "true"
 	return s, s.Validate()
 }
 
@@ -135,6 +138,8 @@ func createTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		"lakeweed.demo.files":             fmt.Sprint(o.Spec.Files),
 		"lakeweed.demo.indexed":           string(o.Spec.Indexed),
 		"lakeweed.demo.seed":              fmt.Sprint(o.Spec.Seed),
+		"lakeweed.demo.burst-window":      fmt.Sprint(o.Spec.BurstWindow),
+		"lakeweed.demo.plain-timestamps":  fmt.Sprint(o.Spec.PlainTimestamps),
 	}
 	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
 	if o.Spec.PartitionTenant {
