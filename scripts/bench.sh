@@ -3,7 +3,7 @@
 # Results: bench/results/*.json and *.md.
 #   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
-#   BENCH=plan|deletes|peer|sideindex|sideindex-build|vector|kinds runs one of them
+#   BENCH=plan|deletes|peer|sideindex|sideindex-build|sideindex-igo|vector|kinds runs one of them
 #   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (60,000 / 1,000,000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,9 @@ if [ "$BENCH" = all ] || [ "$BENCH" = sideindex ]; then
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = sideindex-build ]; then
   go test -count=1 -timeout 60m -run TestSideIndexBuildScalingBenchmark -v ./bench/sideindexbench/ 2>&1 | tee bench/results/sideindex_build.log | grep -E "build_scaling_bench|^ok|FAIL|^---"
+fi
+if [ "$BENCH" = all ] || [ "$BENCH" = sideindex-igo ]; then
+  go test -count=1 -timeout 60m -run TestSideIndexIcebergGoWriterBenchmark -v ./bench/sideindexbench/ 2>&1 | tee bench/results/sideindex_icebergwriter.log | grep -E "icebergwriter_bench|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = vector ]; then
   go test -count=1 -timeout 60m -run TestVectorBenchmark -v ./bench/vectorbench/ 2>&1 | tee bench/results/vector.log | grep -E "vector_bench|^ok|FAIL|^---"

@@ -61,6 +61,11 @@ type measured struct {
 }
 
 func measure(t *testing.T, c *harness.Cluster, conn *connector.Connector, name string, q query) measured {
+	return measureWith(t, c, conn, name, q, projection)
+}
+
+// measureWith is measure with another projection.
+func measureWith(t *testing.T, c *harness.Cluster, conn *connector.Connector, name string, q query, projection string) measured {
 	ctx := context.Background()
 	req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), name, 0, q.where, projection)
 	if err != nil {
