@@ -1,6 +1,7 @@
 package vectorbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -163,7 +164,7 @@ func scanTopK(t *testing.T, c *harness.Cluster, files []*scanFile, paths []strin
 							}
 							local = append(local, hit{fi, pos, d})
 							if len(local) > 4*k {
-								slices.SortFunc(local, func(a, b hit) int { return cmpF(a.d, b.d) })
+								slices.SortFunc(local, func(a, b hit) int { return cmp.Compare(a.d, b.d) })
 								local = local[:k]
 							}
 						}
@@ -183,16 +184,6 @@ func scanTopK(t *testing.T, c *harness.Cluster, files []*scanFile, paths []strin
 		out = append(out, fmt.Sprintf("%s@%d", paths[h.file], h.pos))
 	}
 	return out
-}
-
-func cmpF(a, b float32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // scanLatency is the median latency of client-side scans of the first
