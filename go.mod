@@ -15,6 +15,7 @@ require (
 	github.com/seaweedfs/cockroachdb-parser v0.0.0-20260225204133-2f342c5ea564
 	github.com/seaweedfs/seaweedfs v0.0.0-20261109003541-7506e5f91cd6
 	github.com/substrait-io/substrait-protobuf/go v0.85.0
+	github.com/viterin/vek v0.4.3
 	golang.org/x/sync v0.24.0
 	golang.org/x/term v0.47.0
 	google.golang.org/grpc v1.86.0-dev.0.20261027044109-d619b5d02089
@@ -24,7 +25,6 @@ require (
 require (
 	github.com/chewxy/math32 v1.10.1 // indirect
 	github.com/viterin/partial v1.1.0 // indirect
-	github.com/viterin/vek v0.4.3 // indirect
 )
 
 require (

@@ -25,6 +25,7 @@ if [ "$BENCH" = all ] || [ "$BENCH" = sideindex-build ]; then
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = sideindex-igo ]; then
   go test -count=1 -timeout 60m -run TestSideIndexIcebergGoWriterBenchmark -v ./bench/sideindexbench/ 2>&1 | tee bench/results/sideindex_icebergwriter.log | grep -E "icebergwriter_bench|^ok|FAIL|^---"
+  (cd bench/peer && go test -count=1 -timeout 60m -run TestIcebergWriterPeerBenchmark -v . 2>&1) | tee bench/results/sideindex_icebergwriter_peer.log | grep -E "icebergwriter_peer|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = vector ]; then
   go test -count=1 -timeout 60m -run TestVectorBenchmark -v ./bench/vectorbench/ 2>&1 | tee bench/results/vector.log | grep -E "vector_bench|^ok|FAIL|^---"

@@ -17,7 +17,6 @@ package sideindexbench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,11 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
@@ -39,44 +34,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 )
 
-const igoProjection = "id,tenant_id,ts,message"
-
-func igoSchema() *iceberg.Schema {
-	return iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "tenant_id", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
-		iceberg.NestedField{ID: 4, Name: "message", Type: iceberg.PrimitiveTypes.String},
-	)
-}
-
-// igoRows builds rows with ids 0..rows-1 in a seeded shuffled order (so
-// no file or row group statistic could find one), a tenant per id, ts in
-// row order and a short message.
-func igoRows(t *testing.T, rows int64) arrow.Table {
-	asch, err := table.SchemaToArrowSchema(igoSchema(), nil, true, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int64, rows)
-	for i := range ids {
-		ids[i] = int64(i)
-	}
-	r := rand.New(rand.NewPCG(5, 8))
-	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-	b := array.NewRecordBuilder(memory.DefaultAllocator, asch)
-	defer b.Release()
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-	for i, id := range ids {
-		b.Field(0).(*array.Int64Builder).Append(id)
-		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tenant-%03d", id%100))
-		b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(start + int64(i)*250_000))
-		b.Field(3).(*array.StringBuilder).Append(fmt.Sprintf("request %d served in %d ms", id, id%977))
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	return array.NewTableFromRecords(asch, []arrow.RecordBatch{rec})
-}
+const igoProjection = benchutil.IcebergGoProjection
 
 func TestSideIndexIcebergGoWriterBenchmark(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {
@@ -90,20 +48,7 @@ func TestSideIndexIcebergGoWriterBenchmark(t *testing.T) {
 	ctx := context.Background()
 	c := harness.StartMini(t, harness.MiniOptions{})
 	cat := c.Iceberg(t)
-	_ = cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil)
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"bench", "igo"}, igoSchema(), catalog.WithProperties(iceberg.Properties{
-		"write.parquet.row-group-limit":  "131072",
-		"write.target-file-size-bytes":   strconv.Itoa(8 << 20),
-		"write.metadata.metrics.default": "none",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := igoRows(t, rows)
-	if _, err := tbl.AppendTable(ctx, at, 1<<16, nil); err != nil {
-		t.Fatal(err)
-	}
-	at.Release()
+	benchutil.CreateIcebergGoTable(t, c, "bench", "igo", rows)
 	tasks, err := func() ([]table.FileScanTask, error) {
 		tb, err := cat.LoadTable(ctx, table.Identifier{"bench", "igo"})
 		if err != nil {
@@ -114,11 +59,11 @@ func TestSideIndexIcebergGoWriterBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for i := int64(1); i <= 100; i++ {
-		ids = append(ids, fmt.Sprint(i*rows/101))
+	names, wheres, _ := benchutil.IcebergGoQueries(rows)
+	var qs []query
+	for i := range names {
+		qs = append(qs, query{names[i], wheres[i]})
 	}
-	qs := []query{{"point lookup id", fmt.Sprintf("id = %d", rows/3)}, {"100-id IN", "id IN (" + strings.Join(ids, ", ") + ")"}}
 	states := []string{"none", "btree(id)", "+ side page_index on every projected column"}
 	type fig struct {
 		planned, read, minimum int64
