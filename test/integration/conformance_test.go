@@ -594,9 +594,7 @@ func checkSizeRefusal(t *testing.T, r *conformanceReaders, name string, snapshot
 func checkPlanRefusesSizes(t *testing.T, r *conformanceReaders, name string, snapshot int64, q conformanceQuery, files []mismatchedFile, rep *tableReport) {
 	t.Helper()
 	ctx := context.Background()
-	// always_plan: the cost model may stop a plan at the manifests, before
-	// any footer is read and a size compared (a plain read then follows).
-	req := &pushdown_pb.ParquetPushdownRequest{Table: name, SnapshotId: &snapshot, AlwaysPlan: true}
+	req := &pushdown_pb.ParquetPushdownRequest{Table: name, SnapshotId: &snapshot}
 	if q.where != "" {
 		tbl, err := r.c.Iceberg(t).LoadTable(ctx, strings.Split(name, "."))
 		if err != nil {
@@ -695,9 +693,7 @@ func TestConformanceADeletionVectorOutsideAPuffinFileIsReadOnlyWhereBareDeletion
 	}
 	t.Logf("iceberg-go: %v", scanErr)
 
-	// always_plan: without a predicate the cost model would stop the plan
-	// at the manifests (a plain read then fails as iceberg-go's does).
-	_, err := c.Catalog(t).Plan(ctx, &pushdown_pb.ParquetPushdownRequest{Table: name, SnapshotId: &current, AlwaysPlan: true})
+	_, err := c.Catalog(t).Plan(ctx, &pushdown_pb.ParquetPushdownRequest{Table: name, SnapshotId: &current})
 	checkBareRefusal(t, "Plan", err)
 	r := newConformanceReaders(t, c)
 	for i, conn := range r.modes {

@@ -77,11 +77,19 @@ func tsRange(from, to int64) string {
 // the stats.
 func planStats(t *testing.T, c *harness.Cluster, tableName, where, sel string) *pushdown_pb.PushdownStats {
 	t.Helper()
+	return planStatsOf(t, c, tableName, where, sel, false)
+}
+
+// planStatsOf is planStats, asking the catalog to decide early (stop at the
+// manifests when a manifest-level cost rule fires) as the connector does.
+func planStatsOf(t *testing.T, c *harness.Cluster, tableName, where, sel string, decideEarly bool) *pushdown_pb.PushdownStats {
+	t.Helper()
 	ctx := context.Background()
 	req, err := cli.BuildPlanRequest(ctx, c.Endpoints(), tableName, 0, where, sel)
 	if err != nil {
 		t.Fatalf("%s WHERE %q: %v", tableName, where, err)
 	}
+	req.DecideEarly = decideEarly
 	resp, err := c.Catalog(t).Plan(ctx, req)
 	if err != nil {
 		t.Fatalf("%s WHERE %q: Plan: %v", tableName, where, err)
@@ -147,7 +155,7 @@ func TestCostModelVerdictNamesTheRuleThatFired(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := planStats(t, c, tbl, tc.where, tc.sel)
+			st := planStatsOf(t, c, tbl, tc.where, tc.sel, true)
 			reason := st.GetCostReason()
 			if st.GetPushdownRecommended() != tc.recommended {
 				t.Fatalf("WHERE %q: pushdown_recommended %v, want %v (reason %q)", tc.where, st.GetPushdownRecommended(), tc.recommended, reason)

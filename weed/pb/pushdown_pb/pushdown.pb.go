@@ -312,9 +312,12 @@ type ParquetPushdownRequest struct {
 	MaxRowIds     int64                 `protobuf:"varint,11,opt,name=max_row_ids,json=maxRowIds,proto3" json:"max_row_ids,omitempty"`
 	// Past the sketch: the table bucket; empty means the catalog's default.
 	Warehouse string `protobuf:"bytes,12,opt,name=warehouse,proto3" json:"warehouse,omitempty"`
-	// Plan every file even where the manifest-level cost model says a plain
-	// read is cheaper (a caller that pushes down regardless, or explains).
-	AlwaysPlan    bool `protobuf:"varint,13,opt,name=always_plan,json=alwaysPlan,proto3" json:"always_plan,omitempty"`
+	// Stop at the manifests when a manifest-level cost rule (no predicate, a
+	// small scan in few files) says a plain read is cheaper: no footer is
+	// read and no file planned (stats.planning_skipped). Off, every file is
+	// planned and the verdict only reported. The connector asks it unless
+	// forced or explaining; vector and row-id plans ignore it.
+	DecideEarly   bool `protobuf:"varint,13,opt,name=decide_early,json=decideEarly,proto3" json:"decide_early,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,9 +436,9 @@ func (x *ParquetPushdownRequest) GetWarehouse() string {
 	return ""
 }
 
-func (x *ParquetPushdownRequest) GetAlwaysPlan() bool {
+func (x *ParquetPushdownRequest) GetDecideEarly() bool {
 	if x != nil {
-		return x.AlwaysPlan
+		return x.DecideEarly
 	}
 	return false
 }
@@ -1674,7 +1677,8 @@ type PushdownStats struct {
 	BytesPlainScan int64 `protobuf:"varint,25,opt,name=bytes_plain_scan,json=bytesPlainScan,proto3" json:"bytes_plain_scan,omitempty"`
 	// The cost model decided from manifest-level figures, before footers
 	// were read, that pushdown does not pay (no predicate, or a small scan
-	// in few files): no files are planned. always_plan plans regardless.
+	// in few files): no files are planned. Only when the request asked
+	// decide_early.
 	PlanningSkipped bool `protobuf:"varint,26,opt,name=planning_skipped,json=planningSkipped,proto3" json:"planning_skipped,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -4570,7 +4574,7 @@ var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
 	"\n" +
-	"\x0epushdown.proto\x12\vpushdown_pb\"\xc1\x04\n" +
+	"\x0epushdown.proto\x12\vpushdown_pb\"\xc3\x04\n" +
 	"\x16ParquetPushdownRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12$\n" +
 	"\vsnapshot_id\x18\x02 \x01(\x03H\x00R\n" +
@@ -4586,9 +4590,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0frequest_row_ids\x18\n" +
 	" \x01(\bR\rrequestRowIds\x12\x1e\n" +
 	"\vmax_row_ids\x18\v \x01(\x03R\tmaxRowIds\x12\x1c\n" +
-	"\twarehouse\x18\f \x01(\tR\twarehouse\x12\x1f\n" +
-	"\valways_plan\x18\r \x01(\bR\n" +
-	"alwaysPlanB\x0e\n" +
+	"\twarehouse\x18\f \x01(\tR\twarehouse\x12!\n" +
+	"\fdecide_early\x18\r \x01(\bR\vdecideEarlyB\x0e\n" +
 	"\f_snapshot_idB\f\n" +
 	"\n" +
 	"_schema_id\"\xbd\x02\n" +

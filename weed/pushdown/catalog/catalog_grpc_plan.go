@@ -143,7 +143,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		RowIDs:     req.GetRequestRowIds(),
 		MaxRowIDs:  req.GetMaxRowIds(),
 		// vector and row-id plans need every file's plan
-		DecideEarly: !req.GetAlwaysPlan() && req.GetVectorQuery() == nil && !req.GetRequestRowIds(),
+		DecideEarly: req.GetDecideEarly() && req.GetVectorQuery() == nil && !req.GetRequestRowIds(),
 	}
 	if preq.MaxRowIDs == 0 {
 		preq.MaxRowIDs = s.Config.Limits.MaxRowIds

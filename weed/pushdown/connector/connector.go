@@ -298,7 +298,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	}
 	// Force reads the plan whatever the cost model says: the catalog plans
 	// every file for it rather than stop at the manifest tier.
-	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), AlwaysPlan: c.opts.Force}
+	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), DecideEarly: !c.opts.Force}
 	if p.snapshot != 0 {
 		p.req.SnapshotId = ptr(p.snapshot)
 	}
@@ -803,6 +803,6 @@ func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetP
 	if err != nil {
 		return nil, err
 	}
-	p.req.AlwaysPlan = true // an explanation shows the whole plan
+	p.req.DecideEarly = false // an explanation shows the whole plan
 	return c.plan(ctx, p.req)
 }
