@@ -15,11 +15,12 @@ package catalog
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
@@ -193,15 +194,19 @@ func (s *Service) placeReads(ctx context.Context, files []*pushdown_pb.PlannedFi
 	if s.Watcher == nil || s.Reader == nil {
 		return
 	}
-	var g errgroup.Group
-	g.SetLimit(32)
-	for _, f := range files {
-		g.Go(func() error {
-			f.ReadEndpoint = s.endpointFor(ctx, f.GetFile())
-			return nil
+	// A fixed pool pulling files in turn: a warm plan of thousands of files
+	// (holders cached) must not start a goroutine per file, and a cold one
+	// looks up at most 32 at a time.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(32, len(files)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(files)); i = next.Add(1) - 1 {
+				files[i].ReadEndpoint = s.endpointFor(ctx, files[i].GetFile())
+			}
 		})
 	}
-	_ = g.Wait() // the calls return no error
+	wg.Wait()
 }
 
 // holderServers returns the volume servers holding the file's chunks.
