@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -31,6 +33,11 @@ func Median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// MinMax formats the range of xs as "lo–hi" with format.
+func MinMax(xs []float64, format string) string {
+	return fmt.Sprintf(format+"–"+format, slices.Min(xs), slices.Max(xs))
 }
 
 func tasksOf(t *testing.T, c *harness.Cluster, name string) (*table.Table, []table.FileScanTask) {

@@ -147,14 +147,10 @@ func TestIcebergWriterPeerBenchmark(t *testing.T) {
 	fmt.Fprintf(&md, "| query | connector cold ms | DuckDB cold ms | connector warm ms | DuckDB warm ms | warm: DuckDB / connector |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, q := range names {
 		fmt.Fprintf(&md, "| %s | %.1f (%s) | %.1f (%s) | %.1f (%s) | %.1f (%s) | %.1f× |\n", q,
-			conn[q].cold[0], spreadOf(conn[q].cold), duck[q].cold[0], spreadOf(duck[q].cold),
-			conn[q].warm[0], spreadOf(conn[q].warm), duck[q].warm[0], spreadOf(duck[q].warm), benchutil.Median(duck[q].warm)/benchutil.Median(conn[q].warm))
+			conn[q].cold[0], benchutil.MinMax(conn[q].cold, "%.1f"), duck[q].cold[0], benchutil.MinMax(duck[q].cold, "%.1f"),
+			conn[q].warm[0], benchutil.MinMax(conn[q].warm, "%.1f"), duck[q].warm[0], benchutil.MinMax(duck[q].warm, "%.1f"), benchutil.Median(duck[q].warm)/benchutil.Median(conn[q].warm))
 	}
 	if err := os.WriteFile(filepath.Join("..", "results", "sideindex_icebergwriter_peer.md"), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func spreadOf(xs []float64) string {
-	return fmt.Sprintf("%.1f–%.1f", slices.Min(xs), slices.Max(xs))
 }

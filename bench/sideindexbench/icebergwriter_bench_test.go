@@ -168,19 +168,11 @@ func TestSideIndexIcebergGoWriterBenchmark(t *testing.T) {
 				ratio = fmt.Sprintf("%.3f×", float64(f.planned)/float64(m))
 			}
 			fmt.Fprintf(&md, "| %s | %s | %d | %s | %d | %.2f (%s) | %.1f (%s) | %.1f (%s) | %.1f× |\n", q.name, st, f.planned, ratio, f.read,
-				benchutil.Median(f.plan), minMax(f.plan, "%.2f"), benchutil.Median(f.query), minMax(f.query, "%.1f"),
-				benchutil.Median(scans[q.name]), minMax(scans[q.name], "%.1f"), benchutil.Median(scans[q.name])/benchutil.Median(f.query))
+				benchutil.Median(f.plan), benchutil.MinMax(f.plan, "%.2f"), benchutil.Median(f.query), benchutil.MinMax(f.query, "%.1f"),
+				benchutil.Median(scans[q.name]), benchutil.MinMax(scans[q.name], "%.1f"), benchutil.Median(scans[q.name])/benchutil.Median(f.query))
 		}
 	}
 	if err := os.WriteFile(filepath.Join("..", "results", "sideindex_icebergwriter.md"), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func minMax(xs []float64, format string) string {
-	lo, hi := xs[0], xs[0]
-	for _, x := range xs {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	return fmt.Sprintf(format+"–"+format, lo, hi)
 }

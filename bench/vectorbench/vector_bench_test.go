@@ -337,15 +337,11 @@ func recall(resp *pushdown_pb.ParquetPushdownResponse, want []string) float64 {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
+func median(xs []float64) float64 { return benchutil.Median(xs) }
 
 // spread renders run 1's value and the min–max over the runs.
 func spread(xs []float64, format string) string {
-	return fmt.Sprintf(format+" ("+format+"–"+format+")", xs[0], slices.Min(xs), slices.Max(xs))
+	return fmt.Sprintf(format+" (%s)", xs[0], benchutil.MinMax(xs, format))
 }
 
 // buildWalls times one volume BuildIndexes call building ivf on every file
