@@ -9,7 +9,7 @@ import (
 
 // maxPrefetchBytes bounds the column bytes one build reads ahead of its
 // CPU slot; a larger column is streamed from the file while building.
-const maxPrefetchBytes = 256 << 20
+const maxPrefetchBytes = 64 << 20 // × builds in flight (twice the cores) bounds the memory
 
 // prefetchColumn reads every row group's chunk of leaf column col into
 // memory, so the CPU-bound build that follows never waits on the I/O path
