@@ -25,7 +25,7 @@ import (
 // check: it runs only with LAKEWEED_BENCH set.
 func TestConnectorWarmLatency(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {
-		t.Skip("measurement: run with LAKEWEED_BENCH=1 (LAKEWEED_BENCH_ROWS, LAKEWEED_PROFILE_DIR)")
+		t.Skip("measurement: run with LAKEWEED_BENCH=1 (LAKEWEED_BENCH_ROWS, LAKEWEED_BENCH_INDEXED, LAKEWEED_PROFILE_DIR)")
 	}
 	rows := int64(1_000_000)
 	if v := os.Getenv("LAKEWEED_BENCH_ROWS"); v != "" {
@@ -35,6 +35,13 @@ func TestConnectorWarmLatency(t *testing.T) {
 	ctx := context.Background()
 	spec := demo.DefaultSpec()
 	spec.Rows, spec.Indexed = rows, demo.IndexedAll
+	if v := os.Getenv("LAKEWEED_BENCH_INDEXED"); v != "" {
+		ix, err := demo.ParseIndexed(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Indexed = ix
+	}
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "speed.all", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +69,9 @@ func TestConnectorWarmLatency(t *testing.T) {
 		{"point lookup id", fmt.Sprintf("id = %d", rows/3), []string{"id", "tenant_id", "status", "message"}},
 		{"tenant_id equality", "tenant_id = 'tenant-042'", []string{"id", "tenant_id", "status"}},
 		{"status equality", "status = 'error'", []string{"id", "status"}},
+		{"full scan of two columns", "", []string{"id", "ts"}},
 	}
+	var last connector.Stats
 	run := func(where string, sel []string) (int64, time.Duration) {
 		t0 := time.Now()
 		res, err := conn.Query(ctx, connector.Query{Table: "speed.all", Where: where, Select: sel})
@@ -73,6 +82,7 @@ func TestConnectorWarmLatency(t *testing.T) {
 		if !res.Stats.Pushdown {
 			t.Fatalf("%s: not pushed down: %s", where, res.Stats.FallbackReason)
 		}
+		last = res.Stats
 		return res.NumRows(), time.Since(t0)
 	}
 	cpu := func() time.Duration {
@@ -95,6 +105,7 @@ func TestConnectorWarmLatency(t *testing.T) {
 				sort.Float64s(ds)
 				medians = append(medians, fmt.Sprintf("%.1f", ds[len(ds)/2]))
 			}
+			t.Logf("%-20s last warm run: plan %d ms, read %d ms, %d bytes read (%d volume, %d S3), %d ranges, %d row groups", q.name, last.PlanMs, last.ReadMs, last.BytesRead, last.BytesVolume, last.BytesS3, last.Ranges, last.RowGroups)
 			t.Logf("%-20s rows %7d cold %7.1f ms warm medians %v ms, CPU %.1f ms a query", q.name, n, float64(cold.Microseconds())/1000, medians,
 				float64((cpu()-cpu0).Microseconds())/1000/float64(runs))
 		}
