@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make bench`: benchmarks against real clusters (not timed tests).
 # Results: bench/results/*.json and *.md.
-#   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table
+#   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table and the peer benchmark's big table
+#   LAKEWEED_PLAN_BIG_FILES=N  files of the planner's largest table (default 10,000)
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
+#   LAKEWEED_PEER_BIG_ROWS=N / LAKEWEED_PEER_BIG_FILES=N  the peer benchmark's big table
+#                           (default 10,000,000 rows in 80 files; 0 rows skips it)
 #   BENCH=plan|deletes|peer|sideindex|sideindex-build|sideindex-igo|vector|kinds runs one of them
 #   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (60,000 / 1,000,000)
 set -euo pipefail
@@ -37,4 +40,8 @@ fi
 if [ "$BENCH" = all ] || [ "$BENCH" = peer ]; then
   # Its own module: DuckDB (cgo) stays out of the main build.
   (cd bench/peer && go test -count=1 -timeout 180m -run 'TestPeerBenchmark|TestConnectorAgreesWithDuckDBOnRandomPredicates' -v . 2>&1) | tee bench/results/peer.log | grep -E "peer_test|duckdb_differential|^ok|FAIL|^---"
+  # A full-size run's table goes into the README (reduced runs leave it).
+  if [ -z "${LAKEWEED_BENCH_ROWS:-}${LAKEWEED_PEER_MODES:-}${LAKEWEED_PEER_BIG_ROWS:-}${LAKEWEED_BENCH_QUICK:-}" ]; then
+    ./scripts/readme-peer-table.sh
+  fi
 fi

@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -270,6 +271,13 @@ func newContent(s Spec) *content {
 	return t
 }
 
+// Message parts: the HTTP code of each status, request verbs and paths.
+var (
+	statusCodes = map[string]int{"ok": 200, "warn": 299, "error": 500, "retry": 503, "timeout": 504}
+	verbs       = []string{"GET", "POST", "PUT", "DELETE"}
+	paths       = []string{"/api/v1/orders", "/api/v1/users", "/api/v2/search", "/healthz", "/api/v1/billing/invoices"}
+)
+
 // TenantName is the tenant_id value of tenant k.
 func TenantName(k int) string { return fmt.Sprintf("tenant-%03d", k) }
 
@@ -314,8 +322,6 @@ func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arr
 	tagB := tagsB.ValueBuilder().(*array.StringBuilder)
 	embB := b.Field(6).(*array.FixedSizeListBuilder)
 	valB := embB.ValueBuilder().(*array.Float32Builder)
-	verbs := []string{"GET", "POST", "PUT", "DELETE"}
-	paths := []string{"/api/v1/orders", "/api/v1/users", "/api/v2/search", "/healthz", "/api/v1/billing/invoices"}
 	for g := from; g < to; g++ {
 		idB.Append(t.ids[g])
 		tsB.Append(arrow.Timestamp(s.TimestampOf(s.FirstRow + g).UnixMicro()))
@@ -323,7 +329,7 @@ func (t *content) fileRecord(mem memory.Allocator, file int, from, to int64) arr
 		tenB.Append(TenantName(tenant))
 		status := Statuses[r.IntN(len(Statuses))]
 		stB.Append(status)
-		code := map[string]int{"ok": 200, "warn": 299, "error": 500, "retry": 503, "timeout": 504}[status]
+		code := statusCodes[status]
 		verb, path, obj, ms := verbs[r.IntN(len(verbs))], paths[r.IntN(len(paths))], r.IntN(100000), 1+r.IntN(2000)
 		incident := ""
 		if s.InTimeoutBurst(s.FirstRow + g) {
@@ -420,17 +426,50 @@ func WriteFile(t *content, i int) (GeneratedFile, error) {
 }
 
 // Files generates every file of the spec, calling fn for each in order.
+// Files are generated on up to GOMAXPROCS cores at once, each in its own
+// goroutine; at most that many are in memory (generated or being
+// generated) besides the one fn holds, so memory stays bounded by the file
+// size, not the table size:
+//
+//	file i ─▶ worker ─▶ slot i ─┐
+//	file i+1 ─▶ worker ─▶ slot i+1 ─┼─▶ fn, in file order
+//	(at most GOMAXPROCS slots open)  ┘
 func Files(s Spec, fn func(GeneratedFile) error) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	t := newContent(s)
-	for i := 0; i < s.Files; i++ {
-		f, err := WriteFile(t, i)
-		if err != nil {
-			return err
+	type generated struct {
+		f   GeneratedFile
+		err error
+	}
+	workers := max(1, min(runtime.GOMAXPROCS(0), s.Files))
+	// slots holds the files being generated, in file order; the consumer
+	// holds one more, so workers files are generated at once.
+	slots := make(chan chan generated, workers-1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(slots)
+		for i := 0; i < s.Files; i++ {
+			slot := make(chan generated, 1)
+			select {
+			case slots <- slot:
+			case <-stop:
+				return
+			}
+			go func() {
+				f, err := WriteFile(t, i)
+				slot <- generated{f, err}
+			}()
 		}
-		if err := fn(f); err != nil {
+	}()
+	for slot := range slots {
+		g := <-slot
+		if g.err != nil {
+			return g.err
+		}
+		if err := fn(g.f); err != nil {
 			return err
 		}
 	}
