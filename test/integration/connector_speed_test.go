@@ -124,8 +124,8 @@ func TestConnectorWarmLatency(t *testing.T) {
 		return
 	}
 	// profiles of the last read path measured
-	for _, q := range queries[1:] {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s.pprof", q.name[:6])))
+	for _, q := range queries {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s.pprof", strings.Fields(q.name)[0])))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,5 +139,14 @@ func TestConnectorWarmLatency(t *testing.T) {
 		pprof.StopCPUProfile()
 		f.Close()
 		t.Logf("profile %s: 30 runs, %.1f ms a query", q.name, float64(time.Since(t0).Microseconds())/1000/30)
+	}
+	// allocations of every run above (go tool pprof -sample_index=alloc_space)
+	f, err := os.Create(filepath.Join(dir, "allocs.pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
 	}
 }

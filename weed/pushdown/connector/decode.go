@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -160,7 +159,7 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	if len(leaves) == 0 {
 		return out, nil
 	}
-	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md))
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(parquet.NewReaderProperties(decodeMem)))
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +169,7 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 			props.SetReadDict(fl.leavesOf[top][0], true)
 		}
 	}
-	fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(rdr, props, decodeMem)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +210,7 @@ func concat(chunks []arrow.Array) (arrow.Array, error) {
 		chunks[0].Retain()
 		return chunks[0], nil
 	}
-	return array.Concatenate(chunks, memory.DefaultAllocator)
+	return array.Concatenate(chunks, decodeMem)
 }
 
 // decodePages decodes one single-leaf top-level field from its planned
@@ -270,14 +269,14 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, err
 	}
-	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md))
+	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md), file.WithReadProps(parquet.NewReaderProperties(decodeMem)))
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
 	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
 	dict := fl.dictEligible(top)
 	props.SetReadDict(0, dict) // as decodeWhole: a string column's values once, its rows as indices
-	fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(rdr, props, decodeMem)
 	if err != nil {
 		return nil, err
 	}
@@ -584,7 +583,13 @@ func (fl *fileLayout) lateRead(sf *sparseFile, r *rowGroupRead, keep []int64) la
 
 // rangesOf is the row set of ascending rows, as runs.
 func rangesOf(rows []int64) plan.RowSet {
-	var out plan.RowSet
+	runs := 0
+	for i, k := range rows {
+		if i == 0 || rows[i-1]+1 != k {
+			runs++
+		}
+	}
+	out := make(plan.RowSet, 0, runs)
 	for _, k := range rows {
 		if n := len(out); n > 0 && out[n-1].End == k {
 			out[n-1].End = k + 1

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -73,7 +72,7 @@ func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, 
 		// nothing matched (late columns were not even read)
 		arrs := make([]arrow.Array, len(outTops))
 		for i := range arrs {
-			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, 0)
+			arrs[i] = array.MakeArrayOfNull(decodeMem, outSchema.Field(i).Type, 0)
 		}
 		rec := array.NewRecordBatch(outSchema, arrs, 0)
 		for _, a := range arrs {
@@ -100,7 +99,7 @@ func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, 
 				arrs[i] = a
 				continue
 			}
-			arrs[i] = array.MakeArrayOfNull(memory.DefaultAllocator, outSchema.Field(i).Type, len(keep))
+			arrs[i] = array.MakeArrayOfNull(decodeMem, outSchema.Field(i).Type, len(keep))
 			continue
 		}
 		col := cols[top]
@@ -131,6 +130,25 @@ func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, 
 // keeps the whole column alive), Arrow's take otherwise. missing is a
 // row the column does not hold (-1: none).
 func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array, missing int64, err error) {
+	ctx = compute.WithAllocator(ctx, decodeMem)
+	if n := len(rows); col.rows == nil && n > 0 && rows[n-1] < int64(col.arr.Len()) {
+		// every row decoded (position = row): no positions to map
+		if _, dict := col.arr.(*array.Dictionary); !dict {
+			if rows[n-1]-rows[0] == int64(n-1) && 2*n >= col.arr.Len() {
+				return array.NewSlice(col.arr, rows[0], rows[0]+int64(n)), -1, nil
+			}
+			b := array.NewInt32Builder(decodeMem)
+			defer b.Release()
+			b.Reserve(n)
+			for _, r := range rows {
+				b.UnsafeAppend(int32(r))
+			}
+			indices := b.NewArray()
+			defer indices.Release()
+			taken, err = compute.TakeArray(ctx, col.arr, indices)
+			return taken, -1, err
+		}
+	}
 	pos := positions(col, rows)
 	for i, p := range pos {
 		if p < 0 {
@@ -139,7 +157,7 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 	}
 	if d, ok := col.arr.(*array.Dictionary); ok {
 		// the values of the rows' dictionary indices
-		b := array.NewInt32Builder(memory.DefaultAllocator)
+		b := array.NewInt32Builder(decodeMem)
 		defer b.Release()
 		b.Reserve(len(pos))
 		index := dictIndex(d)
@@ -162,7 +180,7 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 		}
 		return array.NewSlice(col.arr, int64(lo), int64(lo+n)), -1, nil
 	}
-	b := array.NewInt32Builder(memory.DefaultAllocator)
+	b := array.NewInt32Builder(decodeMem)
 	defer b.Release()
 	b.AppendValues(pos, nil)
 	indices := b.NewArray()

@@ -399,13 +399,16 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	}
 	// filter
 	rows := candidates(r)
-	sel, err := (&filter{expr: p.expr}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
-	if err != nil {
-		return nil, err
-	}
-	keep := make([]int64, len(sel))
-	for i, j := range sel {
-		keep[i] = rows[j]
+	keep := rows // no predicate: every candidate
+	if c, ok := p.expr.(predicate.Const); !ok || !c.Value {
+		sel, err := (&filter{expr: p.expr}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
+		if err != nil {
+			return nil, err
+		}
+		keep = make([]int64, len(sel))
+		for i, j := range sel {
+			keep[i] = rows[j]
+		}
 	}
 	// late columns: fetch and decode the pages of the matching rows
 	if len(r.late) > 0 && len(keep) > 0 {
