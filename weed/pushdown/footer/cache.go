@@ -307,8 +307,10 @@ func (c *Cache) recordRead(n int64) {
 }
 
 // BloomFilter returns the (cached) bloom filter of column col in row group
-// rg of footer f: nil when the chunk has none or it cannot be read (a
-// "maybe" for the caller; the error says why).
+// rg of footer f — or, for a chunk without one whose data pages are all
+// dictionary-encoded, its dictionary as an exact set (IsDictionarySet): nil
+// when the chunk has neither or it cannot be read (a "maybe" for the
+// caller; the error says why).
 func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
 	// Fast path: the footer's weak reference to the cached entry (no key
 	// hashing, no lock); a collected or foreign entry falls through.
@@ -339,7 +341,13 @@ func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomF
 	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col, f.gen), func() (any, error) {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
 		defer cancel()
-		bf, err := f.ReadBloomFilter(lctx, rg, col)
+		var bf BloomFilter
+		var err error
+		if f.Chunks[rg][col].BloomOffset > 0 {
+			bf, err = f.ReadBloomFilter(lctx, rg, col)
+		} else {
+			bf, err = f.ReadDictionarySet(lctx, rg, col)
+		}
 		if err != nil && perr.IsContext(err) {
 			return nil, err // not cached: the next query retries
 		}

@@ -100,11 +100,16 @@ type ChunkStats struct {
 type Chunk struct {
 	Start, Length int64 // byte range of the whole chunk
 	HasDictionary bool  // a dictionary page precedes the data pages
-	NumValues     int64
-	ColumnIndex   *metadata.IndexLocation
-	OffsetIndex   *metadata.IndexLocation
-	BloomOffset   int64
-	Stats         *ChunkStats // nil: no usable statistics
+	// DictionaryOnly: every data page is dictionary-encoded (encoding
+	// stats say so), from DataOffset on: the dictionary page holds every
+	// value of the chunk (ReadDictionarySet).
+	DictionaryOnly bool
+	DataOffset     int64
+	NumValues      int64
+	ColumnIndex    *metadata.IndexLocation
+	OffsetIndex    *metadata.IndexLocation
+	BloomOffset    int64
+	Stats          *ChunkStats // nil: no usable statistics
 }
 
 // Footer is a parsed footer and the lazily loaded indexes of one file.
@@ -487,6 +492,8 @@ func layout(md *metadata.FileMetaData, dataEnd int64) (out [][]Chunk, err error)
 			ch := Chunk{Start: start, Length: length, NumValues: cc.NumValues(), BloomOffset: cc.BloomFilterOffset(),
 				ColumnIndex: cc.GetColumnIndexLocation(), OffsetIndex: cc.GetOffsetIndexLocation()}
 			ch.HasDictionary = cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && cc.DictionaryPageOffset() < cc.DataPageOffset()
+			ch.DataOffset = cc.DataPageOffset()
+			ch.DictionaryOnly = ch.HasDictionary && ch.DataOffset > ch.Start && ch.DataOffset < ch.Start+ch.Length && dictionaryOnly(cc)
 			ch.Stats = chunkStats(cc, md.Schema.Column(c).ColumnOrder() == parquet.ColumnOrders.TypeDefinedOrder)
 			out[i][c] = ch
 		}

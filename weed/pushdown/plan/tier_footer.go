@@ -227,8 +227,9 @@ func chunkStats(ch footer.Chunk, d *value.StatDecoder) (s prune.ColumnStats) {
 }
 
 // PruneRowGroupByBloom decides row group rg from bloom filters of = and IN
-// leaves. A chunk without a filter, or a filter that cannot be read, says
-// "maybe".
+// leaves, or from the dictionary page of a chunk without one whose data
+// pages are all dictionary-encoded. A chunk without either, or one that
+// cannot be read, says "maybe".
 func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.Cache, rg int, e predicate.Expr) (prune.Verdict, error) {
 	var ctxErr error
 	v := prune.EvaluateWith(e, func(l *predicate.Leaf) prune.Verdict {
@@ -240,7 +241,8 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		if !ok {
 			return prune.MightMatch
 		}
-		if fc.footer.Chunks[rg][col].BloomOffset <= 0 {
+		ch := fc.footer.Chunks[rg][col]
+		if ch.BloomOffset <= 0 && !ch.DictionaryOnly {
 			fc.missing.add(note{"bloom_filter", l.Name, ""})
 			return prune.MightMatch
 		}
@@ -256,7 +258,13 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			fc.missing.add(note{"bloom_filter", l.Name, ""})
 			return prune.MightMatch
 		}
-		fc.used.add(note{"bloom_filter", l.Name, ""})
+		if footer.IsDictionarySet(bf) {
+			// no bloom filter, but every value of the chunk is in its
+			// dictionary page: the set of their hashes, exact
+			fc.used.add(note{"dictionary", l.Name, ""})
+		} else {
+			fc.used.add(note{"bloom_filter", l.Name, ""})
+		}
 		descr := fc.md.Schema.Column(col)
 		for i := range l.Lits {
 			h, ok := fc.hashes.hash(descr, l, i, bf.Hasher())
