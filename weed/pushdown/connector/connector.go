@@ -112,6 +112,10 @@ type Query struct {
 	// Vector orders the rows by a vector distance, nearest first, and
 	// returns the Limit nearest (vectors.go).
 	Vector *VectorQuery
+	// sink, on a planned read without a limit, is handed each record in
+	// plan order instead of the result keeping it (the result then has
+	// none); it must not keep the record past the call.
+	sink func(arrow.RecordBatch) error
 }
 
 // Stats describe how a query was answered.
