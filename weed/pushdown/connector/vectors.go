@@ -147,13 +147,21 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 	if c.opts.NoPushdown {
 		return c.exactVectors(ctx, q, "vector search pushdown disabled (-no-pushdown): exact search in the connector")
 	}
-	p, items, err := c.prepareVector(ctx, q)
+	// The table's cached metadata serves when the plan confirms it is the
+	// version planned (else it is loaded and the query planned again).
+	p, items, err := c.prepareVector(ctx, q, !c.opts.ClientResolved)
 	if err != nil {
 		return nil, err
 	}
-	req := p.req
 	t0 := time.Now()
-	resp, err := c.plan(ctx, req)
+	p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) {
+		np, nitems, err := c.prepareVector(ctx, q, false)
+		items = nitems
+		return np, err
+	})
+	if bindErr != nil {
+		return nil, bindErr
+	}
 	planMs := time.Since(t0).Milliseconds()
 	if err != nil {
 		reason := c.fallbackReason(err)
@@ -173,7 +181,7 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 		return c.exactVectors(ctx, q, why)
 	}
 	vs := resp.GetStats().GetVector()
-	res.Stats.Pushdown, res.Stats.Mode, res.Stats.PlanMs = true, "vector", planMs
+	res.Stats.Pushdown, res.Stats.Mode, res.Stats.PlanMs, res.Stats.MetadataCached = true, "vector", planMs, p.fromCache
 	res.Stats.Files = len(vs.GetFiles())
 	res.Stats.VectorStats = &VectorStats{SearchedBy: "volume", VectorsScored: vs.GetVectorsScored(), VectorsApprox: vs.GetVectorsApprox(),
 		VectorFilesByIndex: int(vs.GetFilesByIndex()), VectorFilesExact: int(vs.GetFilesExact()), Nprobe: int(vs.GetNprobe()),
@@ -181,17 +189,17 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 	return res, nil
 }
 
-// prepareVector binds a vector query: its table columns (the vector
-// column alone when only the distance is selected), its SELECT items, and
-// the Plan request with the vector_query.
-func (c *Connector) prepareVector(ctx context.Context, q Query) (*prepared, []outItem, error) {
+// prepareVector binds a vector query (to the cached metadata when cached):
+// its table columns (the vector column alone when only the distance is
+// selected), its SELECT items, and the Plan request with the vector_query.
+func (c *Connector) prepareVector(ctx context.Context, q Query, cached bool) (*prepared, []outItem, error) {
 	inner, items := splitSelect(q)
 	iq := q
 	iq.Select, iq.Vector, iq.Limit = inner, nil, 0
 	if q.Select != nil && len(inner) == 0 {
 		iq.Select = []string{q.Vector.Column} // only the distance: the request needs a column
 	}
-	p, err := c.prepare(ctx, iq, false)
+	p, err := c.prepare(ctx, iq, cached)
 	if err != nil {
 		return nil, nil, err
 	}
