@@ -28,9 +28,9 @@ type connFigures struct {
 // (ExactVectors: every matching vector read through the connector's
 // planned read and scored there — the brute force a user gets with
 // -no-pushdown) or through the plan's fused top-k (the volume's index
-// search). Each query runs twice; the second (its bytes cached) is the
-// warm figure.
-func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, queries int, exact bool) connFigures {
+// search, nprobe 0: the index's default). Each query runs twice; the
+// second (its bytes cached) is the warm figure.
+func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, queries int, exact bool, nprobe int) connFigures {
 	ctx := context.Background()
 	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true})
 	if err != nil {
@@ -40,7 +40,7 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, q
 	var lat, first, rec, scored, byIndex, byExact []float64
 	for qi := range min(queries, len(ds.queries)) {
 		q := connector.Query{Table: ds.table, Select: []string{"id"}, Where: f.where, Limit: 10,
-			Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: ds.queries[qi]}}
+			Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: ds.queries[qi], Nprobe: nprobe}}
 		for i := range 2 {
 			t0 := time.Now()
 			var res *connector.Result

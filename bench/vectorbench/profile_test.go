@@ -63,16 +63,28 @@ func TestWarmVectorPlanProfile(t *testing.T) {
 		plan(t, c, ds.table, q, f.pred)
 	}
 	if partitioned && f.where != "" {
-		exact, ivf := connectorLatency(t, c, ds, f, len(ds.queries), true), connectorLatency(t, c, ds, f, len(ds.queries), false)
-		t.Logf("%s: connector exact %.1f ms (%.0f scored), connector ivf %.2f ms (%.0f scored, %.1f files by index, %.1f exactly, recall %.3f): %.0f×",
-			f.name, exact.warm, exact.scored, ivf.warm, ivf.scored, ivf.byIndex, ivf.exact, ivf.recall, exact.warm/ivf.warm)
+		// LAKEWEED_BENCH_PROFILE_NPROBE: comma-separated nprobe values
+		// measured besides the default.
+		nprobes := []int{0}
+		for _, v := range strings.Split(os.Getenv("LAKEWEED_BENCH_PROFILE_NPROBE"), ",") {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				nprobes = append(nprobes, n)
+			}
+		}
+		exact := connectorLatency(t, c, ds, f, len(ds.queries), true, 0)
+		for _, np := range nprobes {
+			ivf := connectorLatency(t, c, ds, f, len(ds.queries), false, np)
+			t.Logf("%s nprobe %d: connector exact %.1f ms (%.0f scored), connector ivf %.2f ms (%.0f scored, %.1f files by index, %.1f exactly, recall %.3f): %.0f×",
+				f.name, np, exact.warm, exact.scored, ivf.warm, ivf.scored, ivf.byIndex, ivf.exact, ivf.recall, exact.warm/ivf.warm)
+		}
 	}
 	done := make(chan []float64)
 	go func() {
 		var lat []float64
 		for t0 := time.Now(); time.Since(t0) < 12*time.Second; {
 			if partitioned && f.where != "" {
-				lat = append(lat, connectorLatency(t, c, ds, f, len(ds.queries), false).warm)
+				// LAKEWEED_BENCH_PROFILE_EXACT=1: the connector's brute force
+				lat = append(lat, connectorLatency(t, c, ds, f, len(ds.queries), os.Getenv("LAKEWEED_BENCH_PROFILE_EXACT") != "", 0).warm)
 				continue
 			}
 			for _, q := range ds.queries {
