@@ -719,7 +719,7 @@ func writePartitioned(md *strings.Builder, ds *dataset, exact map[string]float64
 		"first: the connector's caches empty, the cluster warm). Brute force is `ExactVectors` under the same filter: the plan prunes the same partitions, "+
 		"every matching vector is read and scored in the connector.\n\n"+
 		"| filter | nprobe | connector exact warm ms (first) | connector ivf warm ms (first) | exact / ivf | recall@10 (ivf) | vectors scored exact / ivf | files by index / exactly (ivf) |\n"+
-		"| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", len(ds.queries))
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", len(ds.queries))
 	for _, f := range ds.filters {
 		cf := conn[f.name]
 		for i, np := range []string{1: "default", 2: strconv.Itoa(partitionedNprobe)} {
