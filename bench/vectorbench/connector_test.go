@@ -2,32 +2,45 @@ package vectorbench
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	vectors "github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
 
-// connectorLatency is the median warm latency of the connector answering
-// `SELECT id … ORDER BY embedding <-> q LIMIT 10` for the first queries:
-// exactly (ExactVectors: every vector read through the connector's planned
-// read and scored there — the brute force a user gets with -no-pushdown)
-// or through the plan's fused top-k (the volume's index search). Each
-// query runs twice on one connector; the second (its bytes cached) is
-// measured.
-func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, queries int, exact bool) float64 {
+// connFigures are the connector's figures for one query kind: the median
+// warm latency (the second run of each query), the median first run (the
+// connector's caches empty, the cluster warm), mean recall@10 of the ids
+// against the oracle, mean vectors scored and files searched by index and
+// exactly.
+type connFigures struct {
+	warm, first, recall, scored, byIndex, exact float64
+}
+
+// connectorLatency runs `SELECT id … [WHERE f.where] ORDER BY embedding
+// <-> q LIMIT 10` for the first queries on one connector: exactly
+// (ExactVectors: every matching vector read through the connector's
+// planned read and scored there — the brute force a user gets with
+// -no-pushdown) or through the plan's fused top-k (the volume's index
+// search, nprobe 0: the index's default). Each query runs twice; the
+// second (its bytes cached) is the warm figure.
+func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, queries int, exact bool, nprobe int) connFigures {
 	ctx := context.Background()
 	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var lat []float64
+	var lat, first, rec, scored, byIndex, byExact []float64
 	for qi := range min(queries, len(ds.queries)) {
-		q := connector.Query{Table: ds.table, Select: []string{"id"}, Limit: 10,
-			Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: ds.queries[qi]}}
+		q := connector.Query{Table: ds.table, Select: []string{"id"}, Where: f.where, Limit: 10,
+			Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: ds.queries[qi], Nprobe: nprobe}}
 		for i := range 2 {
 			t0 := time.Now()
 			var res *connector.Result
@@ -37,16 +50,40 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, queries int
 				res, err = conn.Query(ctx, q)
 			}
 			if err != nil {
-				t.Fatalf("%s query %d (exact %v): %v", ds.name, qi, exact, err)
+				t.Fatalf("%s %s query %d (exact %v): %v", ds.name, f.name, qi, exact, err)
 			}
+			d := ms(time.Since(t0))
 			if res.NumRows() != 10 {
-				t.Fatalf("%s query %d (exact %v): %d rows, want 10", ds.name, qi, exact, res.NumRows())
+				t.Fatalf("%s %s query %d (exact %v): %d rows, want 10", ds.name, f.name, qi, exact, res.NumRows())
+			}
+			if i == 0 {
+				first = append(first, d)
+				res.Release()
+				continue
+			}
+			lat = append(lat, d)
+			var ids []string
+			for _, r := range res.Records {
+				col := r.Column(0).(*array.Int64)
+				for j := range col.Len() {
+					ids = append(ids, strconv.FormatInt(col.Value(j), 10))
+				}
+			}
+			want := ds.truthIDs(qi, f)
+			n := 0
+			for _, id := range ids {
+				if slices.Contains(want, id) {
+					n++
+				}
+			}
+			rec = append(rec, float64(n)/float64(max(1, len(want))))
+			if vs := res.Stats.VectorStats; vs != nil {
+				scored = append(scored, float64(vs.VectorsScored))
+				byIndex = append(byIndex, float64(vs.VectorFilesByIndex))
+				byExact = append(byExact, float64(vs.VectorFilesExact))
 			}
 			res.Release()
-			if i == 1 {
-				lat = append(lat, ms(time.Since(t0)))
-			}
 		}
 	}
-	return median(lat)
+	return connFigures{warm: median(lat), first: median(first), recall: mean(rec), scored: mean(scored), byIndex: mean(byIndex), exact: mean(byExact)}
 }

@@ -1,13 +1,18 @@
 package vectorbench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 )
@@ -16,45 +21,102 @@ import (
 // answers warm ivf plans (LAKEWEED_BENCH_PROFILE=out.pprof):
 //
 //	LAKEWEED_BENCH=1 LAKEWEED_BENCH_PROFILE=/tmp/plan.pprof go test -run TestWarmVectorPlanProfile -v ./bench/vectorbench/
+//
+// LAKEWEED_BENCH_PROFILE_PARTITIONED=1 profiles the tenant-partitioned
+// demo under its σ = 0.2 filter (LAKEWEED_BENCH_PROFILE_PRED overrides
+// the predicate) through the connector: it logs the connector's brute
+// force and ivf figures under that filter, and writes the test process's
+// own CPU profile (the connector) to <out>.connector.
 func TestWarmVectorPlanProfile(t *testing.T) {
 	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
 	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
 		t.Skip("profile: set LAKEWEED_BENCH=1 and LAKEWEED_BENCH_PROFILE")
 	}
 	port := harness.FreePorts(t, 1)[0]
-	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-debug", "-debug.port=" + strconv.Itoa(port)}})
-	ds := demoDataset(envInt("LAKEWEED_BENCH_DEMO_ROWS", 100000), 4)
-	ds.load(t, c)
-	ds.readRows(t, c)
-	e := c.Endpoints()
-	if o, eo, err := harness.Weed(t, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3,
-		"-warehouse", e.Warehouse, "-table", ds.table, "-column", "embedding", "-kind", "ivf", "-wait"); err != nil {
-		t.Fatalf("index create: %v\n%s%s", err, o, eo)
+	// LAKEWEED_BENCH_PROFILE_DIR keeps the cluster's data between runs:
+	// a table already there is not loaded again (compare code changes on
+	// the same data).
+	dir := os.Getenv("LAKEWEED_BENCH_PROFILE_DIR")
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	pred := os.Getenv("LAKEWEED_BENCH_PROFILE_PRED")
+	c := harness.StartMini(t, harness.MiniOptions{Dir: dir, ExtraArgs: []string{"-debug", "-debug.port=" + strconv.Itoa(port)}})
+	partitioned := os.Getenv("LAKEWEED_BENCH_PROFILE_PARTITIONED") != ""
+	ds := demoDataset(envInt("LAKEWEED_BENCH_DEMO_ROWS", 100000), 4)
+	var f filter
+	if partitioned {
+		ds = demoPartitionedDataset(envInt("LAKEWEED_BENCH_DEMO_ROWS", 1000000))
+		f = ds.filters[1]
+	}
+	if p := os.Getenv("LAKEWEED_BENCH_PROFILE_PRED"); p != "" {
+		f = filter{name: "LAKEWEED_BENCH_PROFILE_PRED", pred: p}
+	}
+	ns, tn, _ := strings.Cut(ds.table, ".")
+	if ok, err := c.Iceberg(t).CheckTableExists(context.Background(), table.Identifier{ns, tn}); err != nil || !ok {
+		ds.load(t, c)
+		createIVF(t, c, ds)
+	}
+	ds.readRows(t, c)
 	for _, q := range ds.queries {
-		plan(t, c, ds.table, q, pred)
+		plan(t, c, ds.table, q, f.pred)
+	}
+	if partitioned && f.where != "" {
+		// LAKEWEED_BENCH_PROFILE_NPROBE: comma-separated nprobe values
+		// measured besides the default.
+		nprobes := []int{0}
+		for _, v := range strings.Split(os.Getenv("LAKEWEED_BENCH_PROFILE_NPROBE"), ",") {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				nprobes = append(nprobes, n)
+			}
+		}
+		exact := connectorLatency(t, c, ds, f, len(ds.queries), true, 0)
+		for _, np := range nprobes {
+			ivf := connectorLatency(t, c, ds, f, len(ds.queries), false, np)
+			t.Logf("%s nprobe %d: connector exact %.1f ms (%.0f scored), connector ivf %.2f ms (%.0f scored, %.1f files by index, %.1f exactly, recall %.3f): %.0f×",
+				f.name, np, exact.warm, exact.scored, ivf.warm, ivf.scored, ivf.byIndex, ivf.exact, ivf.recall, exact.warm/ivf.warm)
+		}
 	}
 	done := make(chan []float64)
 	go func() {
 		var lat []float64
 		for t0 := time.Now(); time.Since(t0) < 12*time.Second; {
+			if partitioned && f.where != "" {
+				// LAKEWEED_BENCH_PROFILE_EXACT=1: the connector's brute force
+				lat = append(lat, connectorLatency(t, c, ds, f, len(ds.queries), os.Getenv("LAKEWEED_BENCH_PROFILE_EXACT") != "", 0).warm)
+				continue
+			}
 			for _, q := range ds.queries {
-				_, d := plan(t, c, ds.table, q, pred)
+				_, d := plan(t, c, ds.table, q, f.pred)
 				lat = append(lat, ms(d))
 			}
 		}
 		done <- lat
 	}()
+	var local *os.File
+	if partitioned {
+		var err error
+		if local, err = os.Create(out + ".connector"); err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(local); err != nil {
+			t.Fatal(err)
+		}
+	}
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if local != nil {
+		pprof.StopCPUProfile()
+		local.Close()
+	}
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	lat := <-done
-	t.Logf("%d warm plans, p50 %.2f ms; profile in %s", len(lat), median(lat), out)
+	t.Logf("%d warm queries, p50 %.2f ms; profile in %s", len(lat), median(lat), out)
 }

@@ -416,3 +416,78 @@ func TestDemoPartitionedByTenantSearchesOnlyTheTenantsFiles(t *testing.T) {
 	}
 	t.Logf("ivf_pq over the tenant's file: recall@10 %d/10, %d vectors scored, %d by index", hits, st.VectorsScored, st.VectorFilesByIndex)
 }
+
+// A connector keeps a table's metadata between vector queries while the
+// plan confirms it current (no LoadTable per query); after another
+// writer's commit — the nearest rows deleted, a column added — the next
+// vector query loads the new version: the deleted rows do not come back.
+func TestVectorQueriesKeepTableMetadataUntilAnotherWriterCommits(t *testing.T) {
+	c := sharedCluster(t)
+	e := c.Endpoints()
+	const name = "vmeta_it.events"
+	if out, errOut, err := harness.Weed(t, "pushdown", "demo", "-table", name, "-rows", "4000", "-files", "2",
+		"-rowGroupRows", "1000", "-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse); err != nil {
+		t.Fatalf("weed pushdown demo: %v\n%s%s", err, out, errOut)
+	}
+	ctx := context.Background()
+	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{"vmeta_it", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files := tableOracle(t, c, tbl)
+	conn, err := connector.New(ctx, connector.Options{Endpoints: e, NoFallback: true, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	q := files[1].embs[123]
+	sel := []string{"id"}
+	query := func(wantCached bool) []int64 {
+		t.Helper()
+		res, err := conn.Query(ctx, connector.Query{Table: name, Select: sel, Limit: 5,
+			Vector: &connector.VectorQuery{Column: "embedding", Metric: vector.L2, Vector: q}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Release()
+		if res.NumRows() != 5 || res.Stats.MetadataCached != wantCached || res.Stats.VectorStats == nil || res.Stats.SearchedBy != "volume" {
+			t.Fatalf("%d rows, metadata cached %v, stats %+v; want 5 rows searched on the volume, cached %v", res.NumRows(), res.Stats.MetadataCached, res.Stats.VectorStats, wantCached)
+		}
+		ids := make([]int64, 0, 5)
+		col := res.Records[0].Column(0).(*array.Int64)
+		for i := range col.Len() {
+			ids = append(ids, col.Value(i))
+		}
+		return ids
+	}
+	first := query(false) // loaded
+	if again := query(true); !slices.Equal(again, first) {
+		t.Fatalf("the cached metadata answered %v, the loaded %v", again, first)
+	}
+	// a position delete (iceberg-go cannot rewrite fixed_size_list files)
+	mor := tbl.NewTransaction()
+	if err := mor.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = mor.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	query(false) // a property change is a commit too
+	tbl = deleteWhere(t, tbl, idIn(first[:2]))
+	after := query(false) // another writer committed: loaded again
+	if slices.Contains(after, first[0]) || slices.Contains(after, first[1]) || !slices.Equal(after[:3], first[2:]) {
+		t.Fatalf("after deleting %v the answer is %v (before %v)", first[:2], after, first)
+	}
+	query(true)
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(true, false).AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(false); !slices.Equal(got, after) {
+		t.Fatalf("with the added column the answer is %v, want %v", got, after)
+	}
+	query(true)
+}

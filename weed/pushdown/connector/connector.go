@@ -112,6 +112,10 @@ type Query struct {
 	// Vector orders the rows by a vector distance, nearest first, and
 	// returns the Limit nearest (vectors.go).
 	Vector *VectorQuery
+	// sink, on a planned read without a limit, is handed each record in
+	// plan order instead of the result keeping it (the result then has
+	// none); it must not keep the record past the call.
+	sink func(arrow.RecordBatch) error
 }
 
 // Stats describe how a query was answered.
@@ -417,18 +421,9 @@ func (c *Connector) query(ctx context.Context, q Query) (*Result, error) {
 // reads plainly (unless NoFallback).
 func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) {
 	t0 := time.Now()
-	resp, err := c.plan(ctx, p.req)
-	if err == nil && p.fromCache && resp.GetMetadataLocation() != p.tbl.MetadataLocation() {
-		// another writer committed (or the catalog does not say): load
-		// the table and plan again
-		if resp.GetMetadataLocation() == "" {
-			c.tables.off.Store(true)
-		}
-		c.tables.Remove(p.q.Table)
-		if p, err = c.prepare(ctx, p.q, false); err != nil {
-			return nil, err
-		}
-		resp, err = c.plan(ctx, p.req)
+	p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) { return c.prepare(ctx, p.q, false) })
+	if bindErr != nil {
+		return nil, bindErr
 	}
 	planMs := time.Since(t0).Milliseconds()
 	if err != nil && p.fromCache {
@@ -479,6 +474,26 @@ func (c *Connector) pushdown(ctx context.Context, p *prepared) (*Result, error) 
 	res.Stats.BytesPlanned = resp.GetStats().GetBytesPlanned()
 	res.Stats.CostNote = costNote
 	return res, nil
+}
+
+// planCurrent plans p's request. When p is bound to the connector's cached
+// metadata and the plan was not made from that version (another writer
+// committed, or the catalog does not say), the table is bound again by
+// rebind (loading it) and planned again. err is the plan's error, bindErr
+// rebind's.
+func (c *Connector) planCurrent(ctx context.Context, p *prepared, rebind func() (*prepared, error)) (_ *prepared, _ *pushdown_pb.ParquetPushdownResponse, err, bindErr error) {
+	resp, err := c.plan(ctx, p.req)
+	if err == nil && p.fromCache && resp.GetMetadataLocation() != p.tbl.MetadataLocation() {
+		if resp.GetMetadataLocation() == "" {
+			c.tables.off.Store(true)
+		}
+		c.tables.Remove(p.q.Table)
+		if p, bindErr = rebind(); bindErr != nil {
+			return nil, nil, nil, bindErr
+		}
+		resp, err = c.plan(ctx, p.req)
+	}
+	return p, resp, err, nil
 }
 
 // fallbackReason says why a failed plan is answered by a plain read
@@ -793,7 +808,7 @@ func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetP
 		if err := checkVectorQuery(q); err != nil {
 			return nil, err
 		}
-		p, _, err := c.prepareVector(ctx, q)
+		p, _, err := c.prepareVector(ctx, q, false)
 		if err != nil {
 			return nil, err
 		}

@@ -170,6 +170,15 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			r.rec.Release()
 			return fail(err)
 		}
+		if p.q.sink != nil && p.q.Limit == 0 {
+			err := p.q.sink(rec)
+			rec.Release()
+			if err != nil {
+				return fail(err)
+			}
+			budget.release(u.file.cost)
+			continue
+		}
 		if p.q.Limit > 0 && rec.NumRows() >= remaining {
 			cut := rec.NewSlice(0, remaining)
 			rec.Release()

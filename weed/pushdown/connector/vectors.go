@@ -147,13 +147,21 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 	if c.opts.NoPushdown {
 		return c.exactVectors(ctx, q, "vector search pushdown disabled (-no-pushdown): exact search in the connector")
 	}
-	p, items, err := c.prepareVector(ctx, q)
+	// The table's cached metadata serves when the plan confirms it is the
+	// version planned (else it is loaded and the query planned again).
+	p, items, err := c.prepareVector(ctx, q, !c.opts.ClientResolved)
 	if err != nil {
 		return nil, err
 	}
-	req := p.req
 	t0 := time.Now()
-	resp, err := c.plan(ctx, req)
+	p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) {
+		np, nitems, err := c.prepareVector(ctx, q, false)
+		items = nitems
+		return np, err
+	})
+	if bindErr != nil {
+		return nil, bindErr
+	}
 	planMs := time.Since(t0).Milliseconds()
 	if err != nil {
 		reason := c.fallbackReason(err)
@@ -173,7 +181,7 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 		return c.exactVectors(ctx, q, why)
 	}
 	vs := resp.GetStats().GetVector()
-	res.Stats.Pushdown, res.Stats.Mode, res.Stats.PlanMs = true, "vector", planMs
+	res.Stats.Pushdown, res.Stats.Mode, res.Stats.PlanMs, res.Stats.MetadataCached = true, "vector", planMs, p.fromCache
 	res.Stats.Files = len(vs.GetFiles())
 	res.Stats.VectorStats = &VectorStats{SearchedBy: "volume", VectorsScored: vs.GetVectorsScored(), VectorsApprox: vs.GetVectorsApprox(),
 		VectorFilesByIndex: int(vs.GetFilesByIndex()), VectorFilesExact: int(vs.GetFilesExact()), Nprobe: int(vs.GetNprobe()),
@@ -181,17 +189,17 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 	return res, nil
 }
 
-// prepareVector binds a vector query: its table columns (the vector
-// column alone when only the distance is selected), its SELECT items, and
-// the Plan request with the vector_query.
-func (c *Connector) prepareVector(ctx context.Context, q Query) (*prepared, []outItem, error) {
+// prepareVector binds a vector query (to the cached metadata when cached):
+// its table columns (the vector column alone when only the distance is
+// selected), its SELECT items, and the Plan request with the vector_query.
+func (c *Connector) prepareVector(ctx context.Context, q Query, cached bool) (*prepared, []outItem, error) {
 	inner, items := splitSelect(q)
 	iq := q
 	iq.Select, iq.Vector, iq.Limit = inner, nil, 0
 	if q.Select != nil && len(inner) == 0 {
 		iq.Select = []string{q.Vector.Column} // only the distance: the request needs a column
 	}
-	p, err := c.prepare(ctx, iq, false)
+	p, err := c.prepare(ctx, iq, cached)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -455,39 +463,27 @@ func (c *Connector) exactVectors(ctx context.Context, q Query, reason string) (*
 	// the catalog cannot plan.
 	rc := *c
 	rc.opts.NoPushdown, rc.opts.Force = false, true
+	top := &exactTopK{ctx: ctx, column: field.Name, vcol: vcol, metric: q.Vector.Metric, lengths: map[int]int64{},
+		q: vectors.Query{Vector: q.Vector.Vector, K: int(q.Limit), Metric: q.Vector.Metric}}
+	defer top.release()
+	iq.sink = top.add
 	res, err := rc.query(ctx, iq)
 	if err != nil {
 		return nil, err
 	}
 	defer res.Release()
-	k, dim := int(q.Limit), len(q.Vector.Vector)
-	lengths := map[int]int64{}
-	var kept []candidate
-	var scored int64
-	for ri, rec := range res.Records {
-		mat, err := recordVectors(rec.Column(vcol), dim, lengths)
-		if err != nil {
-			return nil, fmt.Errorf("column %s: %w", quoteShort(field.Name), err)
-		}
-		hits, st, err := vectors.Exact(mat, vectors.Query{Vector: q.Vector.Vector, K: k, Metric: q.Vector.Metric})
-		if err != nil {
+	// A plain read (the catalog cannot plan) hands its records over at
+	// the end.
+	for _, rec := range res.Records {
+		if err := top.add(rec); err != nil {
 			return nil, err
 		}
-		scored += st.Scored
-		for _, h := range hits {
-			kept = append(kept, candidate{rec: ri, row: int(h.Pos), dist: h.Dist})
-		}
-		if len(kept) >= 4*k {
-			kept = nearestOf(kept, k)
-		}
 	}
-	if d := dominant(lengths); d != 0 && d != dim {
+	dim := len(q.Vector.Vector)
+	if d := dominant(top.lengths); d != 0 && d != dim {
 		return nil, fmt.Errorf("dimension mismatch: the query vector has %d dimensions, column %s holds vectors of %d", dim, quoteShort(field.Name), d)
 	}
-	var rows []winner
-	for _, cd := range nearestOf(kept, k) {
-		rows = append(rows, winner{cols: res.Records[cd.rec].Column, row: cd.row, dist: cd.dist})
-	}
+	rows := top.winners()
 	base := make([]arrow.Field, len(inner))
 	for i := range base {
 		base[i] = res.Schema.Field(i)
@@ -500,8 +496,101 @@ func (c *Connector) exactVectors(ctx context.Context, q Query, reason string) (*
 	if reason != "" {
 		out.Stats.FallbackReason = reason
 	}
-	out.Stats.VectorStats = &VectorStats{SearchedBy: "connector (exact)", VectorsScored: scored, Nprobe: q.Vector.Nprobe}
+	out.Stats.VectorStats = &VectorStats{SearchedBy: "connector (exact)", VectorsScored: top.scored, Nprobe: q.Vector.Nprobe}
 	return out, nil
+}
+
+// exactTopK ranks the records of an exact search as they are read,
+// keeping only the k nearest rows' table columns (copied out of their
+// records): memory O(k × selected columns), whatever the rows matched.
+// The order is nearest first, ties in read order (record, then row).
+//
+//	record ─▶ distances of its vectors ─▶ its k nearest
+//	   ∪ kept (≤ k rows) ─▶ k nearest ─▶ copied into the new kept record
+type exactTopK struct {
+	ctx     context.Context
+	column  string // the vector column's name
+	vcol    int    // its column in the records; the table columns are before it
+	metric  vectors.Metric
+	q       vectors.Query
+	lengths map[int]int64 // lengths of the valid vectors seen
+	scored  int64
+	records int               // records seen
+	kept    arrow.RecordBatch // the kept rows' table columns, nearest first
+	keys    []candidate       // kept row i: its record and row, distance
+}
+
+// add ranks rec (the caller keeps and releases it).
+func (t *exactTopK) add(rec arrow.RecordBatch) error {
+	ri := t.records
+	t.records++
+	mat, err := recordVectors(rec.Column(t.vcol), len(t.q.Vector), t.lengths)
+	if err != nil {
+		return fmt.Errorf("column %s: %w", quoteShort(t.column), err)
+	}
+	hits, st, err := vectors.Exact(mat, t.q)
+	if err != nil {
+		return err
+	}
+	t.scored += st.Scored
+	if len(hits) == 0 {
+		return nil
+	}
+	// cs: the kept rows and rec's hits, by their keys.
+	type source struct {
+		key      candidate
+		fromKept bool
+		at       int
+	}
+	cs := make([]source, 0, len(t.keys)+len(hits))
+	for i, k := range t.keys {
+		cs = append(cs, source{key: k, fromKept: true, at: i})
+	}
+	for _, h := range hits {
+		cs = append(cs, source{key: candidate{rec: ri, row: int(h.Pos), dist: h.Dist}, at: int(h.Pos)})
+	}
+	slices.SortFunc(cs, func(a, b source) int { return compareCandidates(a.key, b.key) })
+	cs = cs[:min(t.q.K, len(cs))]
+	if !slices.ContainsFunc(cs, func(s source) bool { return !s.fromKept }) {
+		return nil // none of rec's rows is among the k nearest
+	}
+	items := make([]outItem, t.vcol)
+	base := make([]arrow.Field, t.vcol)
+	for i := range items {
+		items[i], base[i] = outItem{col: i}, rec.Schema().Field(i)
+	}
+	rows := make([]winner, len(cs))
+	keys := make([]candidate, len(cs))
+	for i, s := range cs {
+		cols := rec.Column
+		if s.fromKept {
+			cols = t.kept.Column
+		}
+		rows[i], keys[i] = winner{cols: cols, row: s.at, dist: s.key.dist}, s.key
+	}
+	out, err := gatherRows(t.ctx, items, base, t.metric, rows)
+	if err != nil {
+		return err
+	}
+	t.release()
+	t.kept, t.keys = out.Records[0], keys
+	return nil
+}
+
+// winners are the kept rows, nearest first, as columns of the kept record.
+func (t *exactTopK) winners() []winner {
+	var rows []winner
+	for i, k := range t.keys {
+		rows = append(rows, winner{cols: t.kept.Column, row: i, dist: k.dist})
+	}
+	return rows
+}
+
+func (t *exactTopK) release() {
+	if t.kept != nil {
+		t.kept.Release()
+		t.kept = nil
+	}
 }
 
 // dominant is the most common vector length (the shorter on a tie; 0:
@@ -568,10 +657,7 @@ type candidate struct {
 	dist     float32
 }
 
-// nearestOf is the k nearest of cs, nearest first (ties in read order).
-func nearestOf(cs []candidate, k int) []candidate {
-	slices.SortFunc(cs, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.rec, b.rec), cmp.Compare(a.row, b.row))
-	})
-	return cs[:min(k, len(cs))]
+// compareCandidates orders candidates nearest first, ties in read order.
+func compareCandidates(a, b candidate) int {
+	return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.rec, b.rec), cmp.Compare(a.row, b.row))
 }

@@ -132,10 +132,11 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	q := vector.Query{Vector: req.GetVector(), K: int(req.GetTopK()), NProbe: int(req.GetNprobe()), Refine: int(req.GetRefine()),
 		Metric: vector.Metric(req.GetMetric())}
 	type fileOut struct {
-		hits   []vector.Hit
-		ft     *footer.Footer
-		cm     *plan.ColumnMap
-		result *pushdown_pb.VectorFileResult
+		hits     []vector.Hit
+		ft       *footer.Footer
+		cm       *plan.ColumnMap
+		identity string
+		result   *pushdown_pb.VectorFileResult
 	}
 	outs := make([]fileOut, len(req.GetFiles()))
 	g, gctx := errgroup.WithContext(ctx)
@@ -144,14 +145,14 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		g.Go(func() error {
 			o := &outs[i]
 			o.result = &pushdown_pb.VectorFileResult{Path: f.GetPath()}
-			hits, ft, cm, err := s.searchFile(gctx, f, schema, nm, field, vf, q, o.result)
+			hits, ft, cm, identity, err := s.searchFile(gctx, f, schema, nm, field, vf, q, o.result)
 			if err != nil {
 				if perr.IsContext(err) {
 					return err
 				}
 				return perr.New(perr.KindOf(err), "SearchVectors: %s: %w", f.GetPath(), err)
 			}
-			o.hits, o.ft, o.cm = hits, ft, cm
+			o.hits, o.ft, o.cm, o.identity = hits, ft, cm, identity
 			return nil
 		})
 	}
@@ -185,7 +186,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		if len(perFile[i]) == 0 || len(req.GetProjectedFieldIds()) == 0 {
 			continue
 		}
-		ipcBytes, err := s.projectRows(ctx, req.GetFiles()[i], o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
+		ipcBytes, err := s.projectRows(ctx, req.GetFiles()[i], o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
 		if err != nil {
 			if perr.IsContext(err) {
 				return nil, err
@@ -197,29 +198,30 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	return resp, nil
 }
 
-// searchFile searches one file and fills res.
+// searchFile searches one file and fills res; it returns the hits, the
+// file's footer, column map and identity.
 func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm iceberg.NameMapping,
-	field iceberg.NestedField, vf *vectorFilter, q vector.Query, res *pushdown_pb.VectorFileResult) ([]vector.Hit, *footer.Footer, *plan.ColumnMap, error) {
+	field iceberg.NestedField, vf *vectorFilter, q vector.Query, res *pushdown_pb.VectorFileResult) ([]vector.Hit, *footer.Footer, *plan.ColumnMap, string, error) {
 	hash, err := s.footers.Identify(ctx, f.GetPath(), f.GetSizeBytes(), f.GetRecordCount())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	ft, _, err := s.footers.Get(ctx, footer.Identity{Path: f.GetPath(), Size: f.GetSizeBytes()})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	identity := identityOf(&pushdown_pb.DataFileDescriptor{SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount()}, hash)
 	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
 	leaves := cm.Leaves(field.ID)
 	if len(leaves) != 1 {
-		return nil, nil, nil, perr.New(perr.FailedPrecondition, "the file stores %d leaf columns for vector field %d (%s), not one", len(leaves), field.ID, perr.Quote(field.Name))
+		return nil, nil, nil, "", perr.New(perr.FailedPrecondition, "the file stores %d leaf columns for vector field %d (%s), not one", len(leaves), field.ID, perr.Quote(field.Name))
 	}
 	if q.Mask, err = candidates(f); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	if f.GetFilter() {
 		if q.Mask, res.FilterCacheHit, err = s.filterMask(ctx, f, identity, ft, cm, schema, vf, q.Mask); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, "", err
 		}
 	}
 	res.MaskRows = -1
@@ -227,16 +229,16 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 		res.MaskRows = int64(q.Mask.GetCardinality())
 		if q.Mask.IsEmpty() { // nothing to search: the vectors are not read
 			res.SearchedBy = "exact"
-			return nil, ft, cm, nil
+			return nil, ft, cm, identity, nil
 		}
 	}
 	mat, hit, err := s.fileVectors(ctx, f.GetPath(), identity, ft, leaves[0], field.ID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, "", err
 	}
 	res.CacheHit = hit
 	if len(q.Vector) != mat.Dim {
-		return nil, nil, nil, perr.New(perr.InvalidArgument, "dimension mismatch: the query vector has %d dimensions, column %s of this file holds vectors of %d", len(q.Vector), perr.Quote(field.Name), mat.Dim)
+		return nil, nil, nil, "", perr.New(perr.InvalidArgument, "dimension mismatch: the query vector has %d dimensions, column %s of this file holds vectors of %d", len(q.Vector), perr.Quote(field.Name), mat.Dim)
 	}
 	var ix *vector.Index
 	var pk *vector.Packed
@@ -248,7 +250,7 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 		switch {
 		case err != nil:
 			if perr.IsContext(err) {
-				return nil, nil, nil, err
+				return nil, nil, nil, "", err
 			}
 			res.IndexState, res.Reason = state, boundedReason(err)
 		case !isVector:
@@ -273,10 +275,10 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 		res.SearchedBy = "exact"
 	}
 	if err != nil { // a dimension mismatch or a bad query
-		return nil, nil, nil, perr.New(perr.InvalidArgument, "%v", err)
+		return nil, nil, nil, "", perr.New(perr.InvalidArgument, "%v", err)
 	}
 	res.VectorsScored, res.VectorsApprox, res.ListsProbed = st.Scored, st.Approx, int32(st.Probed)
-	return hits, ft, cm, nil
+	return hits, ft, cm, identity, nil
 }
 
 // packedLists returns the file's vectors in the ivf index's list layout
@@ -344,6 +346,28 @@ func (s *Service) fileVectors(ctx context.Context, path, identity string, ft *fo
 	return m, false, nil
 }
 
+// tableBytes is the size of a table's buffers.
+func tableBytes(t arrow.Table) int64 {
+	var n int64
+	var add func(d arrow.ArrayData)
+	add = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			add(c)
+		}
+	}
+	for c := range int(t.NumCols()) {
+		for _, a := range t.Column(c).Data().Chunks() {
+			add(a.Data())
+		}
+	}
+	return n
+}
+
 func rowGroupOf(ft *footer.Footer, pos int64) int {
 	first := int64(0)
 	for rg := range ft.Meta.NumRowGroups() {
@@ -359,7 +383,7 @@ func rowGroupOf(ft *footer.Footer, pos int64) int {
 // projectRows reads the projected columns of the row groups holding
 // positions and returns exactly those rows, in the order given, as an
 // Arrow IPC stream.
-func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFile, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, err error) {
+func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFile, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, perr.New(perr.Corrupt, "decode: %v", p)
@@ -370,37 +394,53 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 		fids[i] = int(id)
 	}
 	cols := cm.Projection(ft.Meta, fids)
-	fh, err := s.Reader.Open(ctx, f.GetPath())
-	if err != nil {
-		return nil, classifyOpen(err)
-	}
-	rdr, err := sideindex.OpenParquet(ctx, f.GetPath(), ft, sourceOf(fh))
-	if err != nil {
-		return nil, perr.New(perr.Corrupt, "%v", err)
-	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, perr.New(perr.Corrupt, "%v", err)
+	var fr *pqarrow.FileReader // opened on the first row group not cached
+	readRowGroup := func(rg int) (arrow.Table, error) {
+		if fr == nil {
+			fh, err := s.Reader.Open(ctx, f.GetPath())
+			if err != nil {
+				return nil, classifyOpen(err)
+			}
+			rdr, err := sideindex.OpenParquet(ctx, f.GetPath(), ft, sourceOf(fh))
+			if err != nil {
+				return nil, perr.New(perr.Corrupt, "%v", err)
+			}
+			if fr, err = pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator); err != nil {
+				return nil, perr.New(perr.Corrupt, "%v", err)
+			}
+		}
+		t, err := fr.ReadRowGroups(ctx, cols, []int{rg})
+		if err != nil {
+			return nil, perr.Wrap(perr.Unavailable, err)
+		}
+		return t, nil
 	}
 	firsts := make([]int64, ft.Meta.NumRowGroups()+1)
 	for rg := range ft.Meta.NumRowGroups() {
 		firsts[rg+1] = firsts[rg] + ft.Meta.RowGroup(rg).NumRows()
 	}
+	// A row group's projected columns are decoded once and kept in the
+	// vector cache (warm queries whose winners fall in it decode nothing);
+	// cached tables are never released (Go-allocated, the collector frees
+	// them once evicted).
 	tables := map[int]arrow.Table{}
-	defer func() {
-		for _, t := range tables {
-			t.Release()
-		}
-	}()
+	cache := s.vectorCache()
 	var schema *arrow.Schema
 	slicesPerCol := [][]arrow.Array{}
 	for _, p := range positions {
 		rg := rowGroupOf(ft, p)
 		t, ok := tables[rg]
 		if !ok {
-			t, err = fr.ReadRowGroups(ctx, cols, []int{rg})
-			if err != nil {
-				return nil, perr.Wrap(perr.Unavailable, err)
+			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", f.GetPath(), identity, rg, cols)
+			if v, hit := cache.Get(key); hit {
+				t = v.(cachedValue).v.(arrow.Table)
+			} else {
+				loaded := freshness.Now()
+				if t, err = readRowGroup(rg); err != nil {
+					return nil, err
+				}
+				n := tableBytes(t)
+				cache.Add(key, f.GetPath(), loaded, cachedValue{t, n}, n)
 			}
 			tables[rg] = t
 			if schema == nil {
