@@ -371,3 +371,49 @@ func validPoints(m *Matrix) []float32 {
 	}
 	return pts
 }
+
+// tightBlobs is a tenant of the partitioned demo: n rows of dim
+// dimensions around three centres (N(0,1) coordinates) with N(0, 0.15²)
+// noise — nearest neighbours inside a blob are nearly equidistant.
+func tightBlobs(n, dim int, seed uint64) *Matrix {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	centres := make([]float32, 3*dim)
+	for i := range centres {
+		centres[i] = float32(rng.NormFloat64())
+	}
+	m := &Matrix{Dim: dim, Data: make([]float32, n*dim), Valid: make([]bool, n)}
+	for i := range n {
+		m.Valid[i] = true
+		c := i % 3
+		for j := range dim {
+			m.Data[i*dim+j] = centres[c*dim+j] + float32(0.15*rng.NormFloat64())
+		}
+	}
+	return m
+}
+
+func TestTheDefaultNProbeKeepsRecallOnSmallFilesOfTightClusters(t *testing.T) {
+	m := tightBlobs(10_000, 64, 5)
+	ix, err := Build(m, BuildOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r float64
+	qs := queries(m, 40, 9)
+	for _, q := range qs {
+		qq := Query{Vector: q, K: 10, Metric: L2}
+		got, st, err := ix.Search(m, qq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Scored < DefaultMinScored/2 { // lists hold DefaultMinScored on average
+			t.Fatalf("scored %d vectors, want about %d", st.Scored, DefaultMinScored)
+		}
+		r += recall(got, bruteForce(t, m, qq))
+	}
+	r /= float64(len(qs))
+	t.Logf("%d lists: recall@10 %.3f at the default nprobe", ix.NList(), r)
+	if r < 0.95 {
+		t.Errorf("recall@10 = %.3f, want ≥ 0.95", r)
+	}
+}
