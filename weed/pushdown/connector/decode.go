@@ -117,15 +117,37 @@ func (c *column) index(row int64) int {
 }
 
 // pageAwareOK reports whether a top-level field can be decoded from its
-// planned pages: one non-repeated leaf, with planned pages in this row
-// group. Repeated columns are read whole: not every writer starts their
-// pages at row boundaries.
+// planned pages: one leaf, non-repeated or the element column of a flat
+// list, with planned pages in this row group. The planner plans a
+// repeated column's pages only from a page_index side index, whose pages
+// start at row boundaries (not every writer starts them there); planned
+// pages of a list the decoder does not understand read the chunk whole.
 func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
-	if r.rows == nil || len(fl.leavesOf[top]) != 1 || fl.md.Schema.Column(fl.leavesOf[top][0]).MaxRepetitionLevel() != 0 {
+	if r.rows == nil || len(fl.leavesOf[top]) != 1 {
 		return false
 	}
-	_, ok := r.pages[fl.leavesOf[top][0]]
-	return ok
+	leaf := fl.leavesOf[top][0]
+	pages, ok := r.pages[leaf]
+	switch fl.md.Schema.Column(leaf).MaxRepetitionLevel() {
+	case 0:
+		return ok
+	case 1:
+		return ok && listPagesUnderstood(pages, fl.chunks[r.rg][leaf], r.numRows)
+	}
+	return false
+}
+
+// listPagesUnderstood reports whether planned pages of a list column lie
+// inside its chunk in file order, each holding rows after the last.
+func listPagesUnderstood(pages []pageRange, ch footer.Chunk, numRows int64) bool {
+	at, row := ch.Start, int64(0)
+	for _, p := range pages {
+		if p.Off < at || p.Len <= 0 || p.Off+p.Len > ch.Start+ch.Length || p.firstRow < row || p.rowCount <= 0 || p.firstRow+p.rowCount > numRows {
+			return false
+		}
+		at, row = p.Off+p.Len, p.firstRow+p.rowCount
+	}
+	return len(pages) > 0
 }
 
 // needRanges returns the byte ranges decoding tops of r requires.
@@ -266,7 +288,14 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		}
 		nrows += p.rowCount
 	}
-	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows)
+	values := nrows // a flat column: one value per row
+	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+		// A list's pages hold more values than rows, how many their
+		// headers say: bound the reader by the chunk's values; it stops at
+		// the end of the pages.
+		values = fl.chunks[r.rg][leaf].NumValues
+	}
+	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows, values)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +341,7 @@ func isDictionaryOf(t, want arrow.DataType) bool {
 
 // miniFooter describes a one-column file holding the field's dictionary
 // region at 4 and its planned pages from dataOffset to end.
-func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end, nrows int64) (*metadata.FileMetaData, error) {
+func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end, nrows, values int64) (*metadata.FileMetaData, error) {
 	field, err := cloneNode(fl.md.Schema.Root().Field(top))
 	if err != nil {
 		return nil, err
@@ -326,7 +355,7 @@ func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end
 	fb := metadata.NewFileMetadataBuilder(sch, props, nil)
 	rgb := fb.AppendRowGroup()
 	ccb := rgb.NextColumnChunk()
-	info := metadata.ChunkMetaInfo{NumValues: nrows, DataPageOffset: dataOffset, CompressedSize: end - 4, UncompressedSize: end - 4}
+	info := metadata.ChunkMetaInfo{NumValues: values, DataPageOffset: dataOffset, CompressedSize: end - 4, UncompressedSize: end - 4}
 	if hasDict {
 		info.DictPageOffset = 4
 	}
