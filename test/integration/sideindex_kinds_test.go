@@ -225,8 +225,8 @@ func TestListPagesOfAPageIndexSideIndexNarrowArrayContainsToThePagesOfItsRows(t 
 	}
 	queries := []string{
 		"SELECT id, tags FROM " + name + " WHERE array_contains(tags, 'gpu')",
-		"SELECT tags FROM " + name + " WHERE array_contains(tags, 'gpu') AND id % 3 = 0",
-		"SELECT id, tags FROM " + name + " WHERE id BETWEEN 40000 AND 40100 OR array_contains(tags, 'gpu')",
+		"SELECT tags FROM " + name + " WHERE array_contains(tags, 'gpu') AND status = 'ok'",
+		"SELECT id, tags FROM " + name + " WHERE id BETWEEN 40000 AND 70000 AND array_contains(tags, 'gpu')",
 	}
 	plain := map[string][]string{}
 	for _, q := range queries {
