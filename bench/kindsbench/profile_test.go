@@ -2,9 +2,6 @@ package kindsbench
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -12,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
-	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 )
@@ -25,17 +22,12 @@ import (
 //
 //	LAKEWEED_BENCH=1 LAKEWEED_BENCH_ROWS=500000 LAKEWEED_BENCH_PROFILE=/tmp/ac go test -run TestWarmArrayContainsProfile -v ./bench/kindsbench/
 func TestWarmArrayContainsProfile(t *testing.T) {
-	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
-	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
-		t.Skip("profile: set LAKEWEED_BENCH=1 and LAKEWEED_BENCH_PROFILE")
-	}
+	c, port, out := benchutil.ProfiledMini(t)
 	rows := int64(1_000_000)
 	if v, err := strconv.ParseInt(os.Getenv("LAKEWEED_BENCH_ROWS"), 10, 64); err == nil && v > 0 {
 		rows = v
 	}
 	ctx := context.Background()
-	port := harness.FreePorts(t, 1)[0]
-	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-debug", "-debug.port=" + strconv.Itoa(port)}})
 	const name = "bench.kinds_profile"
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: kindq.Spec(rows)}); err != nil {
 		t.Fatal(err)
@@ -75,12 +67,7 @@ func TestWarmArrayContainsProfile(t *testing.T) {
 		}
 		done <- lat
 	}()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := benchutil.ClusterCPUProfile(t, port, 10)
 	lat := <-done
 	pprof.StopCPUProfile()
 	if err := os.WriteFile(out+".cluster", b, 0o644); err != nil {

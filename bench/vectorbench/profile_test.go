@@ -1,14 +1,11 @@
 package vectorbench
 
 import (
-	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 )
 
@@ -17,12 +14,7 @@ import (
 //
 //	LAKEWEED_BENCH=1 LAKEWEED_BENCH_PROFILE=/tmp/plan.pprof go test -run TestWarmVectorPlanProfile -v ./bench/vectorbench/
 func TestWarmVectorPlanProfile(t *testing.T) {
-	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
-	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
-		t.Skip("profile: set LAKEWEED_BENCH=1 and LAKEWEED_BENCH_PROFILE")
-	}
-	port := harness.FreePorts(t, 1)[0]
-	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-debug", "-debug.port=" + strconv.Itoa(port)}})
+	c, port, out := benchutil.ProfiledMini(t)
 	ds := demoDataset(envInt("LAKEWEED_BENCH_DEMO_ROWS", 100000), 4)
 	ds.load(t, c)
 	ds.readRows(t, c)
@@ -46,12 +38,7 @@ func TestWarmVectorPlanProfile(t *testing.T) {
 		}
 		done <- lat
 	}()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := benchutil.ClusterCPUProfile(t, port, 10)
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

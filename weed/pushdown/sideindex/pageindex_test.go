@@ -43,14 +43,7 @@ func TestSidePageIndexEqualsTheNativeOneOfTheSameRows(t *testing.T) {
 		}
 		for _, field := range s.Fields() {
 			in := plain.input(t, field.ID, nil)
-			payload, err := pageIndexKind{}.Build(ctx, in)
-			if err != nil {
-				t.Fatalf("%s: build: %v", field.Name, err)
-			}
-			idx, err := pageIndexKind{}.Open(ctx, payload, wantOf(in, "page_index"))
-			if err != nil {
-				t.Fatalf("%s: open: %v", field.Name, err)
-			}
+			_, idx := buildPageIndex(t, field.Name, in)
 			for rg := range plain.footer.Chunks {
 				side, err := idx.(PageIndexSource).RowGroupIndex(rg)
 				if err != nil {
@@ -127,14 +120,7 @@ func TestListPageIndexesStartEveryPageAtARowAndRefuseUnmarkedPayloads(t *testing
 		if !(pageIndexKind{}).Supports(in.Type) {
 			t.Fatalf("page_index does not support %s", in.Type)
 		}
-		payload, err := pageIndexKind{}.Build(ctx, in)
-		if err != nil {
-			t.Fatalf("%s: build: %v", field.Name, err)
-		}
-		idx, err := pageIndexKind{}.Open(ctx, payload, wantOf(in, "page_index"))
-		if err != nil {
-			t.Fatalf("%s: open: %v", field.Name, err)
-		}
+		payload, idx := buildPageIndex(t, field.Name, in)
 		for rg := range f.footer.Chunks {
 			rgi, err := idx.(PageIndexSource).RowGroupIndex(rg)
 			if err != nil {
@@ -167,4 +153,19 @@ func TestListPageIndexesStartEveryPageAtARowAndRefuseUnmarkedPayloads(t *testing
 	if !merged {
 		t.Fatal("no page was merged: the writer no longer starts pages inside records, the test checks nothing")
 	}
+}
+
+// buildPageIndex builds and opens the page_index of in.
+func buildPageIndex(t *testing.T, name string, in Input) ([]byte, Index) {
+	t.Helper()
+	ctx := context.Background()
+	payload, err := pageIndexKind{}.Build(ctx, in)
+	if err != nil {
+		t.Fatalf("%s: build: %v", name, err)
+	}
+	idx, err := pageIndexKind{}.Open(ctx, payload, wantOf(in, "page_index"))
+	if err != nil {
+		t.Fatalf("%s: open: %v", name, err)
+	}
+	return payload, idx
 }
