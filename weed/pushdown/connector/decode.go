@@ -3,6 +3,7 @@ package connector
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"sort"
@@ -303,6 +304,11 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
+	if values != nrows {
+		if err := listPagesStartRows(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages); err != nil {
+			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+		}
+	}
 	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
 	dict := fl.dictEligible(top)
 	props.SetReadDict(0, dict) // as decodeWhole: a string column's values once, its rows as indices
@@ -331,6 +337,74 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		return nil, fmt.Errorf("%s row group %d column %s: %d values from pages holding %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), nrows)
 	}
 	return &column{arr: arr, rows: rows}, nil
+}
+
+// listPagesStartRows checks that each planned page of a list column
+// (laid out from dataOffset of b, in order) starts a row: the first
+// repetition level of its first data page is 0. A page beginning inside a
+// record would decode part of it as a row of its own; the planner plans
+// list pages only where they start rows (a planned page may be several
+// of the writer's, the later ones continuing a record), so a page that
+// does not is a plan this reader refuses.
+func listPagesStartRows(fl *fileLayout, rg, leaf int, b []byte, dataOffset int64, pages []pageRange) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("page levels not understood: %v", p)
+		}
+	}()
+	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return err
+	}
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	src := bytes.NewReader(b)
+	at := dataOffset
+	for i, p := range pages {
+		stream, err := props.GetStream(src, at, p.Len)
+		if err != nil {
+			return err
+		}
+		at += p.Len
+		pr, err := file.NewPageReader(stream, cc.NumValues(), cc.Compression(), memory.DefaultAllocator, nil)
+		if err != nil {
+			return err
+		}
+		if !pr.Next() {
+			return fmt.Errorf("planned page %d holds no page: %v", i, pr.Err())
+		}
+		var levels []byte
+		switch pg := pr.Page().(type) {
+		case *file.DataPageV1:
+			d := pg.Data()
+			if pg.RepetitionLevelEncoding() != parquet.Encodings.RLE || len(d) < 4 {
+				return fmt.Errorf("planned page %d: repetition levels in %s not understood", i, pg.RepetitionLevelEncoding())
+			}
+			levels = d[4:] // after the levels' 4-byte length
+		case *file.DataPageV2:
+			levels = pg.Data()[:pg.RepetitionLevelByteLen()]
+		default:
+			return fmt.Errorf("planned page %d is not a data page", i)
+		}
+		if first, ok := firstLevel(levels); !ok || first != 0 {
+			return fmt.Errorf("planned page %d (rows from %d) does not start a row", i, p.firstRow)
+		}
+	}
+	return nil
+}
+
+// firstLevel is the first value of RLE/bit-packed hybrid levels of bit
+// width 1 (a flat list's repetition levels): a run header (varint; low bit
+// 0: a repeated run, its value in the next byte; 1: bit-packed groups,
+// the first value the low bit of the next byte).
+func firstLevel(b []byte) (int, bool) {
+	h, n := binary.Uvarint(b)
+	if n <= 0 || n >= len(b) || h>>1 == 0 {
+		return 0, false
+	}
+	if h&1 == 0 {
+		return int(b[n]), b[n] <= 1
+	}
+	return int(b[n] & 1), true
 }
 
 // isDictionaryOf reports whether t is a dictionary of values of type want.

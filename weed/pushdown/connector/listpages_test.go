@@ -236,3 +236,28 @@ func TestListPagesOfASidePageIndexDecodeAloneToExactlyTheirRows(t *testing.T) {
 		}
 	}
 }
+
+// The first repetition level of a page is read from either form of the
+// RLE/bit-packed hybrid (bit width 1); anything else is not understood.
+func TestTheFirstRepetitionLevelOfAPageIsReadFromRunsAndBitPackedGroups(t *testing.T) {
+	for _, c := range []struct {
+		b     []byte
+		first int
+		ok    bool
+	}{
+		{[]byte{7 << 1, 0}, 0, true},         // a run of 7 zeros
+		{[]byte{3 << 1, 1}, 1, true},         // a run of 3 ones
+		{[]byte{1<<1 | 1, 0b10110}, 0, true}, // one bit-packed group, first bit 0
+		{[]byte{2<<1 | 1, 0b1, 0}, 1, true},  // two groups, first bit 1
+		{[]byte{0x80, 0x01, 0}, 0, true},     // a two-byte varint header: a run of 64
+		{[]byte{5 << 1}, 0, false},           // a run without its value
+		{[]byte{0, 0}, 0, false},             // a run of none
+		{[]byte{4 << 1, 2}, 0, false},        // a value above the bit width
+		{nil, 0, false},
+	} {
+		first, ok := firstLevel(c.b)
+		if ok != c.ok || ok && first != c.first {
+			t.Fatalf("% x: first level %d (%v), want %d (%v)", c.b, first, ok, c.first, c.ok)
+		}
+	}
+}
