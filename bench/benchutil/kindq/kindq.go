@@ -57,9 +57,9 @@ var Queries = []Query{
 var Indexes = [][2]string{{"tenant_id", "bitmap"}, {"status", "bitmap"}, {"message", "ngram"}, {"tags", "label_list"}}
 
 // PageIndexColumns get side page indexes, as a user would create them on
-// files written without a page index: the projected columns a page_index
-// can cover (not the tags list).
-var PageIndexColumns = []string{"id", "ts", "tenant_id", "status", "message"}
+// files written without a page index: the projected columns (the tags
+// list's pages merged to row boundaries).
+var PageIndexColumns = []string{"id", "ts", "tenant_id", "status", "message", "tags"}
 
 // PageIndexes are the page_index side indexes of PageIndexColumns.
 func PageIndexes() [][2]string {

@@ -3,6 +3,7 @@ package connector
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"sort"
@@ -116,15 +117,37 @@ func (c *column) index(row int64) int {
 }
 
 // pageAwareOK reports whether a top-level field can be decoded from its
-// planned pages: one non-repeated leaf, with planned pages in this row
-// group. Repeated columns are read whole: not every writer starts their
-// pages at row boundaries.
+// planned pages: one leaf, non-repeated or the element column of a flat
+// list, with planned pages in this row group. The planner plans a
+// repeated column's pages only from a page_index side index, whose pages
+// start at row boundaries (not every writer starts them there); planned
+// pages of a list the decoder does not understand read the chunk whole.
 func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
-	if r.rows == nil || len(fl.leavesOf[top]) != 1 || fl.md.Schema.Column(fl.leavesOf[top][0]).MaxRepetitionLevel() != 0 {
+	if r.rows == nil || len(fl.leavesOf[top]) != 1 {
 		return false
 	}
-	_, ok := r.pages[fl.leavesOf[top][0]]
-	return ok
+	leaf := fl.leavesOf[top][0]
+	pages, ok := r.pages[leaf]
+	switch fl.md.Schema.Column(leaf).MaxRepetitionLevel() {
+	case 0:
+		return ok
+	case 1:
+		return ok && listPagesUnderstood(pages, fl.chunks[r.rg][leaf], r.numRows)
+	}
+	return false
+}
+
+// listPagesUnderstood reports whether planned pages of a list column lie
+// inside its chunk in file order, each holding rows after the last.
+func listPagesUnderstood(pages []pageRange, ch footer.Chunk, numRows int64) bool {
+	at, row := ch.Start, int64(0)
+	for _, p := range pages {
+		if p.Off < at || p.Len <= 0 || p.Off+p.Len > ch.Start+ch.Length || p.firstRow < row || p.rowCount <= 0 || p.firstRow+p.rowCount > numRows {
+			return false
+		}
+		at, row = p.Off+p.Len, p.firstRow+p.rowCount
+	}
+	return len(pages) > 0
 }
 
 // needRanges returns the byte ranges decoding tops of r requires.
@@ -265,13 +288,25 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		}
 		nrows += p.rowCount
 	}
-	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows)
+	values := nrows // a flat column: one value per row
+	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+		// A list's pages hold more values than rows, how many their
+		// headers say: bound the reader by the chunk's values; it stops at
+		// the end of the pages.
+		values = fl.chunks[r.rg][leaf].NumValues
+	}
+	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows, values)
 	if err != nil {
 		return nil, err
 	}
 	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md), file.WithReadProps(parquet.NewReaderProperties(decodeMem)))
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	if values != nrows {
+		if err := listPagesStartRows(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages); err != nil {
+			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+		}
 	}
 	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
 	dict := fl.dictEligible(top)
@@ -303,6 +338,74 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	return &column{arr: arr, rows: rows}, nil
 }
 
+// listPagesStartRows checks that each planned page of a list column
+// (laid out from dataOffset of b, in order) starts a row: the first
+// repetition level of its first data page is 0. A page beginning inside a
+// record would decode part of it as a row of its own; the planner plans
+// list pages only where they start rows (a planned page may be several
+// of the writer's, the later ones continuing a record), so a page that
+// does not is a plan this reader refuses.
+func listPagesStartRows(fl *fileLayout, rg, leaf int, b []byte, dataOffset int64, pages []pageRange) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("page levels not understood: %v", p)
+		}
+	}()
+	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return err
+	}
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	src := bytes.NewReader(b)
+	at := dataOffset
+	for i, p := range pages {
+		stream, err := props.GetStream(src, at, p.Len)
+		if err != nil {
+			return err
+		}
+		at += p.Len
+		pr, err := file.NewPageReader(stream, cc.NumValues(), cc.Compression(), memory.DefaultAllocator, nil)
+		if err != nil {
+			return err
+		}
+		if !pr.Next() {
+			return fmt.Errorf("planned page %d holds no page: %v", i, pr.Err())
+		}
+		var levels []byte
+		switch pg := pr.Page().(type) {
+		case *file.DataPageV1:
+			d := pg.Data()
+			if pg.RepetitionLevelEncoding() != parquet.Encodings.RLE || len(d) < 4 {
+				return fmt.Errorf("planned page %d: repetition levels in %s not understood", i, pg.RepetitionLevelEncoding())
+			}
+			levels = d[4:] // after the levels' 4-byte length
+		case *file.DataPageV2:
+			levels = pg.Data()[:pg.RepetitionLevelByteLen()]
+		default:
+			return fmt.Errorf("planned page %d is not a data page", i)
+		}
+		if first, ok := firstLevel(levels); !ok || first != 0 {
+			return fmt.Errorf("planned page %d (rows from %d) does not start a row", i, p.firstRow)
+		}
+	}
+	return nil
+}
+
+// firstLevel is the first value of RLE/bit-packed hybrid levels of bit
+// width 1 (a flat list's repetition levels): a run header (varint; low bit
+// 0: a repeated run, its value in the next byte; 1: bit-packed groups,
+// the first value the low bit of the next byte).
+func firstLevel(b []byte) (int, bool) {
+	h, n := binary.Uvarint(b)
+	if n <= 0 || n >= len(b) || h>>1 == 0 {
+		return 0, false
+	}
+	if h&1 == 0 {
+		return int(b[n]), b[n] <= 1
+	}
+	return int(b[n] & 1), true
+}
+
 // isDictionaryOf reports whether t is a dictionary of values of type want.
 func isDictionaryOf(t, want arrow.DataType) bool {
 	d, ok := t.(*arrow.DictionaryType)
@@ -311,7 +414,7 @@ func isDictionaryOf(t, want arrow.DataType) bool {
 
 // miniFooter describes a one-column file holding the field's dictionary
 // region at 4 and its planned pages from dataOffset to end.
-func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end, nrows int64) (*metadata.FileMetaData, error) {
+func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end, nrows, values int64) (*metadata.FileMetaData, error) {
 	field, err := cloneNode(fl.md.Schema.Root().Field(top))
 	if err != nil {
 		return nil, err
@@ -325,7 +428,7 @@ func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end
 	fb := metadata.NewFileMetadataBuilder(sch, props, nil)
 	rgb := fb.AppendRowGroup()
 	ccb := rgb.NextColumnChunk()
-	info := metadata.ChunkMetaInfo{NumValues: nrows, DataPageOffset: dataOffset, CompressedSize: end - 4, UncompressedSize: end - 4}
+	info := metadata.ChunkMetaInfo{NumValues: values, DataPageOffset: dataOffset, CompressedSize: end - 4, UncompressedSize: end - 4}
 	if hasDict {
 		info.DictPageOffset = 4
 	}

@@ -94,6 +94,14 @@ func (f *Footer) HasSidePageIndex(col int) bool {
 	return ok
 }
 
+// HasSideRowAlignedPages reports whether the pages PageIndex serves for
+// leaf column col are a side page index's (the file has no native page
+// index): the page_index kind lists a repeated column's pages merged to
+// start at row boundaries, so its pages may be read alone.
+func (f *Footer) HasSideRowAlignedPages(col int) bool {
+	return !f.HasNativePageIndex() && f.HasSidePageIndex(col)
+}
+
 // mergedLocked is the native page index (if any) with the side page
 // indexes filling the columns it lacks. Callers hold f.mu.
 func (f *Footer) mergedLocked() []*RowGroupIndex {

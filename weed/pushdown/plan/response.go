@@ -104,7 +104,9 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 	refs := make([]pushdown_pb.RowGroupRef, 0, md.NumRowGroups())
 	var firstRow int64
 	// Pages of a repeated column may begin inside a row (writers do not all
-	// start them at row boundaries): plan such chunks whole.
+	// start them at row boundaries): plan such chunks whole, unless their
+	// pages come from a page_index side index, whose pages are merged to
+	// start rows.
 	var repeatedCols uint64 // bit i: projected[i] is repeated (first 64)
 	for i, col := range projected {
 		if i < 64 && md.Schema.Column(col).MaxRepetitionLevel() > 0 {
@@ -128,6 +130,9 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			repeated := repeatedCols&(1<<i) != 0
 			if i >= 64 {
 				repeated = md.Schema.Column(col).MaxRepetitionLevel() > 0
+			}
+			if repeated && fp.Footer.HasSideRowAlignedPages(col) {
+				repeated = false
 			}
 			out.pagesTotal += int64(len(pages))
 			if rgp.Skip {

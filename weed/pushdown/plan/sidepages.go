@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 )
 
@@ -53,15 +55,13 @@ func attachSidePageIndexes(ctx context.Context, src SidePageIndexSource, req *Re
 			continue
 		}
 		cm := columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
+		indexed := sidePageColumns(cm, fp.Footer.Meta.Schema, wanted)
 		var fields []int
 		byField := map[int]int{}
 		for _, col := range projectionOf(&FilePlan{Footer: fp.Footer, Columns: cm}, fieldIDs, idsKey) {
-			id := cm.FieldOf(col)
-			if id < 0 || !wanted[id] || fp.Footer.HasSidePageIndex(col) {
+			id, ok := indexed[col]
+			if !ok || fp.Footer.HasSidePageIndex(col) {
 				continue
-			}
-			if leaf, ok := cm.Leaf(id); !ok || leaf != col {
-				continue // repeated columns are planned whole
 			}
 			fields = append(fields, id)
 			byField[id] = col
@@ -96,4 +96,22 @@ func attachSidePageIndexes(ctx context.Context, src SidePageIndexSource, req *Re
 		}
 	}
 	return nil
+}
+
+// sidePageColumns maps the leaf columns a page_index side index can stand
+// for to the wanted field it indexes: a primitive field's leaf, or the
+// element column of a flat list field (one leaf, one repetition level:
+// the page_index kind merges its pages to row boundaries).
+func sidePageColumns(cm *ColumnMap, s *schema.Schema, wanted map[int]bool) map[int]int {
+	out := map[int]int{}
+	for id := range wanted {
+		if col, ok := cm.Leaf(id); ok {
+			out[col] = id
+			continue
+		}
+		if leaves := cm.Leaves(id); len(leaves) == 1 && s.Column(leaves[0]).MaxRepetitionLevel() == 1 {
+			out[leaves[0]] = id
+		}
+	}
+	return out
 }

@@ -1,11 +1,20 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -290,5 +299,148 @@ func TestSidePageIndexesThatDoNotFitTheFileAreIgnoredAndCostNoRow(t *testing.T) 
 	}
 	if rgs == 0 {
 		t.Fatal("no predicate kept a row group: the test checks nothing")
+	}
+}
+
+// positionsSideIndex answers every file with the same positions.
+type positionsSideIndex struct{ bm *roaring64.Bitmap }
+
+func (s positionsSideIndex) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+	out := make([]*roaring64.Bitmap, len(files))
+	for i := range out {
+		out[i] = s.bm
+	}
+	return out, SideIndexNotes{}, nil
+}
+
+// listPagesFile writes (id, tags list<string>) with "gpu" in two bursts,
+// small pages cut every 7 levels (arrow-go's V1 writer without a page
+// index then starts pages inside records).
+func listPagesFile(t *testing.T, pageIndex bool) []byte {
+	t.Helper()
+	as := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fieldMeta(1)},
+		{Name: "tags", Type: arrow.ListOfField(arrow.Field{Name: "element", Type: arrow.BinaryTypes.String, Nullable: true, Metadata: fieldMeta(3)}),
+			Nullable: true, Metadata: fieldMeta(2)}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	lb := b.Field(1).(*array.ListBuilder)
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	for i := 0; i < 6000; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if i%17 == 4 {
+			lb.AppendNull()
+			continue
+		}
+		lb.Append(true)
+		for k := 0; k < i%4; k++ {
+			vb.Append(fmt.Sprintf("t%d", (i+k)%5))
+		}
+		if (i >= 1000 && i < 1100) || (i >= 4500 && i < 4520) {
+			vb.Append("gpu")
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithPageIndexEnabled(pageIndex), parquet.WithDataPageSize(256), parquet.WithBatchSize(7),
+		parquet.WithDictionaryDefault(false), parquet.WithMaxRowGroupLength(3000))
+	tbl := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	if err := pqarrow.WriteTable(tbl, &buf, 3000, props, pqarrow.NewArrowWriterProperties()); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestAListColumnIsPlannedByPageOnlyWhereAPageIndexSideIndexListsItsPages:
+// array_contains answered by a side index narrows row ranges; the list
+// column tags is then planned as the pages holding those rows when a
+// page_index side index of tags is attached (its pages start at rows),
+// and as whole chunks when only id has one, or when the file's own page
+// index is all there is (not every writer starts a list's pages at rows).
+// Every matching row lies in a planned page of every projected column.
+func TestAListColumnIsPlannedByPageOnlyWhereAPageIndexSideIndexListsItsPages(t *testing.T) {
+	ctx := context.Background()
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "tags", Type: &iceberg.ListType{ElementID: 3, Element: iceberg.PrimitiveTypes.String}})
+	plainData, nativeData := listPagesFile(t, false), listPagesFile(t, true)
+	mem := memFiles{"s3://t/data/plain.parquet": plainData, "s3://t/data/native.parquet": nativeData}
+	df := decodeAll(t, plainData, schema)
+	e, err := predicate.Bind(&predicate.Leaf{FieldID: 2, Op: predicate.OpArrayContains, Raw: []iceberg.Literal{iceberg.StringLiteral("gpu")}}, schema, predicate.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matching := roaring64.New()
+	for _, p := range df.Matching(e.(*predicate.Leaf)) {
+		matching.Add(uint64(p))
+	}
+	if matching.GetCardinality() != 113 { // 120 in the bursts, less 7 NULL lists
+		t.Fatalf("%d rows hold gpu, want 113", matching.GetCardinality())
+	}
+	p := &Planner{Cache: footer.NewCache("test", 64<<20, mem.open)}
+	plainFile := DataFile{Path: "s3://t/data/plain.parquet", Size: int64(len(plainData)), RecordCount: df.Rows}
+	nativeFile := DataFile{Path: "s3://t/data/native.parquet", Size: int64(len(nativeData)), RecordCount: df.Rows}
+	ft, _, err := p.Cache.Get(ctx, footer.Identity{Path: plainFile.Path, Size: plainFile.Size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &builtSidePages{byFile: map[string]map[int]sideindex.PageIndexSource{plainFile.Path: {}}}
+	kind, _ := sideindex.Lookup("page_index")
+	for col, f := range []iceberg.NestedField{schema.Field(0), schema.Field(1)} {
+		in := sideindex.Input{File: plainFile.Path, Identity: footer.IdentityDir(plainFile.Size, df.Rows, ft.Hash), Footer: ft,
+			Source: memSource(plainData), FieldID: f.ID, Type: f.Type, Column: col}
+		payload, err := kind.Build(ctx, in)
+		if err != nil {
+			t.Fatalf("build page_index of %s: %v", f.Name, err)
+		}
+		idx, err := kind.Open(ctx, payload, sideindex.Header{Kind: "page_index", FieldID: f.ID, IcebergType: f.Type.String(),
+			DataFile: in.File, Identity: in.Identity, Rows: df.Rows})
+		if err != nil {
+			t.Fatalf("open page_index of %s: %v", f.Name, err)
+		}
+		src.byFile[plainFile.Path][f.ID] = idx.(sideindex.PageIndexSource)
+	}
+	for _, c := range []struct {
+		name      string
+		file      DataFile
+		fields    []int
+		tagsPages bool
+	}{
+		{"side page indexes of id and tags", plainFile, []int{1, 2}, true},
+		{"a side page index of id only", plainFile, []int{1}, false},
+		{"the file's own page index", nativeFile, nil, false},
+	} {
+		p := &Planner{Cache: footer.NewCache("test", 64<<20, mem.open)}
+		var sp SidePageIndexSource
+		if c.fields != nil {
+			sp = &builtSidePages{fields: c.fields, byFile: src.byFile}
+		}
+		resp, plans, err := p.Plan(ctx, Request{Table: Table{Schema: schema}, Files: []DataFile{c.file}, Predicate: e, Options: DefaultOptions(),
+			SidePages: sp, SideIndex: positionsSideIndex{matching}})
+		if err != nil {
+			t.Fatalf("%s: plan: %v", c.name, err)
+		}
+		checkPlan(t, c.name, e, df, plans[0], resp)
+		checkPagesCoverRows(t, c.name, e, plans[0], resp)
+		var tagsPages, tagsBytes int64
+		for _, pg := range resp.GetPages() {
+			if pg.GetColumn().GetPath() == "tags.list.element" && !pg.GetDictionary() {
+				tagsPages++
+				tagsBytes += pg.GetLength()
+			}
+		}
+		if (tagsPages > 0) != c.tagsPages {
+			t.Fatalf("%s: %d tags pages planned, want pages %v", c.name, tagsPages, c.tagsPages)
+		}
+		if c.tagsPages {
+			var chunkBytes int64
+			for rg := range plans[0].Footer.Chunks {
+				chunkBytes += plans[0].Footer.Chunks[rg][1].Length
+			}
+			if 4*tagsBytes > chunkBytes {
+				t.Fatalf("%s: %d bytes of tags pages planned of %d: want a fraction", c.name, tagsBytes, chunkBytes)
+			}
+			t.Logf("%s: %d tags pages, %d of %d bytes", c.name, tagsPages, tagsBytes, chunkBytes)
+		}
 	}
 }

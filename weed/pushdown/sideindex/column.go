@@ -61,6 +61,7 @@ type columnDescr struct {
 	Precision int32  `json:"precision,omitempty"`
 	Scale     int32  `json:"scale,omitempty"`
 	MaxDef    int16  `json:"max-def"`
+	MaxRep    int16  `json:"max-rep,omitempty"`
 }
 
 var physicalTypes = map[string]parquet.Type{}
@@ -84,7 +85,7 @@ func unitName(u schema.TimeUnitType) string {
 }
 
 func describeColumn(col *schema.Column) (columnDescr, error) {
-	d := columnDescr{Physical: col.PhysicalType().String(), MaxDef: col.MaxDefinitionLevel()}
+	d := columnDescr{Physical: col.PhysicalType().String(), MaxDef: col.MaxDefinitionLevel(), MaxRep: col.MaxRepetitionLevel()}
 	if col.PhysicalType() == parquet.Types.FixedLenByteArray {
 		d.Length = col.TypeLength()
 	}
@@ -178,11 +179,18 @@ func (d columnDescr) column() (col *schema.Column, err error) {
 }
 
 func parseDescr(s string) (*schema.Column, error) {
+	col, _, err := parseDescrRep(s)
+	return col, err
+}
+
+// parseDescrRep is parseDescr with the column's maximum repetition level.
+func parseDescrRep(s string) (*schema.Column, int16, error) {
 	var d columnDescr
 	if err := json.Unmarshal([]byte(s), &d); err != nil {
-		return nil, fmt.Errorf("column descriptor not readable: %v", err)
+		return nil, 0, fmt.Errorf("column descriptor not readable: %v", err)
 	}
-	return d.column()
+	col, err := d.column()
+	return col, d.MaxRep, err
 }
 
 // parseType parses an Iceberg primitive type as Type.String() renders it

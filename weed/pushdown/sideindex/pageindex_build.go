@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -28,11 +31,21 @@ const (
 	pageColumnProp  = "lakeweed.sideindex.column"
 	pageLeafProp    = "lakeweed.sideindex.leaf"
 	pageLeavesProp  = "lakeweed.sideindex.leaves"
+	// pageRowAlignedProp marks the page index of a repeated column whose
+	// pages were merged to start at row boundaries; Open refuses a
+	// repeated column's page index without it.
+	pageRowAlignedProp = "lakeweed.sideindex.row-aligned"
 )
 
 func (pageIndexKind) Name() string { return "page_index" }
 
+// Supports: primitive columns, and lists of primitives (the element
+// column, a leaf of a repeated field: its pages, merged to row
+// boundaries, see rowAlignedPages).
 func (pageIndexKind) Supports(t iceberg.Type) bool {
+	if lt, ok := t.(*iceberg.ListType); ok {
+		t = lt.Element
+	}
 	_, ok := value.KindOf(t)
 	return ok
 }
@@ -40,17 +53,60 @@ func (pageIndexKind) Supports(t iceberg.Type) bool {
 // CheckParams: the kind takes no build parameters.
 func (pageIndexKind) CheckParams(p map[string]string) error { return checkParams(p) }
 
+// dataPage is one data page of a column chunk as its header gives it.
+type dataPage struct {
+	offset, size int64 // file offset and length, header included
+	values       int64 // levels in the page
+	rows         int64 // rows starting in the page (V2: num_rows; V1: values of a flat column)
+	stats        *metadata.EncodedStatistics
+}
+
+// chunkPages lists the data pages of one column chunk from their headers.
+func chunkPages(rg int, ch footer.Chunk, chunk []byte, repeated bool) ([]dataPage, error) {
+	var pages []dataPage
+	var seenValues int64
+	for pos := int64(0); pos < ch.Length && seenValues < ch.NumValues; {
+		h, err := readPageHeader(chunk[pos:])
+		if err != nil {
+			return nil, fmt.Errorf("page_index: row group %d, byte %d of the chunk: %w", rg, pos, err)
+		}
+		size := int64(h.headerSize) + int64(h.compressedSize)
+		if pos+size > ch.Length {
+			return nil, fmt.Errorf("page_index: row group %d: page at byte %d overruns its column chunk", rg, pos)
+		}
+		switch h.typ {
+		case 0, 3: // DATA_PAGE, DATA_PAGE_V2
+			pg := dataPage{offset: ch.Start + pos, size: size, values: int64(h.numValues), rows: int64(h.numValues), stats: encodedStats(h)}
+			if h.typ == 3 {
+				pg.rows = int64(h.numRows)
+			} else if repeated {
+				pg.rows = -1 // counted from its repetition levels
+			}
+			pages = append(pages, pg)
+			seenValues += int64(h.numValues)
+		}
+		pos += size
+	}
+	return pages, nil
+}
+
 func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
-	if err := checkInput(in, k); err != nil {
+	col, repeated, err := k.checkColumn(in)
+	if err != nil {
 		return nil, err
 	}
 	if err := k.CheckParams(in.Params); err != nil {
 		return nil, err
 	}
-	col := in.Footer.Meta.Schema.Column(in.Column)
 	descr, err := describeColumn(col)
 	if err != nil {
 		return nil, err
+	}
+	var rdr *file.Reader
+	if repeated {
+		if rdr, err = openData(in, &sourceReader{ctx: ctx, src: in.Source}); err != nil {
+			return nil, err
+		}
 	}
 	var blobs []puffinBlob
 	first := int64(0)
@@ -64,34 +120,27 @@ func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
 		if n, err := in.Source.ReadAt(ctx, chunk, ch.Start); n != len(chunk) {
 			return nil, fmt.Errorf("page_index: read column chunk of row group %d of %s: %v", rg, short(in.File), err)
 		}
+		pages, err := chunkPages(rg, ch, chunk, repeated)
+		if err != nil {
+			return nil, err
+		}
+		if repeated {
+			if pages, err = rowAlignedPages(rdr, rg, in.Column, ch.NumValues, pages); err != nil {
+				return nil, fmt.Errorf("page_index: row group %d: %w", rg, err)
+			}
+		}
 		ci := metadata.NewColumnIndexBuilder(col)
 		oi := &metadata.OffsetIndexBuilder{}
 		var seenRows, seenValues int64
-		for pos := int64(0); pos < ch.Length && seenValues < ch.NumValues; {
-			h, err := readPageHeader(chunk[pos:])
-			if err != nil {
-				return nil, fmt.Errorf("page_index: row group %d, byte %d of the chunk: %w", rg, pos, err)
+		for _, pg := range pages {
+			if err := ci.AddPage(pg.stats); err != nil {
+				return nil, err
 			}
-			size := int64(h.headerSize) + int64(h.compressedSize)
-			if pos+size > ch.Length {
-				return nil, fmt.Errorf("page_index: row group %d: page at byte %d overruns its column chunk", rg, pos)
+			if err := oi.AddPage(pg.offset, seenRows, int32(pg.size)); err != nil {
+				return nil, err
 			}
-			switch h.typ {
-			case 0, 3: // DATA_PAGE, DATA_PAGE_V2
-				pageRows := int64(h.numValues)
-				if h.typ == 3 {
-					pageRows = int64(h.numRows)
-				}
-				if err := ci.AddPage(encodedStats(h)); err != nil {
-					return nil, err
-				}
-				if err := oi.AddPage(ch.Start+pos, seenRows, int32(size)); err != nil {
-					return nil, err
-				}
-				seenRows += pageRows
-				seenValues += int64(h.numValues)
-			}
-			pos += size
+			seenRows += pg.rows
+			seenValues += pg.values
 		}
 		if seenRows != rows || seenValues != ch.NumValues {
 			return nil, fmt.Errorf("page_index: row group %d: pages hold %d rows and %d values, the footer says %d and %d", rg, seenRows, seenValues, rows, ch.NumValues)
@@ -117,8 +166,150 @@ func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return writePuffin(headerOf(in, k.Name()), map[string]string{pageColumnProp: descr.encode(),
-		pageLeafProp: strconv.Itoa(in.Column), pageLeavesProp: strconv.Itoa(in.Footer.Meta.Schema.NumColumns())}, blobs)
+	fileProps := map[string]string{pageColumnProp: descr.encode(),
+		pageLeafProp: strconv.Itoa(in.Column), pageLeavesProp: strconv.Itoa(in.Footer.Meta.Schema.NumColumns())}
+	if repeated {
+		fileProps[pageRowAlignedProp] = "true"
+	}
+	return writePuffin(headerOf(in, k.Name()), fileProps, blobs)
+}
+
+// checkColumn refuses inputs the kind cannot index: a flat column as
+// every kind takes it (checkInput), or the element column of a flat list
+// (one repetition level) of primitives.
+func (k pageIndexKind) checkColumn(in Input) (col *schema.Column, repeated bool, err error) {
+	lt, isList := in.Type.(*iceberg.ListType)
+	if !isList {
+		if err := checkInput(in, k); err != nil {
+			return nil, false, err
+		}
+		return in.Footer.Meta.Schema.Column(in.Column), false, nil
+	}
+	if in.Footer == nil || in.Footer.Meta == nil || in.Footer.Meta.Schema == nil || in.Source == nil {
+		return nil, false, fmt.Errorf("page_index: no parsed footer or source for %s", short(in.File))
+	}
+	if !k.Supports(in.Type) {
+		return nil, false, fmt.Errorf("page_index index cannot index field %d of type %v", in.FieldID, in.Type)
+	}
+	if in.Column < 0 || in.Column >= in.Footer.Meta.Schema.NumColumns() || in.Footer.Meta.Schema.Column(in.Column).MaxRepetitionLevel() != 1 {
+		return nil, false, fmt.Errorf("page_index: column %d of %s is not the element column of a flat list", in.Column, short(in.File))
+	}
+	col = in.Footer.Meta.Schema.Column(in.Column)
+	if _, err := value.NewStatDecoder(col, lt.Element); err != nil {
+		return nil, false, fmt.Errorf("page_index: %v", err)
+	}
+	return col, true, nil
+}
+
+// rowAlignedPages gives each data page of a repeated column chunk the
+// rows starting in it, from the chunk's repetition levels, and merges a
+// page that does not start at a row boundary (its first repetition level
+// is not 0: the writer split a record across pages, as arrow-go's V1
+// writer does without a page index) into the page before it, so every
+// page listed starts a row and a reader of a page never sees part of a
+// record. A merged page keeps no statistics (the row group then has no
+// column index). A V2 page must start a row and count the rows its header
+// says; the first page must start a row.
+func rowAlignedPages(rdr *file.Reader, rg, column int, numValues int64, pages []dataPage) ([]dataPage, error) {
+	levels, err := repetitionLevels(rdr, rg, column, numValues)
+	if err != nil {
+		return nil, err
+	}
+	var out []dataPage
+	at := int64(0)
+	for i, pg := range pages {
+		if pg.values <= 0 || at+pg.values > int64(len(levels)) {
+			return nil, fmt.Errorf("page %d holds %d levels, past the chunk's %d", i, pg.values, len(levels))
+		}
+		lv := levels[at : at+pg.values]
+		at += pg.values
+		starts := int64(0)
+		for _, l := range lv {
+			if l == 0 {
+				starts++
+			}
+		}
+		if pg.rows >= 0 && (pg.rows != starts || lv[0] != 0) {
+			return nil, fmt.Errorf("V2 page %d says %d rows, its repetition levels start %d (first level %d)", i, pg.rows, starts, lv[0])
+		}
+		pg.rows = starts
+		if lv[0] == 0 {
+			out = append(out, pg)
+			continue
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("the chunk's first page does not start a row")
+		}
+		prev := &out[len(out)-1]
+		if prev.offset+prev.size != pg.offset {
+			return nil, fmt.Errorf("page %d continues a row but does not follow the page before it", i)
+		}
+		prev.size += pg.size
+		prev.values += pg.values
+		prev.rows += pg.rows
+		prev.stats = &metadata.EncodedStatistics{}
+	}
+	if at != int64(len(levels)) {
+		return nil, fmt.Errorf("pages hold %d levels, the chunk %d", at, len(levels))
+	}
+	return out, nil
+}
+
+// repetitionLevels decodes every repetition level of a column chunk
+// with arrow-go's column reader.
+func repetitionLevels(rdr *file.Reader, rg, column int, n int64) (levels []int16, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			levels, err = nil, fmt.Errorf("decode repetition levels: %v", p)
+		}
+	}()
+	if n < 0 || n > maxPayloadBytes {
+		return nil, fmt.Errorf("a chunk of %d values is too large", n)
+	}
+	cr, err := rdr.RowGroup(rg).Column(column)
+	if err != nil {
+		return nil, err
+	}
+	levels = make([]int16, n)
+	switch c := cr.(type) {
+	case *file.BooleanColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.Int32ColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.Int64ColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.Int96ColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.Float32ColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.Float64ColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.ByteArrayColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	case *file.FixedLenByteArrayColumnChunkReader:
+		err = readLevels(c.ReadBatch, levels)
+	default:
+		err = fmt.Errorf("column reader %T not understood", cr)
+	}
+	return levels, err
+}
+
+// readLevels fills levels with the repetition levels read batch by batch.
+func readLevels[T any](read func(int64, []T, []int16, []int16) (int64, int, error), levels []int16) error {
+	const batch = 4096
+	vals, defs := make([]T, batch), make([]int16, batch)
+	for got := 0; got < len(levels); {
+		n := min(batch, len(levels)-got)
+		total, _, err := read(int64(n), vals, defs, levels[got:got+n])
+		if err != nil {
+			return err
+		}
+		if total <= 0 {
+			return fmt.Errorf("the chunk ends after %d of its %d levels", got, len(levels))
+		}
+		got += int(total)
+	}
+	return nil
 }
 
 // encodedStats is the page statistics as arrow-go's writer hands them to

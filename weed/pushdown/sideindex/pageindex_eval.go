@@ -42,9 +42,12 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 	fail := func(format string, args ...any) (Index, error) {
 		return nil, fmt.Errorf("page_index side index: "+format, args...)
 	}
-	col, err := parseDescr(props[pageColumnProp])
+	col, maxRep, err := parseDescrRep(props[pageColumnProp])
 	if err != nil {
 		return fail("%v", err)
+	}
+	if maxRep > 0 && props[pageRowAlignedProp] != "true" {
+		return fail("the pages of a repeated column are not marked row-aligned")
 	}
 	leaf, err1 := strconv.Atoi(props[pageLeafProp])
 	leaves, err2 := strconv.Atoi(props[pageLeavesProp])

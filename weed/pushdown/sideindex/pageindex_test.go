@@ -43,14 +43,7 @@ func TestSidePageIndexEqualsTheNativeOneOfTheSameRows(t *testing.T) {
 		}
 		for _, field := range s.Fields() {
 			in := plain.input(t, field.ID, nil)
-			payload, err := pageIndexKind{}.Build(ctx, in)
-			if err != nil {
-				t.Fatalf("%s: build: %v", field.Name, err)
-			}
-			idx, err := pageIndexKind{}.Open(ctx, payload, wantOf(in, "page_index"))
-			if err != nil {
-				t.Fatalf("%s: open: %v", field.Name, err)
-			}
+			_, idx := buildPageIndex(t, field.Name, in)
 			for rg := range plain.footer.Chunks {
 				side, err := idx.(PageIndexSource).RowGroupIndex(rg)
 				if err != nil {
@@ -108,4 +101,71 @@ func comparePageIndex(t *testing.T, name string, rg, col int, plain *testFile, g
 			t.Fatalf("%s rg %d page %d: side column index entry differs from the native one", name, rg, i)
 		}
 	}
+}
+
+// The page index of a list column lists pages that start rows: on
+// arrow-go's V1 writer without a page index (pages cut inside records)
+// it merges pages, so it lists fewer than the writer wrote, and every
+// row group's pages hold its rows. A payload of a repeated column not
+// marked row-aligned (as one built without the row-boundary check would
+// be) does not open.
+func TestListPageIndexesStartEveryPageAtARowAndRefuseUnmarkedPayloads(t *testing.T) {
+	ctx := context.Background()
+	cols := listCols()
+	_, s := schemasOf(cols)
+	f := loadFile(t, "s3://b/t/data/lists.parquet", writeFile(t, cols, layout{rowGroup: 900, pageBytes: 200}, 2500, 3), s)
+	merged := false
+	for _, field := range s.Fields() {
+		in := f.input(t, field.ID, nil)
+		if !(pageIndexKind{}).Supports(in.Type) {
+			t.Fatalf("page_index does not support %s", in.Type)
+		}
+		payload, idx := buildPageIndex(t, field.Name, in)
+		for rg := range f.footer.Chunks {
+			rgi, err := idx.(PageIndexSource).RowGroupIndex(rg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpi := rgi.Columns[in.Column]
+			if cpi.SpansErr != nil || len(cpi.Pages) == 0 || cpi.Pages[len(cpi.Pages)-1].EndRow != f.footer.Meta.RowGroup(rg).NumRows() {
+				t.Fatalf("%s rg %d: pages %v (%v) do not hold the row group's rows", field.Name, rg, cpi.Pages, cpi.SpansErr)
+			}
+			ch := f.footer.Chunks[rg][in.Column]
+			written, err := chunkPages(rg, ch, f.data[ch.Start:ch.Start+ch.Length], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			merged = merged || len(cpi.Pages) < len(written)
+		}
+		h, props, blobs, err := readPuffin(payload, withKind(wantOf(in, "page_index"), pageIndexKind{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(props, pageRowAlignedProp)
+		unmarked, err := writePuffin(h, props, blobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (pageIndexKind{}).Open(ctx, unmarked, wantOf(in, "page_index")); err == nil {
+			t.Fatalf("%s: a list column's page index not marked row-aligned opened", field.Name)
+		}
+	}
+	if !merged {
+		t.Fatal("no page was merged: the writer no longer starts pages inside records, the test checks nothing")
+	}
+}
+
+// buildPageIndex builds and opens the page_index of in.
+func buildPageIndex(t *testing.T, name string, in Input) ([]byte, Index) {
+	t.Helper()
+	ctx := context.Background()
+	payload, err := pageIndexKind{}.Build(ctx, in)
+	if err != nil {
+		t.Fatalf("%s: build: %v", name, err)
+	}
+	idx, err := pageIndexKind{}.Open(ctx, payload, wantOf(in, "page_index"))
+	if err != nil {
+		t.Fatalf("%s: open: %v", name, err)
+	}
+	return payload, idx
 }
