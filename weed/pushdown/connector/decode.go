@@ -355,7 +355,7 @@ func listPagesStartRows(fl *fileLayout, rg, leaf int, b []byte, dataOffset int64
 	if err != nil {
 		return err
 	}
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props := parquet.NewReaderProperties(decodeMem)
 	src := bytes.NewReader(b)
 	at := dataOffset
 	for i, p := range pages {
@@ -364,7 +364,7 @@ func listPagesStartRows(fl *fileLayout, rg, leaf int, b []byte, dataOffset int64
 			return err
 		}
 		at += p.Len
-		pr, err := file.NewPageReader(stream, cc.NumValues(), cc.Compression(), memory.DefaultAllocator, nil)
+		pr, err := file.NewPageReader(stream, cc.NumValues(), cc.Compression(), decodeMem, nil)
 		if err != nil {
 			return err
 		}
