@@ -65,16 +65,18 @@ func TestConnectorWarmLatency(t *testing.T) {
 		name  string
 		where string
 		sel   []string
+		limit int64
 	}{
-		{"point lookup id", fmt.Sprintf("id = %d", rows/3), []string{"id", "tenant_id", "status", "message"}},
-		{"tenant_id equality", "tenant_id = 'tenant-042'", []string{"id", "tenant_id", "status"}},
-		{"status equality", "status = 'error'", []string{"id", "status"}},
-		{"full scan of two columns", "", []string{"id", "ts"}},
+		{"point lookup id", fmt.Sprintf("id = %d", rows/3), []string{"id", "tenant_id", "status", "message"}, 0},
+		{"tenant_id equality", "tenant_id = 'tenant-042'", []string{"id", "tenant_id", "status"}, 0},
+		{"status equality", "status = 'error'", []string{"id", "status"}, 0},
+		{"full scan of two columns", "", []string{"id", "ts"}, 0},
+		{"LIMIT 10 of status equality", "status = 'error'", []string{"id", "status"}, 10},
 	}
 	var last connector.Stats
-	run := func(where string, sel []string) (int64, time.Duration) {
+	run := func(where string, sel []string, limit int64) (int64, time.Duration) {
 		t0 := time.Now()
-		res, err := conn.Query(ctx, connector.Query{Table: "speed.all", Where: where, Select: sel})
+		res, err := conn.Query(ctx, connector.Query{Table: "speed.all", Where: where, Select: sel, Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,13 +94,13 @@ func TestConnectorWarmLatency(t *testing.T) {
 	}
 	measure := func() {
 		for _, q := range queries {
-			n, cold := run(q.where, q.sel)
+			n, cold := run(q.where, q.sel, q.limit)
 			var medians []string
 			cpu0, runs := cpu(), 0
 			for series := 0; series < 3; series++ {
 				var ds []float64
 				for i := 0; i < 11; i++ {
-					_, d := run(q.where, q.sel)
+					_, d := run(q.where, q.sel, q.limit)
 					ds = append(ds, float64(d.Microseconds())/1000)
 					runs++
 				}
@@ -134,7 +136,7 @@ func TestConnectorWarmLatency(t *testing.T) {
 		}
 		t0 := time.Now()
 		for i := 0; i < 30; i++ {
-			run(q.where, q.sel)
+			run(q.where, q.sel, q.limit)
 		}
 		pprof.StopCPUProfile()
 		f.Close()
