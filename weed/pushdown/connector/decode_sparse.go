@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -53,6 +54,7 @@ func sparseRows(r *rowGroupRead, pages []pageRange) (rows []int64, mini plan.Row
 	if r.rows == nil || r.rows.Rows()*sparseShare > nrows {
 		return nil, nil, 0, false
 	}
+	rows = []int64{}        // not nil: nil rows would mean every row
 	pg, base := 0, int64(0) // base: position of pages[pg]'s first row
 	for _, rr := range r.rows {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
@@ -183,8 +185,15 @@ func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGro
 		arr.Release()
 		return nil, false, fmt.Errorf("%s row group %d column %s: %d values for %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), len(rows))
 	}
+	if n, _ := ctx.Value(sparseCountKey{}).(*atomic.Int64); n != nil {
+		n.Add(1)
+	}
 	return &column{arr: arr, rows: rows}, true, nil
 }
+
+// sparseCountKey keys the query's count of sparse decodes (Stats.SparseColumns)
+// in its context.
+type sparseCountKey struct{}
 
 // batchReader is a typed column chunk reader of arrow-go.
 type batchReader[T any] interface {
