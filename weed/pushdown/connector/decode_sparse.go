@@ -21,6 +21,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -81,6 +83,62 @@ func sparseRows(r *rowGroupRead, pages []pageRange) (rows []int64, mini plan.Row
 		}
 	}
 	return rows, mini, nrows, true
+}
+
+// decodeSparseTops decodes those of tops that decode sparsely into cols,
+// side by side on up to GOMAXPROCS goroutines (a point lookup is one row
+// group: its columns are the only parallelism); rest are the others.
+func decodeSparseTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, cols map[int]*column) (rest []int, err error) {
+	type result struct {
+		col *column
+		ok  bool
+		err error
+	}
+	outs := make([]result, len(tops))
+	run := func(i int) {
+		defer func() {
+			if p := recover(); p != nil {
+				outs[i].err = fmt.Errorf("%s row group %d: the sparse decoder failed: %v", fl.path, r.rg, p)
+			}
+		}()
+		outs[i].col, outs[i].ok, outs[i].err = decodeSparse(ctx, fl, sf, r, tops[i])
+	}
+	var eligible []int
+	for i, top := range tops {
+		if fl.pageAwareOK(top, r) {
+			eligible = append(eligible, i)
+		}
+	}
+	// workers, this goroutine one of them, take the eligible in turn
+	var next atomic.Int64
+	work := func() {
+		for k := next.Add(1) - 1; k < int64(len(eligible)); k = next.Add(1) - 1 {
+			run(eligible[k])
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < min(runtime.GOMAXPROCS(0), len(eligible)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+	for i, top := range tops {
+		o := outs[i]
+		if o.col != nil {
+			cols[top] = o.col
+		}
+		if o.err != nil && err == nil {
+			err = o.err
+		}
+		if !o.ok {
+			rest = append(rest, top)
+		}
+	}
+	return rest, err
 }
 
 // decodeSparse decodes top of r at its wanted rows (see sparseRows); ok is
