@@ -37,8 +37,9 @@ var sparseColumns = []struct {
 	{arrow.Field{Name: "f32", Type: arrow.PrimitiveTypes.Float32, Nullable: true}, true},
 	{arrow.Field{Name: "f64", Type: arrow.PrimitiveTypes.Float64}, true},
 	{arrow.Field{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true}, true},
-	{arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}, true},       // dictionary pages
-	{arrow.Field{Name: "s_plain", Type: arrow.BinaryTypes.String, Nullable: true}, true}, // plain pages
+	{arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}, true},          // dictionary pages
+	{arrow.Field{Name: "s_plain", Type: arrow.BinaryTypes.String, Nullable: true}, true},    // plain pages
+	{arrow.Field{Name: "s_fallback", Type: arrow.BinaryTypes.String, Nullable: true}, true}, // dictionary pages, then plain ones
 	{arrow.Field{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true}, true},
 	{arrow.Field{Name: "fsb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 4}, Nullable: true}, true},
 	{arrow.Field{Name: "dec", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}, Nullable: true}, false},
@@ -88,9 +89,12 @@ func sparseTestFile(t *testing.T, v2 bool, codec compress.Compression) []byte {
 			case *array.BooleanBuilder:
 				x.Append(i%3 == 1)
 			case *array.StringBuilder:
-				if col.field.Name == "s" {
+				switch col.field.Name {
+				case "s":
 					x.Append(fmt.Sprintf("tenant-%03d", i%97))
-				} else {
+				case "s_fallback":
+					x.Append(fmt.Sprintf("value-%d", i))
+				default:
 					x.Append(fmt.Sprintf("request %d served in %d ms%s", i, i%977, strings.Repeat("x", i%13)))
 				}
 			case *array.BinaryBuilder:
@@ -113,7 +117,8 @@ func sparseTestFile(t *testing.T, v2 bool, codec compress.Compression) []byte {
 		version = parquet.DataPageV2
 	}
 	props := parquet.NewWriterProperties(parquet.WithPageIndexEnabled(true), parquet.WithDictionaryDefault(false),
-		parquet.WithDictionaryFor("s", true), parquet.WithDictionaryFor("i64_dict", true), parquet.WithDataPageSize(2048), parquet.WithBatchSize(64),
+		parquet.WithDictionaryFor("s", true), parquet.WithDictionaryFor("i64_dict", true),
+		parquet.WithDictionaryFor("s_fallback", true), parquet.WithDictionaryPageSizeLimit(2048), parquet.WithDataPageSize(2048), parquet.WithBatchSize(64),
 		parquet.WithMaxRowGroupLength(3000), parquet.WithDataPageVersion(version), parquet.WithCompression(codec))
 	return harness.WriteParquet(t, rec, props)
 }
