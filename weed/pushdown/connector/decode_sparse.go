@@ -1,12 +1,13 @@
 package connector
 
 // Sparse decode: a field whose wanted rows are few against the rows of its
-// planned pages (a btree lookup landing in 1 MB pages) decodes only those
-// rows. The pages are still decompressed, but the values between the
+// planned pages (a btree lookup landing in 1 MB pages), or of its whole
+// chunk when the plan gave rows but no pages, decodes only those rows. The pages are still decompressed, but the values between the
 // wanted rows are skipped, not decoded, and no array of the whole pages
 // is built.
 //
-//	planned pages + dictionary region ─▶ one-column file (as decodePages)
+//	planned pages + dictionary region ─▶ one-column file (as decodePages),
+//	  or the whole chunk in the file
 //	   │ arrow-go's column chunk reader: Skip to each run of wanted rows,
 //	   │ ReadBatch the run; then Skip to the pages' end, which must be there
 //	   ▼
@@ -32,6 +33,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 )
@@ -105,7 +107,7 @@ func decodeSparseTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *ro
 	}
 	var eligible []int
 	for i, top := range tops {
-		if fl.pageAwareOK(top, r) {
+		if fl.pageAwareOK(top, r) || (r.rows != nil && fl.lateEligible(top)) {
 			eligible = append(eligible, i)
 		}
 	}
@@ -141,96 +143,76 @@ func decodeSparseTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *ro
 	return rest, err
 }
 
-// decodeSparse decodes top of r at its wanted rows (see sparseRows); ok is
-// false when it does not apply (the caller decodes the pages).
+// decodeSparse decodes top of r at its wanted rows (see sparseRows): from
+// its planned pages (page-aware), else from its whole chunk when the plan
+// narrowed the row group to rows. ok is false when it does not apply (the
+// caller decodes the pages or the chunk).
 func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
 	leaf := fl.leavesOf[top][0]
-	pages := r.pages[leaf]
-	rows, mini, nrows, ok := sparseRows(r, pages)
-	if !ok {
-		return nil, false, nil
-	}
-	d, hasDict := r.dict[leaf]
-	parts := pages
-	if hasDict {
-		parts = append([]pageRange{{byteRange: d}}, pages...)
-	}
-	size := int64(4)
-	for _, p := range parts {
-		size += p.Len
-	}
-	buf := make([]byte, size)
-	copy(buf, "PAR1")
-	at := int64(4)
-	for _, p := range parts {
-		if _, err := sf.ReadAt(buf[at:at+p.Len], p.Off); err != nil {
-			return nil, false, err
+	var (
+		rows  []int64
+		runs  plan.RowSet
+		nrows int64
+		cr    file.ColumnChunkReader
+		typ   arrow.DataType
+	)
+	if fl.pageAwareOK(top, r) {
+		if rows, runs, nrows, ok = sparseRows(r, r.pages[leaf]); !ok {
+			return nil, false, nil
 		}
-		at += p.Len
+		cr, typ, err = pagesReader(fl, sf, r, top, nrows)
+	} else {
+		if r.rows == nil || !fl.lateEligible(top) {
+			return nil, false, nil
+		}
+		// the chunk as one page of every row
+		if rows, runs, nrows, ok = sparseRows(r, []pageRange{{firstRow: 0, rowCount: r.numRows}}); !ok {
+			return nil, false, nil
+		}
+		cr, typ, err = chunkReader(fl, sf, r.rg, top)
 	}
-	dataOffset := int64(4)
-	if hasDict {
-		dataOffset += d.Len
-	}
-	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, size, nrows)
-	if err != nil {
+	if err != nil || cr == nil {
 		return nil, false, err
 	}
-	inferred, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, nil)
-	if err != nil || inferred.NumFields() != 1 {
-		return nil, false, nil
-	}
-	typ := inferred.Field(0).Type
-	if !arrow.TypeEqual(typ, fl.arrow.Field(top).Type) {
-		return nil, false, nil // the file's Arrow type is not the values' plain image: pqarrow converts
-	}
-	rdr, err := file.NewParquetReader(bytes.NewReader(buf), file.WithMetadata(md))
-	if err != nil {
-		return nil, false, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	cr, err := rdr.RowGroup(0).Column(0)
-	if err != nil {
-		return nil, false, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	maxDef := md.Schema.Column(0).MaxDefinitionLevel()
+	maxDef := fl.md.Schema.Column(leaf).MaxDefinitionLevel()
 	var arr arrow.Array
 	switch cr := cr.(type) {
 	case *file.Int32ColumnChunkReader:
 		switch typ.ID() {
 		case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
-			arr, err = sparseFixed(cr, typ, mini, nrows, maxDef)
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
 		}
 	case *file.Int64ColumnChunkReader:
 		switch typ.ID() {
 		case arrow.INT64, arrow.UINT64, arrow.TIMESTAMP, arrow.TIME64:
-			arr, err = sparseFixed(cr, typ, mini, nrows, maxDef)
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
 		}
 	case *file.Float32ColumnChunkReader:
 		if typ.ID() == arrow.FLOAT32 {
-			arr, err = sparseFixed(cr, typ, mini, nrows, maxDef)
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
 		}
 	case *file.Float64ColumnChunkReader:
 		if typ.ID() == arrow.FLOAT64 {
-			arr, err = sparseFixed(cr, typ, mini, nrows, maxDef)
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
 		}
 	case *file.BooleanColumnChunkReader:
 		if typ.ID() == arrow.BOOL {
 			b := array.NewBooleanBuilder(memory.DefaultAllocator)
-			arr, err = sparseBuilt(cr, b, b.Append, mini, nrows, maxDef)
+			arr, err = sparseBuilt(cr, b, b.Append, runs, nrows, maxDef)
 		}
 	case *file.ByteArrayColumnChunkReader:
 		switch typ.ID() {
 		case arrow.STRING:
 			b := array.NewStringBuilder(memory.DefaultAllocator)
-			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, mini, nrows, maxDef)
+			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef)
 		case arrow.BINARY:
 			b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
-			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.Append(v) }, mini, nrows, maxDef)
+			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef)
 		}
 	case *file.FixedLenByteArrayColumnChunkReader:
-		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == md.Schema.Column(0).TypeLength() {
+		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == fl.md.Schema.Column(leaf).TypeLength() {
 			b := array.NewFixedSizeBinaryBuilder(memory.DefaultAllocator, ft)
-			arr, err = sparseBuilt(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, mini, nrows, maxDef)
+			arr, err = sparseBuilt(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef)
 		}
 	}
 	if err != nil {
@@ -252,6 +234,85 @@ func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGro
 // sparseCountKey keys the query's count of sparse decodes (Stats.SparseColumns)
 // in its context.
 type sparseCountKey struct{}
+
+// pagesReader is a column chunk reader of top's planned pages of r (and
+// dictionary region), laid out as the chunk of a one-column file, and
+// their Arrow type; nil when that is not the file's Arrow type of top.
+func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows int64) (file.ColumnChunkReader, arrow.DataType, error) {
+	leaf := fl.leavesOf[top][0]
+	parts := r.pages[leaf]
+	d, hasDict := r.dict[leaf]
+	if hasDict {
+		parts = append([]pageRange{{byteRange: d}}, parts...)
+	}
+	size := int64(4)
+	for _, p := range parts {
+		size += p.Len
+	}
+	buf := make([]byte, size)
+	copy(buf, "PAR1")
+	at := int64(4)
+	for _, p := range parts {
+		if _, err := sf.ReadAt(buf[at:at+p.Len], p.Off); err != nil {
+			return nil, nil, err
+		}
+		at += p.Len
+	}
+	dataOffset := int64(4)
+	if hasDict {
+		dataOffset += d.Len
+	}
+	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, size, nrows)
+	if err != nil {
+		return nil, nil, err
+	}
+	typ := plainImage(fl, top, md.Schema, 0)
+	if typ == nil {
+		return nil, nil, nil
+	}
+	rdr, err := file.NewParquetReader(bytes.NewReader(buf), file.WithMetadata(md))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	cr, err := rdr.RowGroup(0).Column(0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	return cr, typ, nil
+}
+
+// chunkReader is a column chunk reader of top's whole chunk in row group
+// rg (fetched in sf), and its Arrow type; nil when that is not the file's
+// Arrow type of top.
+func chunkReader(fl *fileLayout, sf *sparseFile, rg, top int) (file.ColumnChunkReader, arrow.DataType, error) {
+	typ := plainImage(fl, top, fl.md.Schema, top)
+	if typ == nil {
+		return nil, nil, nil
+	}
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: chunk decoder: %w", fl.path, rg, err)
+	}
+	cr, err := rdr.RowGroup(rg).Column(fl.leavesOf[top][0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: chunk decoder: %w", fl.path, rg, err)
+	}
+	return cr, typ, nil
+}
+
+// plainImage is the Arrow type pqarrow gives field i of sch without the
+// file's stored Arrow schema, when it is the file's Arrow type of top
+// (nil otherwise: pqarrow converts the values).
+func plainImage(fl *fileLayout, top int, sch *schema.Schema, i int) arrow.DataType {
+	inferred, err := pqarrow.FromParquet(sch, &pqarrow.ArrowReadProperties{}, nil)
+	if err != nil || i >= inferred.NumFields() {
+		return nil
+	}
+	if typ := inferred.Field(i).Type; arrow.TypeEqual(typ, fl.arrow.Field(top).Type) {
+		return typ
+	}
+	return nil
+}
 
 // batchReader is a typed column chunk reader of arrow-go.
 type batchReader[T any] interface {

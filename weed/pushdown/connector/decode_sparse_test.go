@@ -147,8 +147,8 @@ func pagesHolding(t *testing.T, fl *fileLayout, sf *sparseFile, rg, top int, num
 	return pages, dict
 }
 
-// Decoding a column's planned pages at a few rows gives exactly the values
-// the whole-file decode has at those rows — every type, NULLs, dictionary
+// Decoding a column's planned pages, or its whole chunk, at a few rows
+// gives exactly the values the whole row group decode has at those rows — every type, NULLs, dictionary
 // and plain pages, data pages v1 and v2, every row group, deleted rows
 // left out — and the columns whose Arrow type pqarrow converts decode
 // their pages whole instead, with the same values.
@@ -211,7 +211,9 @@ func TestSparseDecodeGivesTheWholeFileValuesAtTheWantedRows(t *testing.T) {
 							}
 						}
 					}
-					for top, c := range sparseColumns {
+					for i := 0; i < 2*len(sparseColumns); i++ {
+						// each column from its planned pages, then from its whole chunk (no pages planned)
+						top, c, chunk := i%len(sparseColumns), sparseColumns[i%len(sparseColumns)], i >= len(sparseColumns)
 						var planned []int64
 						for _, rr := range rows {
 							for row := rr.Start; row < rr.End; row++ {
@@ -222,6 +224,10 @@ func TestSparseDecodeGivesTheWholeFileValuesAtTheWantedRows(t *testing.T) {
 						leaf := fl.leavesOf[top][0]
 						r := &rowGroupRead{rg: rg, numRows: numRows, rows: rows, pages: map[int][]pageRange{leaf: pages}, dict: dict,
 							firstRow: firstRow, deleted: deleted}
+						if chunk {
+							pages = []pageRange{{firstRow: 0, rowCount: numRows}}
+							r.pages, r.dict = map[int][]pageRange{}, map[int]byteRange{}
+						}
 						cols := map[int]*column{}
 						if err := decodeTops(ctx, fl, sf, r, []int{top}, true, cols); err != nil {
 							t.Fatalf("row group %d column %s rows %v: %v", rg, c.field.Name, rows, err)
@@ -229,14 +235,14 @@ func TestSparseDecodeGivesTheWholeFileValuesAtTheWantedRows(t *testing.T) {
 						col := cols[top]
 						sparse := col.rows != nil && len(col.rows) == len(wanted)
 						if sparse {
-							sparseSeen[top]++
+							sparseSeen[i]++
 						}
 						var pageRows int64
 						for _, p := range pages {
 							pageRows += p.rowCount
 						}
 						if want := c.sparse && int64(len(planned))*sparseShare <= pageRows; sparse != want {
-							t.Fatalf("row group %d column %s: %d planned rows of %d page rows decoded sparsely %v, want %v", rg, c.field.Name, len(planned), pageRows, sparse, want)
+							t.Fatalf("row group %d column %s (whole chunk %v): %d planned rows of %d page rows decoded sparsely %v, want %v", rg, c.field.Name, chunk, len(planned), pageRows, sparse, want)
 						}
 						for _, row := range wanted {
 							i := col.index(row)
@@ -255,9 +261,9 @@ func TestSparseDecodeGivesTheWholeFileValuesAtTheWantedRows(t *testing.T) {
 				}
 				firstRow += numRows
 			}
-			for top, c := range sparseColumns {
-				if c.sparse && sparseSeen[top] < 6 {
-					t.Fatalf("column %s decoded sparsely %d times, want at least 6", c.field.Name, sparseSeen[top])
+			for i := 0; i < 2*len(sparseColumns); i++ {
+				if c := sparseColumns[i%len(sparseColumns)]; c.sparse && sparseSeen[i] < 6 {
+					t.Fatalf("column %s (whole chunk %v) decoded sparsely %d times, want at least 6", c.field.Name, i >= len(sparseColumns), sparseSeen[i])
 				}
 			}
 		})
