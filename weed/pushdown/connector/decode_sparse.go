@@ -2,9 +2,9 @@ package connector
 
 // Sparse decode: a field whose wanted rows are few against the rows of its
 // planned pages (a btree lookup landing in 1 MB pages), or of its whole
-// chunk when the plan gave rows but no pages, decodes only those rows. The pages are still decompressed, but the values between the
-// wanted rows are skipped, not decoded, and no array of the whole pages
-// is built.
+// chunk when the plan gave rows but no pages, decodes only those rows. The
+// pages are still decompressed, but the values between the wanted rows
+// are skipped, not decoded, and no array of the whole pages is built.
 //
 //	planned pages + dictionary region ─▶ one-column file (as decodePages),
 //	  or the whole chunk in the file
@@ -16,7 +16,8 @@ package connector
 // Taken only for one top-level, non-repeated leaf whose Arrow type is the
 // plain image of its physical values (ints, dates, times, timestamps,
 // floats, booleans, strings, binary, fixed-size binary) and equal to the
-// file's Arrow type; anything else decodes page by page (decodePages).
+// file's Arrow type; anything else decodes as before (decodePages,
+// decodeWhole).
 
 import (
 	"bytes"
