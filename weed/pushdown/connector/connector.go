@@ -141,6 +141,9 @@ type Stats struct {
 	Files              int    `json:"files"`
 	RowGroups          int    `json:"row_groups"`
 	BytesPlanned       int64  `json:"bytes_planned,omitempty"`
+	// SparseColumns counts the columns of row groups decoded at their
+	// wanted rows only (decode_sparse.go).
+	SparseColumns int64 `json:"sparse_columns,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

@@ -501,6 +501,13 @@ func containsID(n schema.Node, id int) bool {
 // decodeTops decodes tops of r: planned pages where the plan gave them
 // (page-aware mode), whole chunks otherwise.
 func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, pageAware bool, cols map[int]*column) error {
+	if pageAware {
+		// few rows of the pages: only those (decode_sparse.go)
+		var err error
+		if tops, err = decodeSparseTops(ctx, fl, sf, r, tops, cols); err != nil {
+			return err
+		}
+	}
 	var whole []int
 	for _, top := range tops {
 		if pageAware && fl.pageAwareOK(top, r) && !fl.pagesTileChunk(top, r) {

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -110,6 +111,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var sparse atomic.Int64
+	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
+	defer func() { res.Stats.SparseColumns = sparse.Load() }()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
 	if workers <= 0 {

@@ -1,0 +1,85 @@
+package sideindexbench
+
+import (
+	"context"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
+	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
+	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+)
+
+// TestIcebergGoWarmQueryProfile writes CPU profiles of the connector (in
+// this process) answering the warm point lookup and 100-id IN of the
+// iceberg-go-writer table with a btree on id and side page indexes on the
+// projection (LAKEWEED_BENCH_PROFILE=prefix: prefix.point.pprof,
+// prefix.in.pprof; LAKEWEED_BENCH_ROWS: table size, default 1,000,000):
+//
+//	LAKEWEED_BENCH=1 LAKEWEED_BENCH_PROFILE=/tmp/igo go test -run TestIcebergGoWarmQueryProfile -v ./bench/sideindexbench/
+func TestIcebergGoWarmQueryProfile(t *testing.T) {
+	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
+	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
+		t.Skip("profile: set LAKEWEED_BENCH=1 and LAKEWEED_BENCH_PROFILE")
+	}
+	rows := int64(1_000_000)
+	if v, err := strconv.ParseInt(os.Getenv("LAKEWEED_BENCH_ROWS"), 10, 64); err == nil && v > 0 {
+		rows = v
+	}
+	ctx := context.Background()
+	c := harness.StartMini(t, harness.MiniOptions{})
+	const name = "bench.igo"
+	benchutil.CreateIcebergGoTable(t, c, "bench", "igo", rows)
+	kindq.CreateIndexes(t, c, name, [2]string{"id", "btree"})
+	for _, col := range strings.Split(igoProjection, ",") {
+		kindq.CreateIndexes(t, c, name, [2]string{col, "page_index"})
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), NoFallback: true, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	names, wheres, ids := benchutil.IcebergGoQueries(rows)
+	files := []string{out + ".point.pprof", out + ".in.pprof"}
+	for i := range names {
+		q := connector.Query{Table: name, Where: wheres[i], Select: strings.Split(igoProjection, ",")}
+		run := func() {
+			res, err := conn.Query(ctx, q)
+			if err != nil {
+				t.Fatalf("%s: %v", names[i], err)
+			}
+			var n int64
+			for _, r := range res.Records {
+				n += r.NumRows()
+			}
+			res.Release()
+			if n != int64(len(ids[i])) {
+				t.Fatalf("%s: %d rows, want %d", names[i], n, len(ids[i]))
+			}
+		}
+		for w := 0; w < 3; w++ {
+			run()
+		}
+		f, err := os.Create(files[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		var lat []float64
+		for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
+			t1 := time.Now()
+			run()
+			lat = append(lat, float64(time.Since(t1).Microseconds())/1000)
+		}
+		pprof.StopCPUProfile()
+		f.Close()
+		t.Logf("%s: %d warm queries, median %.1f ms (under load); profile %s", names[i], len(lat), benchutil.Median(lat), files[i])
+	}
+}

@@ -1,0 +1,450 @@
+package connector
+
+// Sparse decode: a field whose wanted rows are few against the rows of its
+// planned pages (a btree lookup landing in 1 MB pages), or of its whole
+// chunk when the plan gave rows but no pages, decodes only those rows. The
+// pages are still decompressed, but the values between the wanted rows
+// are skipped, not decoded, and no array of the whole pages is built.
+//
+//	planned pages + dictionary region ─▶ one-column file (as decodePages),
+//	  or the whole chunk in the file
+//	   │ arrow-go's column chunk reader: Skip to each run of wanted rows,
+//	   │ ReadBatch the run; then Skip to the pages' end, which must be there
+//	   ▼
+//	column{arr: the wanted rows' values, rows: the wanted rows}
+//
+// Taken only for one top-level, non-repeated leaf whose Arrow type is the
+// plain image of its physical values (ints, dates, times, timestamps,
+// floats, booleans, strings, binary, fixed-size binary) and equal to the
+// file's Arrow type; anything else decodes as before (decodePages,
+// decodeWhole).
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+)
+
+// sparseShare: rows decode sparsely when they are at most 1/sparseShare of
+// the planned pages' rows.
+const sparseShare = 8
+
+// sparseRows are the rows of r to decode of pages (file order): planned,
+// not deleted, inside a page; mini are their positions in the pages
+// concatenated, as runs. ok is false when the pages are not in row order
+// or the rows are too many to gain.
+func sparseRows(r *rowGroupRead, pages []pageRange) (rows []int64, mini plan.RowSet, nrows int64, ok bool) {
+	prevEnd := int64(-1)
+	for _, p := range pages {
+		if p.rowCount <= 0 || p.firstRow < prevEnd {
+			return nil, nil, 0, false
+		}
+		prevEnd = p.firstRow + p.rowCount
+		nrows += p.rowCount
+	}
+	if r.rows == nil || r.rows.Rows()*sparseShare > nrows {
+		return nil, nil, 0, false
+	}
+	rows = []int64{}        // not nil: nil rows would mean every row
+	pg, base := 0, int64(0) // base: position of pages[pg]'s first row
+	for _, rr := range r.rows {
+		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
+			if r.deleted != nil && r.deleted.Contains(uint64(r.firstRow+row)) {
+				continue
+			}
+			for pg < len(pages) && row >= pages[pg].firstRow+pages[pg].rowCount {
+				base += pages[pg].rowCount
+				pg++
+			}
+			if pg == len(pages) {
+				return rows, mini, nrows, true
+			}
+			if row < pages[pg].firstRow {
+				continue // outside the planned pages: not decoded
+			}
+			rows = append(rows, row)
+			at := base + row - pages[pg].firstRow
+			if n := len(mini); n > 0 && mini[n-1].End == at {
+				mini[n-1].End++
+			} else {
+				mini = append(mini, plan.RowRange{Start: at, End: at + 1})
+			}
+		}
+	}
+	return rows, mini, nrows, true
+}
+
+// decodeSparseTops decodes those of tops that decode sparsely into cols,
+// side by side on up to GOMAXPROCS goroutines (a point lookup is one row
+// group: its columns are the only parallelism); rest are the others.
+func decodeSparseTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, tops []int, cols map[int]*column) (rest []int, err error) {
+	type result struct {
+		col *column
+		ok  bool
+		err error
+	}
+	outs := make([]result, len(tops))
+	run := func(i int) {
+		defer func() {
+			if p := recover(); p != nil {
+				outs[i].err = fmt.Errorf("%s row group %d: the sparse decoder failed: %v", fl.path, r.rg, p)
+			}
+		}()
+		outs[i].col, outs[i].ok, outs[i].err = decodeSparse(ctx, fl, sf, r, tops[i])
+	}
+	var eligible []int
+	for i, top := range tops {
+		if fl.pageAwareOK(top, r) || (r.rows != nil && fl.lateEligible(top)) {
+			eligible = append(eligible, i)
+		}
+	}
+	// workers, this goroutine one of them, take the eligible in turn
+	var next atomic.Int64
+	work := func() {
+		for k := next.Add(1) - 1; k < int64(len(eligible)); k = next.Add(1) - 1 {
+			run(eligible[k])
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < min(runtime.GOMAXPROCS(0), len(eligible)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+	for i, top := range tops {
+		o := outs[i]
+		if o.col != nil {
+			cols[top] = o.col
+		}
+		if o.err != nil && err == nil {
+			err = o.err
+		}
+		if !o.ok {
+			rest = append(rest, top)
+		}
+	}
+	return rest, err
+}
+
+// decodeSparse decodes top of r at its wanted rows (see sparseRows): from
+// its planned pages (page-aware), else from its whole chunk when the plan
+// narrowed the row group to rows. ok is false when it does not apply (the
+// caller decodes the pages or the chunk).
+func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
+	leaf := fl.leavesOf[top][0]
+	var (
+		rows  []int64
+		runs  plan.RowSet
+		nrows int64
+		cr    file.ColumnChunkReader
+		typ   arrow.DataType
+	)
+	if fl.pageAwareOK(top, r) {
+		if rows, runs, nrows, ok = sparseRows(r, r.pages[leaf]); !ok {
+			return nil, false, nil
+		}
+		cr, typ, err = pagesReader(fl, sf, r, top, nrows)
+	} else {
+		if r.rows == nil || !fl.lateEligible(top) {
+			return nil, false, nil
+		}
+		// the chunk as one page of every row
+		if rows, runs, nrows, ok = sparseRows(r, []pageRange{{firstRow: 0, rowCount: r.numRows}}); !ok {
+			return nil, false, nil
+		}
+		cr, typ, err = chunkReader(fl, sf, r.rg, top)
+	}
+	if err != nil || cr == nil {
+		return nil, false, err
+	}
+	maxDef := fl.md.Schema.Column(leaf).MaxDefinitionLevel()
+	var arr arrow.Array
+	switch cr := cr.(type) {
+	case *file.Int32ColumnChunkReader:
+		switch typ.ID() {
+		case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.Int64ColumnChunkReader:
+		switch typ.ID() {
+		case arrow.INT64, arrow.UINT64, arrow.TIMESTAMP, arrow.TIME64:
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.Float32ColumnChunkReader:
+		if typ.ID() == arrow.FLOAT32 {
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.Float64ColumnChunkReader:
+		if typ.ID() == arrow.FLOAT64 {
+			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.BooleanColumnChunkReader:
+		if typ.ID() == arrow.BOOL {
+			b := array.NewBooleanBuilder(memory.DefaultAllocator)
+			arr, err = sparseBuilt(cr, b, b.Append, runs, nrows, maxDef)
+		}
+	case *file.ByteArrayColumnChunkReader:
+		switch typ.ID() {
+		case arrow.STRING:
+			b := array.NewStringBuilder(memory.DefaultAllocator)
+			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef)
+		case arrow.BINARY:
+			b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef)
+		}
+	case *file.FixedLenByteArrayColumnChunkReader:
+		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == fl.md.Schema.Column(leaf).TypeLength() {
+			b := array.NewFixedSizeBinaryBuilder(memory.DefaultAllocator, ft)
+			arr, err = sparseBuilt(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef)
+		}
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+	}
+	if arr == nil {
+		return nil, false, nil
+	}
+	if arr.Len() != len(rows) {
+		arr.Release()
+		return nil, false, fmt.Errorf("%s row group %d column %s: %d values for %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), len(rows))
+	}
+	if n, _ := ctx.Value(sparseCountKey{}).(*atomic.Int64); n != nil {
+		n.Add(1)
+	}
+	return &column{arr: arr, rows: rows}, true, nil
+}
+
+// sparseCountKey keys the query's count of sparse decodes (Stats.SparseColumns)
+// in its context.
+type sparseCountKey struct{}
+
+// pagesReader is a column chunk reader of top's planned pages of r (and
+// dictionary region), laid out as the chunk of a one-column file, and
+// their Arrow type; nil when that is not the file's Arrow type of top.
+func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows int64) (file.ColumnChunkReader, arrow.DataType, error) {
+	leaf := fl.leavesOf[top][0]
+	parts := r.pages[leaf]
+	d, hasDict := r.dict[leaf]
+	if hasDict {
+		parts = append([]pageRange{{byteRange: d}}, parts...)
+	}
+	size := int64(4)
+	for _, p := range parts {
+		size += p.Len
+	}
+	buf := make([]byte, size)
+	copy(buf, "PAR1")
+	at := int64(4)
+	for _, p := range parts {
+		if _, err := sf.ReadAt(buf[at:at+p.Len], p.Off); err != nil {
+			return nil, nil, err
+		}
+		at += p.Len
+	}
+	dataOffset := int64(4)
+	if hasDict {
+		dataOffset += d.Len
+	}
+	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, size, nrows)
+	if err != nil {
+		return nil, nil, err
+	}
+	typ := plainImage(fl, top, md.Schema, 0)
+	if typ == nil {
+		return nil, nil, nil
+	}
+	rdr, err := file.NewParquetReader(bytes.NewReader(buf), file.WithMetadata(md))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	cr, err := rdr.RowGroup(0).Column(0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	return cr, typ, nil
+}
+
+// chunkReader is a column chunk reader of top's whole chunk in row group
+// rg (fetched in sf), and its Arrow type; nil when that is not the file's
+// Arrow type of top.
+func chunkReader(fl *fileLayout, sf *sparseFile, rg, top int) (file.ColumnChunkReader, arrow.DataType, error) {
+	typ := plainImage(fl, top, fl.md.Schema, top)
+	if typ == nil {
+		return nil, nil, nil
+	}
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: chunk decoder: %w", fl.path, rg, err)
+	}
+	cr, err := rdr.RowGroup(rg).Column(fl.leavesOf[top][0])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: chunk decoder: %w", fl.path, rg, err)
+	}
+	return cr, typ, nil
+}
+
+// plainImage is the Arrow type pqarrow gives field i of sch without the
+// file's stored Arrow schema, when it is the file's Arrow type of top
+// (nil otherwise: pqarrow converts the values).
+func plainImage(fl *fileLayout, top int, sch *schema.Schema, i int) arrow.DataType {
+	inferred, err := pqarrow.FromParquet(sch, &pqarrow.ArrowReadProperties{}, nil)
+	if err != nil || i >= inferred.NumFields() {
+		return nil
+	}
+	if typ := inferred.Field(i).Type; arrow.TypeEqual(typ, fl.arrow.Field(top).Type) {
+		return typ
+	}
+	return nil
+}
+
+// batchReader is a typed column chunk reader of arrow-go.
+type batchReader[T any] interface {
+	Skip(nvalues int64) (int64, error)
+	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (int64, int, error)
+}
+
+// readRuns reads the values at the runs (ascending positions) of a
+// non-repeated column of nrows rows: vals are the non-NULL ones in order,
+// valid[i] tells whether the i-th wanted row is not NULL (nil: none is).
+// The pages must hold exactly nrows rows.
+func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef int16) (vals []T, valid []bool, err error) {
+	n := runs.Rows()
+	vals = make([]T, n)
+	var defs []int16
+	if maxDef > 0 {
+		defs = make([]int16, n)
+	}
+	var at, got int64
+	nv := 0
+	for _, run := range runs {
+		if run.Start > at {
+			if _, err := cr.Skip(run.Start - at); err != nil {
+				return nil, nil, err
+			}
+			at = run.Start
+		}
+		for at < run.End {
+			var d []int16
+			if defs != nil {
+				d = defs[got:]
+			}
+			lv, read, err := cr.ReadBatch(run.End-at, vals[nv:], d, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			if lv == 0 {
+				return nil, nil, fmt.Errorf("the pages end at row %d, before the %d rows they are planned to hold", at, nrows)
+			}
+			at, got, nv = at+lv, got+lv, nv+read
+		}
+	}
+	// the pages hold nrows rows, no more, no fewer: the last row reads,
+	// then nothing
+	var probe [1]T
+	var probeDef [1]int16
+	if at < nrows {
+		if _, err := cr.Skip(nrows - 1 - at); err != nil {
+			return nil, nil, err
+		}
+		if lv, _, err := cr.ReadBatch(1, probe[:], probeDef[:], nil); err != nil || lv != 1 {
+			return nil, nil, fmt.Errorf("the pages hold fewer than the %d rows they are planned to hold", nrows)
+		}
+	}
+	if lv, _, err := cr.ReadBatch(1, probe[:], probeDef[:], nil); err != nil || lv != 0 {
+		return nil, nil, fmt.Errorf("the pages hold more than the %d rows they are planned to hold", nrows)
+	}
+	if defs != nil {
+		valid = make([]bool, n)
+		k := 0
+		for i, d := range defs {
+			if valid[i] = d == maxDef; valid[i] {
+				k++
+			}
+		}
+		if k != nv {
+			return nil, nil, fmt.Errorf("%d values for %d non-NULL rows", nv, k)
+		}
+	} else if int64(nv) != n {
+		return nil, nil, fmt.Errorf("%d values for %d rows", nv, n)
+	}
+	return vals[:nv], valid, nil
+}
+
+// sparseFixed reads the runs of a fixed-width column into an array of typ
+// (whose layout is T's).
+func sparseFixed[T arrow.FixedWidthType](cr batchReader[T], typ arrow.DataType, runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
+	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
+	if err != nil {
+		return nil, err
+	}
+	n := len(vals)
+	var bitmap *memory.Buffer
+	nulls := 0
+	if valid != nil {
+		n = len(valid)
+		spread := make([]T, n)
+		bits := make([]byte, bitutil.BytesForBits(int64(n)))
+		j := 0
+		for i, ok := range valid {
+			if ok {
+				spread[i] = vals[j]
+				j++
+				bitutil.SetBit(bits, i)
+			} else {
+				nulls++
+			}
+		}
+		vals = spread
+		if nulls > 0 {
+			bitmap = memory.NewBufferBytes(bits)
+		}
+	}
+	data := array.NewData(typ, n, []*memory.Buffer{bitmap, memory.NewBufferBytes(arrow.GetBytes(vals))}, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// sparseBuilt reads the runs of a column into builder b through appendOne.
+func sparseBuilt[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
+	defer b.Release()
+	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
+	if err != nil {
+		return nil, err
+	}
+	if valid == nil {
+		b.Reserve(len(vals))
+		for _, v := range vals {
+			appendOne(v)
+		}
+		return b.NewArray(), nil
+	}
+	b.Reserve(len(valid))
+	j := 0
+	for _, ok := range valid {
+		if !ok {
+			b.AppendNull()
+			continue
+		}
+		appendOne(vals[j])
+		j++
+	}
+	return b.NewArray(), nil
+}
