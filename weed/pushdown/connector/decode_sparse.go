@@ -263,7 +263,7 @@ func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows
 	if hasDict {
 		dataOffset += d.Len
 	}
-	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, size, nrows)
+	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, size, nrows, nrows) // flat: a value a row
 	if err != nil {
 		return nil, nil, err
 	}
