@@ -53,8 +53,12 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 		}
 		t.Logf("%-62s rows %5d  bytes without side indexes %8.0f  with %8.0f", q, len(got), before[q], after)
 		// Rows spread over every row group (array_contains of a tag
-		// 7% of rows hold) read as much; selective queries read less.
-		if after > before[q] || (len(got)*100 < 20000 && after >= before[q]) {
+		// 7% of rows hold) read as much; selective queries read less —
+		// except where tenant_id's dictionary pages already pruned the
+		// row groups without side indexes (the files have no page index,
+		// so the kinds' row sets cannot narrow those further).
+		strict := len(got)*100 < 20000 && !strings.Contains(q, "tenant_id")
+		if after > before[q] || (strict && after >= before[q]) {
 			t.Fatalf("%s: read %.0f bytes with side indexes, %.0f without", q, after, before[q])
 		}
 	}
