@@ -81,8 +81,11 @@ func TestLookupsDecodingOnlyTheWantedRowsOfLargePagesReturnIcebergGosRows(t *tes
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("%s: WHERE %s: the connector returned %d rows, iceberg-go %d\n%s", state, q.sql, len(got), len(want), firstDiff(got, want))
 			}
-			if q.sparse && (res.Stats.RowGroups == 0 || res.Stats.SparseColumns != int64(len(sel)*res.Stats.RowGroups)) {
-				t.Fatalf("%s: WHERE %s: %d columns of %d row groups decoded sparsely, want all %d", state, q.sql, res.Stats.SparseColumns, res.Stats.RowGroups, len(sel)*res.Stats.RowGroups)
+			// every column sparsely but the one string column iceberg-go's
+			// writer keeps wholly dictionary-encoded, which decodes as an
+			// Arrow dictionary instead (indices, values once)
+			if lo, hi := int64((len(sel)-1)*res.Stats.RowGroups), int64(len(sel)*res.Stats.RowGroups); q.sparse && (res.Stats.RowGroups == 0 || res.Stats.SparseColumns < lo || res.Stats.SparseColumns > hi) {
+				t.Fatalf("%s: WHERE %s: %d columns of %d row groups decoded sparsely, want %d to %d", state, q.sql, res.Stats.SparseColumns, res.Stats.RowGroups, lo, hi)
 			}
 			t.Logf("%s: WHERE %.60s: %d rows, %d row groups, %d sparse column decodes", state, q.sql, len(got), res.Stats.RowGroups, res.Stats.SparseColumns)
 		}
