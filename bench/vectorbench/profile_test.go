@@ -2,9 +2,6 @@ package vectorbench
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 )
 
@@ -104,12 +102,7 @@ func TestWarmVectorPlanProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=10", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	b := benchutil.ClusterCPUProfile(t, port, 10)
 	if local != nil {
 		pprof.StopCPUProfile()
 		local.Close()
