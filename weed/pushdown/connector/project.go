@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -131,24 +132,6 @@ func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, 
 // row the column does not hold (-1: none).
 func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array, missing int64, err error) {
 	ctx = compute.WithAllocator(ctx, decodeMem)
-	if n := len(rows); col.rows == nil && n > 0 && rows[n-1] < int64(col.arr.Len()) {
-		// every row decoded (position = row): no positions to map
-		if _, dict := col.arr.(*array.Dictionary); !dict {
-			if rows[n-1]-rows[0] == int64(n-1) && 2*n >= col.arr.Len() {
-				return array.NewSlice(col.arr, rows[0], rows[0]+int64(n)), -1, nil
-			}
-			b := array.NewInt32Builder(decodeMem)
-			defer b.Release()
-			b.Reserve(n)
-			for _, r := range rows {
-				b.UnsafeAppend(int32(r))
-			}
-			indices := b.NewArray()
-			defer indices.Release()
-			taken, err = compute.TakeArray(ctx, col.arr, indices)
-			return taken, -1, err
-		}
-	}
 	pos := positions(col, rows)
 	for i, p := range pos {
 		if p < 0 {
@@ -180,10 +163,9 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 		}
 		return array.NewSlice(col.arr, int64(lo), int64(lo+n)), -1, nil
 	}
-	b := array.NewInt32Builder(decodeMem)
-	defer b.Release()
-	b.AppendValues(pos, nil)
-	indices := b.NewArray()
+	// the positions themselves as take's indices (no copy)
+	indices := array.NewInt32Data(array.NewData(arrow.PrimitiveTypes.Int32, len(pos),
+		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(pos))}, nil, 0, 0))
 	defer indices.Release()
 	taken, err = compute.TakeArray(ctx, col.arr, indices)
 	return taken, -1, err
