@@ -3,6 +3,7 @@
 # Results: bench/results/*.json and *.md.
 #   LAKEWEED_BENCH_QUICK=1  skips the 10,000-file planner table and the peer benchmark's big table
 #   LAKEWEED_PLAN_BIG_FILES=N  files of the planner's largest table (default 10,000)
+#   LAKEWEED_PLAN_PROFILE_DIR=D CPU profiles of the warm plans of the largest table (plan-<query>.pprof)
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
 #   LAKEWEED_PEER_BIG_ROWS=N / LAKEWEED_PEER_BIG_FILES=N  the peer benchmark's big table
 #                           (default 10,000,000 rows in 80 files; 0 rows skips it)

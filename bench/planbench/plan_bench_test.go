@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,6 +136,7 @@ func TestPlanBenchmark(t *testing.T) {
 				t.Fatal(err)
 			}
 			var hits, misses int64
+			stopProfile := profileWarm(t, tb.spec.Files == bigFiles(), q.Name)
 			for i := 0; i < tb.warm; i++ {
 				t0 := time.Now()
 				resp, err := svc.Plan(ctx, req)
@@ -146,6 +148,7 @@ func TestPlanBenchmark(t *testing.T) {
 				misses += resp.Stats.FooterCacheMisses
 				last = resp
 			}
+			stopProfile()
 			st := last.Stats
 			r := result{Table: tb.name, Files: tb.spec.Files, Query: q.Name, BytesPlanned: st.BytesPlanned, BytesTotal: st.BytesTotal,
 				ColdP50Ms: percentile(cold, 0.5), ColdP99Ms: percentile(cold, 0.99), WarmP50Ms: percentile(warm, 0.5), WarmP99Ms: percentile(warm, 0.99),
@@ -172,6 +175,27 @@ func TestPlanBenchmark(t *testing.T) {
 		if line != "" {
 			t.Log(line)
 		}
+	}
+}
+
+// profileWarm starts a CPU profile of the warm plans of one query of the
+// largest table into $LAKEWEED_PLAN_PROFILE_DIR (when set), and returns
+// what stops it.
+func profileWarm(t *testing.T, largest bool, query string) func() {
+	dir := os.Getenv("LAKEWEED_PLAN_PROFILE_DIR")
+	if dir == "" || !largest {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, "plan-"+strings.ReplaceAll(query, " ", "_")+".pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 

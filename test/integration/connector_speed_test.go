@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -31,7 +33,14 @@ func TestConnectorWarmLatency(t *testing.T) {
 	if v := os.Getenv("LAKEWEED_BENCH_ROWS"); v != "" {
 		rows, _ = strconv.ParseInt(v, 10, 64)
 	}
-	c := harness.StartMini(t, harness.MiniOptions{})
+	dir := os.Getenv("LAKEWEED_PROFILE_DIR")
+	var opts harness.MiniOptions
+	debugPort := 0
+	if dir != "" { // the cluster's profiles too, from its debug listener
+		debugPort = harness.FreePorts(t, 1)[0]
+		opts.ExtraArgs = []string{"-debug", "-debug.port=" + strconv.Itoa(debugPort)}
+	}
+	c := harness.StartMini(t, opts)
 	ctx := context.Background()
 	spec := demo.DefaultSpec()
 	spec.Rows, spec.Indexed = rows, demo.IndexedAll
@@ -121,11 +130,12 @@ func TestConnectorWarmLatency(t *testing.T) {
 		t.Logf("-read %s, range cache %s", rp, cmp.Or(os.Getenv("LAKEWEED_BENCH_RANGE_CACHE"), "on"))
 		measure()
 	}
-	dir := os.Getenv("LAKEWEED_PROFILE_DIR")
 	if dir == "" {
 		return
 	}
-	// profiles of the last read path measured
+	// profiles of the last read path measured: the connector's (cpu-*) and
+	// the cluster's (cluster-*: catalog and volume services) over the same
+	// 30 runs
 	for _, q := range queries {
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%s.pprof", strings.Fields(q.name)[0])))
 		if err != nil {
@@ -134,13 +144,20 @@ func TestConnectorWarmLatency(t *testing.T) {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			t.Fatal(err)
 		}
-		t0 := time.Now()
-		for i := 0; i < 30; i++ {
+		name := strings.Fields(q.name)[0]
+		clusterDone := make(chan struct{})
+		go func() {
+			defer close(clusterDone)
+			writeClusterProfile(t, debugPort, filepath.Join(dir, "cluster-"+name+".pprof"))
+		}()
+		time.Sleep(100 * time.Millisecond) // the cluster's profile has started
+		t0, n := time.Now(), 0
+		for ; n < 30 || !closed(clusterDone); n++ { // 30 runs at least, and while the cluster's profile runs
 			run(q.where, q.sel, q.limit)
 		}
 		pprof.StopCPUProfile()
 		f.Close()
-		t.Logf("profile %s: 30 runs, %.1f ms a query", q.name, float64(time.Since(t0).Microseconds())/1000/30)
+		t.Logf("profile %s: %d runs, %.1f ms a query", q.name, n, float64(time.Since(t0).Microseconds())/1000/float64(n))
 	}
 	// allocations of every run above (go tool pprof -sample_index=alloc_space)
 	f, err := os.Create(filepath.Join(dir, "allocs.pprof"))
@@ -150,5 +167,32 @@ func TestConnectorWarmLatency(t *testing.T) {
 	defer f.Close()
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeClusterProfile writes a 2-second CPU profile of the cluster from its
+// debug listener to path; a failure is logged, not fatal (a measurement).
+func writeClusterProfile(t *testing.T, port int, path string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=2", port))
+	if err != nil {
+		t.Logf("cluster profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Logf("cluster profile: %v", err)
 	}
 }

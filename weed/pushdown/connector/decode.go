@@ -20,6 +20,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	_ "github.com/lakeweed/seaweedfs/weed/pushdown/pqcodec" // zstd pages decoded with klauspost's fast copies
 )
 
 // fileLayout is what decoding one file needs to know.
@@ -182,7 +183,7 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	if len(leaves) == 0 {
 		return out, nil
 	}
-	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(parquet.NewReaderProperties(decodeMem)))
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(readProps()))
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +300,7 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, err
 	}
-	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md), file.WithReadProps(parquet.NewReaderProperties(decodeMem)))
+	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md), file.WithReadProps(readProps()))
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
@@ -355,7 +356,7 @@ func listPagesStartRows(fl *fileLayout, rg, leaf int, b []byte, dataOffset int64
 	if err != nil {
 		return err
 	}
-	props := parquet.NewReaderProperties(decodeMem)
+	props := readProps()
 	src := bytes.NewReader(b)
 	at := dataOffset
 	for i, p := range pages {
@@ -708,4 +709,13 @@ func rangesOf(rows []int64) plan.RowSet {
 		out = append(out, plan.RowRange{Start: k, End: k + 1})
 	}
 	return out
+}
+
+// readProps are the page decoders' reader properties. Buffered streams:
+// arrow-go's unbuffered stream copies each column chunk, already in
+// memory here, into a fresh buffer of its size.
+func readProps() *parquet.ReaderProperties {
+	p := parquet.NewReaderProperties(decodeMem)
+	p.BufferedStreamEnabled = true
+	return p
 }

@@ -282,6 +282,7 @@ func (ev *evaluation) leaf(l *predicate.Leaf, sel []int32, res []predicate.Tri) 
 	}
 	match := kernel(l, arr, v.typ)
 	var convErr error
+	perValue := match == nil // the definition, which can fail on a value
 	if match == nil {
 		// no kernel for this type or operator: the definition, per value
 		base := *l
@@ -300,6 +301,17 @@ func (ev *evaluation) leaf(l *predicate.Leaf, sel []int32, res []predicate.Tri) 
 	whenTrue, whenFalse := predicate.True, predicate.False
 	if l.Negated {
 		whenTrue, whenFalse = predicate.False, predicate.True
+	}
+	if v.null == nil && arr.NullN() == 0 && convErr == nil && !perValue {
+		// no NULLs, a kernel that cannot fail: one test per candidate
+		for _, i := range sel {
+			if match(int(v.pos[i])) {
+				res[i] = whenTrue
+			} else {
+				res[i] = whenFalse
+			}
+		}
+		return nil
 	}
 	for _, i := range sel {
 		p := int(v.pos[i])
@@ -431,6 +443,22 @@ func intKernel[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | arrow.
 	}
 	if !litsOf(l, value.Int) {
 		return nil
+	}
+	if mul == 1 && len(l.Lits) > 0 {
+		// one call per value (the hot case: a scan of a whole column)
+		c := l.Lits[0].I
+		switch l.Op {
+		case predicate.OpEq:
+			return func(p int) bool { return int64(vals[p]) == c }
+		case predicate.OpLt:
+			return func(p int) bool { return int64(vals[p]) < c }
+		case predicate.OpLtEq:
+			return func(p int) bool { return int64(vals[p]) <= c }
+		case predicate.OpGt:
+			return func(p int) bool { return int64(vals[p]) > c }
+		case predicate.OpGtEq:
+			return func(p int) bool { return int64(vals[p]) >= c }
+		}
 	}
 	if mul == 1 {
 		return cmpKernel(l, func(p int) int64 { return int64(vals[p]) }, func(v value.Value) int64 { return v.I })
