@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -187,7 +192,7 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	if err != nil {
 		return nil, err
 	}
-	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
+	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16, Parallel: len(leaves) > 1}
 	for _, top := range tops {
 		if fl.dictEligible(top) {
 			props.SetReadDict(fl.leavesOf[top][0], true)
@@ -509,26 +514,56 @@ func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroup
 			return err
 		}
 	}
-	var whole []int
+	var whole, paged []int
 	for _, top := range tops {
 		if pageAware && fl.pageAwareOK(top, r) && !fl.pagesTileChunk(top, r) {
-			col, err := decodePages(ctx, fl, sf, r, top)
-			if err != nil {
-				return err
-			}
-			cols[top] = col
-			continue
+			paged = append(paged, top)
+		} else {
+			whole = append(whole, top)
 		}
-		whole = append(whole, top)
 	}
-	wcols, err := decodeWhole(ctx, fl, sf, r.rg, whole)
-	if err != nil {
-		return err
+	// the paged columns one job each, the whole chunks one job (its
+	// columns decode in parallel too): a row group's columns use every core
+	pagedCols := make([]*column, len(paged))
+	errs := make([]error, len(paged)+1)
+	var wcols map[int]*column
+	parallel(len(paged)+1, func(i int) {
+		if i == len(paged) {
+			wcols, errs[i] = decodeWhole(ctx, fl, sf, r.rg, whole)
+			return
+		}
+		pagedCols[i], errs[i] = decodePages(ctx, fl, sf, r, paged[i])
+	})
+	for i, top := range paged {
+		if pagedCols[i] != nil {
+			cols[top] = pagedCols[i]
+		}
 	}
 	for top, col := range wcols {
 		cols[top] = col
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// parallel runs run(0..n-1) on up to GOMAXPROCS goroutines, this one among
+// them, and returns when every run has.
+func parallel(n int, run func(i int)) {
+	var next atomic.Int64
+	work := func() {
+		for k := next.Add(1) - 1; k < int64(n); k = next.Add(1) - 1 {
+			run(int(k))
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
 }
 
 // pagesTileChunk reports whether the planned pages of top (one leaf) and

@@ -23,8 +23,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -112,23 +110,7 @@ func decodeSparseTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *ro
 			eligible = append(eligible, i)
 		}
 	}
-	// workers, this goroutine one of them, take the eligible in turn
-	var next atomic.Int64
-	work := func() {
-		for k := next.Add(1) - 1; k < int64(len(eligible)); k = next.Add(1) - 1 {
-			run(eligible[k])
-		}
-	}
-	var wg sync.WaitGroup
-	for w := 1; w < min(runtime.GOMAXPROCS(0), len(eligible)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	parallel(len(eligible), func(k int) { run(eligible[k]) })
 	for i, top := range tops {
 		o := outs[i]
 		if o.col != nil {
