@@ -69,6 +69,10 @@ type filter struct {
 	// free holds scratch buffers of the current batch.
 	free [][]predicate.Tri
 	sels [][]int32
+	// scratch: the batch's buffers come from the scratch pools and go back
+	// when selectRows returns, but for the selection, which its caller
+	// releases (posScratch.put) when done with it
+	scratch bool
 }
 
 // selectRows returns the candidates (indices 0..n-1) where e is TRUE.
@@ -79,11 +83,28 @@ func (f *filter) selectRows(b *batch) ([]int32, error) {
 		}
 		return iota32(b.n), nil
 	}
-	all := iota32(b.n)
-	res := make([]predicate.Tri, b.n)
+	var all []int32
+	var res []predicate.Tri
 	vs := map[int]*vector{}
+	if f.scratch {
+		all, res = posScratch.get(b.n), triScratch.get(b.n)
+		for i := range all {
+			all[i] = int32(i)
+		}
+		defer func() {
+			triScratch.put(res)
+			for _, v := range vs {
+				posScratch.put(v.pos)
+			}
+		}()
+	} else {
+		all, res = iota32(b.n), make([]predicate.Tri, b.n)
+	}
 	ev := &evaluation{f: f, b: b, vectors: vs}
 	if err := ev.eval(f.expr, all, res); err != nil {
+		if f.scratch {
+			posScratch.put(all)
+		}
 		return nil, err
 	}
 	out := all[:0]
@@ -727,7 +748,7 @@ func structVector(v *vector, cols map[int]*column, path []int, rows []int64, lea
 // positions maps candidate rows (ascending) to their positions in c (-1:
 // not decoded).
 func positions(c *column, rows []int64) []int32 {
-	pos := make([]int32, len(rows))
+	pos := posScratch.get(len(rows))
 	if c.rows == nil {
 		n := int64(c.arr.Len())
 		for i, r := range rows {

@@ -133,6 +133,7 @@ func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, 
 func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array, missing int64, err error) {
 	ctx = compute.WithAllocator(ctx, decodeMem)
 	pos := positions(col, rows)
+	defer posScratch.put(pos) // take's indices wrap it: released before
 	for i, p := range pos {
 		if p < 0 {
 			return nil, rows[i], nil

@@ -412,16 +412,20 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	}
 	// filter
 	rows := candidates(r)
+	defer rowScratch.put(rows)
 	keep := rows // no predicate: every candidate
 	if c, ok := p.expr.(predicate.Const); !ok || !c.Value {
-		sel, err := (&filter{expr: p.expr}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
+		f := &filter{expr: p.expr, scratch: true}
+		sel, err := f.selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
 		if err != nil {
 			return nil, err
 		}
-		keep = make([]int64, len(sel))
+		keep = rowScratch.get(len(sel))
+		defer rowScratch.put(keep)
 		for i, j := range sel {
 			keep[i] = rows[j]
 		}
+		posScratch.put(sel)
 	}
 	// late columns: fetch and decode the pages of the matching rows
 	if len(r.late) > 0 && len(keep) > 0 {
@@ -445,7 +449,7 @@ func candidates(r *rowGroupRead) []int64 {
 	if ranges == nil {
 		ranges = plan.All(r.numRows)
 	}
-	rows := make([]int64, 0, ranges.Rows())
+	rows := rowScratch.get(int(ranges.Rows()))[:0]
 	for _, rr := range ranges {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
 			if r.deleted == nil || !r.deleted.Contains(uint64(r.firstRow+row)) {
