@@ -421,9 +421,11 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	return c.rowGroup(ctx, p, f, r, now, sf)
 }
 
-// firstWindowRows is the size of a LIMIT's first window of a row group;
-// each next window doubles.
-const firstWindowRows = 2048
+// firstWindow is the size of a LIMIT's first window of a row group: a
+// few times the LIMIT, within bounds; each next window doubles.
+func firstWindow(limit int64) int64 {
+	return min(max(8*limit, 256), 4096)
+}
 
 // rowGroupWindows runs decode, filter and project on one row group (its
 // whole chunks in sf) a window of rows at a time, until the windows hold
@@ -443,7 +445,7 @@ func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRea
 		}
 	}()
 	var found int64
-	for window := int64(firstWindowRows); cs.at < r.numRows && found < p.q.Limit; window *= 2 {
+	for window := firstWindow(p.q.Limit); cs.at < r.numRows && found < p.q.Limit; window *= 2 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
