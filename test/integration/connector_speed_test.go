@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
@@ -21,7 +22,8 @@ import (
 
 // TestConnectorWarmLatency measures the connector's warm latency on a
 // 1M-row demo table (medians of three series) and writes a CPU profile of
-// 30 runs of each query to $LAKEWEED_PROFILE_DIR. A measurement, not a
+// 30 runs of each query to $LAKEWEED_PROFILE_DIR, with the cluster's CPU
+// profile (plan, reads) of the query run for 3 s. A measurement, not a
 // check: it runs only with LAKEWEED_BENCH set.
 func TestConnectorWarmLatency(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {
@@ -31,7 +33,8 @@ func TestConnectorWarmLatency(t *testing.T) {
 	if v := os.Getenv("LAKEWEED_BENCH_ROWS"); v != "" {
 		rows, _ = strconv.ParseInt(v, 10, 64)
 	}
-	c := harness.StartMini(t, harness.MiniOptions{})
+	metricsPort := harness.FreePorts(t, 1)[0]
+	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-metricsPort=" + strconv.Itoa(metricsPort)}})
 	ctx := context.Background()
 	spec := demo.DefaultSpec()
 	spec.Rows, spec.Indexed = rows, demo.IndexedAll
@@ -141,6 +144,27 @@ func TestConnectorWarmLatency(t *testing.T) {
 		pprof.StopCPUProfile()
 		f.Close()
 		t.Logf("profile %s: 30 runs, %.1f ms a query", q.name, float64(time.Since(t0).Microseconds())/1000/30)
+		// the cluster's side (plan, reads) of the query run for 3 s
+		var b []byte
+		profiled := make(chan struct{})
+		go func() {
+			defer close(profiled)
+			b = benchutil.ClusterCPUProfile(t, metricsPort, 3)
+		}()
+		n := 0
+		for running := true; running; {
+			select {
+			case <-profiled:
+				running = false
+			default:
+				run(q.where, q.sel, q.limit)
+				n++
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("cluster-%s.pprof", strings.Fields(q.name)[0])), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("cluster profile %s: %d runs in 3 s", q.name, n)
 	}
 	// allocations of every run above (go tool pprof -sample_index=alloc_space)
 	f, err := os.Create(filepath.Join(dir, "allocs.pprof"))
