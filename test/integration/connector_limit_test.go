@@ -127,6 +127,14 @@ func TestALimitStopsReadingEarlyAndReturnsTheFirstMatchingRowsWithDeletesAndARes
 		}
 		res.Release()
 	}
+	// a list column decodes window by window too, a window's rows whole
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true, Mode: connector.PageAware})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	limitAgreesWithTheUnlimitedRead(t, conn, tbl, "limit_it.events", where, iceberg.NewAnd(iceberg.NotEqualTo(iceberg.Reference("status"), "error"),
+		iceberg.GreaterThanEqual(iceberg.Reference("tenant_id"), "tenant-010")), []string{"id", "tags", "status"})
 }
 
 // A LIMIT over tables with v2 position deletes, v3 deletion vectors, both
