@@ -23,7 +23,8 @@ import (
 
 // TestConnectorWarmLatency measures the connector's warm latency on a
 // 1M-row demo table (medians of three series) and writes a CPU profile of
-// 30 runs of each query to $LAKEWEED_PROFILE_DIR. A measurement, not a
+// 30 runs of each query to $LAKEWEED_PROFILE_DIR, with the cluster's CPU
+// profile (plan, reads) of the query run for 3 s. A measurement, not a
 // check: it runs only with LAKEWEED_BENCH set.
 func TestConnectorWarmLatency(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {

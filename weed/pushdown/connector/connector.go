@@ -144,6 +144,9 @@ type Stats struct {
 	// SparseColumns counts the columns of row groups decoded at their
 	// wanted rows only (decode_sparse.go).
 	SparseColumns int64 `json:"sparse_columns,omitempty"`
+	// RowsDecoded counts the rows of the row groups decoded: under a LIMIT
+	// a row group decodes a window at a time, only until the LIMIT is met.
+	RowsDecoded int64 `json:"rows_decoded,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

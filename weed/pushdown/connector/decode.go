@@ -105,15 +105,17 @@ type pageRange struct {
 }
 
 // column is a decoded top-level field of one row group: arr holds values
-// for the rows listed in rows (nil rows: every row, position = row).
+// for the rows listed in rows (nil rows: the rows from first on, position
+// = row - first).
 type column struct {
-	arr  arrow.Array
-	rows []int64
+	arr   arrow.Array
+	rows  []int64
+	first int64
 }
 
 func (c *column) index(row int64) int {
 	if c.rows == nil {
-		return int(row)
+		return int(row - c.first)
 	}
 	i := sort.Search(len(c.rows), func(i int) bool { return c.rows[i] >= row })
 	if i < len(c.rows) && c.rows[i] == row {
@@ -180,17 +182,44 @@ func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []
 
 // decodeWhole decodes top-level fields of a row group from whole chunks.
 func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, tops []int) (map[int]*column, error) {
+	out := map[int]*column{}
+	fr, leaves, err := wholeChunkReader(fl, sf, tops, false)
+	if err != nil || len(leaves) == 0 {
+		return out, err
+	}
+	tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+	if err != nil {
+		return nil, fmt.Errorf("%s row group %d: %w", fl.path, rg, err)
+	}
+	defer tbl.Release()
+	for i := 0; i < int(tbl.NumCols()); i++ {
+		arr, err := concat(tbl.Column(i).Data().Chunks())
+		if err != nil {
+			return nil, err
+		}
+		out[fl.topNamed(tbl.Schema().Field(i).Name)] = &column{arr: arr}
+	}
+	return out, nil
+}
+
+// wholeChunkReader is arrow-go's reader of tops' whole chunks in sf (string
+// columns as dictionaries where dictEligible), and their leaves; stream:
+// a chunk's bytes are taken from sf as its pages are read, not at once.
+func wholeChunkReader(fl *fileLayout, sf *sparseFile, tops []int, stream bool) (*pqarrow.FileReader, []int, error) {
 	var leaves []int
 	for _, top := range tops {
 		leaves = append(leaves, fl.leavesOf[top]...)
 	}
-	out := map[int]*column{}
 	if len(leaves) == 0 {
-		return out, nil
+		return nil, nil, nil
 	}
-	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(readProps()))
+	rp := readProps()
+	if stream {
+		rp.BufferSize = streamBufferBytes
+	}
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(rp))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16, Parallel: len(leaves) > 1}
 	for _, top := range tops {
@@ -200,23 +229,87 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	}
 	fr, err := pqarrow.NewFileReader(rdr, props, decodeMem)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+	return fr, leaves, nil
+}
+
+// topNamed is the index of the top-level field named name.
+func (fl *fileLayout) topNamed(name string) int {
+	return fl.md.Schema.Root().FieldIndexByName(name)
+}
+
+// streamBufferBytes is a streamed chunk's read buffer (a larger page
+// grows it).
+const streamBufferBytes = 32 << 10
+
+// chunkStream decodes top-level fields of one row group from whole chunks
+// a window of rows at a time, reading (decompressing) pages only as far as
+// the windows reach: a LIMIT stops decoding where it is met.
+type chunkStream struct {
+	fl      *fileLayout
+	rg      int
+	readers []*pqarrow.ColumnReader
+	tops    []int // the top-level field each reader decodes
+	at      int64 // the next row to decode
+	numRows int64
+}
+
+func newChunkStream(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, tops []int) (*chunkStream, error) {
+	s := &chunkStream{fl: fl, rg: rg, numRows: fl.md.RowGroup(rg).NumRows()}
+	fr, leaves, err := wholeChunkReader(fl, sf, tops, true)
+	if err != nil || len(leaves) == 0 {
+		return s, err
+	}
+	readers, sch, err := fr.GetFieldReaders(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: %w", fl.path, rg, err)
 	}
-	defer tbl.Release()
-	for i := 0; i < int(tbl.NumCols()); i++ {
-		name := tbl.Schema().Field(i).Name
-		top := fl.md.Schema.Root().FieldIndexByName(name)
-		arr, err := concat(tbl.Column(i).Data().Chunks())
+	s.readers = readers
+	for i := range readers {
+		s.tops = append(s.tops, fl.topNamed(sch.Field(i).Name))
+	}
+	return s, nil
+}
+
+// next decodes the next window of at most n rows: the columns, whose
+// first row is the window's.
+func (s *chunkStream) next(n int64) (map[int]*column, error) {
+	first := s.at
+	n = min(n, s.numRows-first)
+	out := map[int]*column{}
+	for i, rdr := range s.readers {
+		ch, err := rdr.NextBatch(n)
 		if err != nil {
+			releaseColumns(out)
+			return nil, fmt.Errorf("%s row group %d rows from %d: %w", s.fl.path, s.rg, first, err)
+		}
+		arr, err := concat(ch.Chunks())
+		ch.Release()
+		if err != nil {
+			releaseColumns(out)
 			return nil, err
 		}
-		out[top] = &column{arr: arr}
+		out[s.tops[i]] = &column{arr: arr, first: first}
+		if int64(arr.Len()) != n {
+			releaseColumns(out)
+			return nil, fmt.Errorf("%s row group %d: column %s decodes %d of %d rows from row %d", s.fl.path, s.rg, s.fl.arrow.Field(s.tops[i]).Name, arr.Len(), n, first)
+		}
 	}
+	s.at += n
 	return out, nil
+}
+
+func (s *chunkStream) release() {
+	for _, rdr := range s.readers {
+		rdr.Release()
+	}
+}
+
+func releaseColumns(cols map[int]*column) {
+	for _, col := range cols {
+		col.arr.Release()
+	}
 }
 
 // dictEligible reports whether a top-level field is decoded as an Arrow

@@ -752,7 +752,7 @@ func positions(c *column, rows []int64) []int32 {
 	if c.rows == nil {
 		n := int64(c.arr.Len())
 		for i, r := range rows {
-			if r < n {
+			if r -= c.first; r >= 0 && r < n {
 				pos[i] = int32(r)
 			} else {
 				pos[i] = -1

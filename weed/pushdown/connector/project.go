@@ -126,6 +126,40 @@ func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, 
 	return array.NewRecordBatch(outSchema, arrs, int64(len(keep))), nil
 }
 
+// concatRecords is one record of recs (of schema sch) in order; it takes
+// recs' references.
+func concatRecords(sch *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 1 {
+		rec := recs[0]
+		rec.Retain()
+		return rec, nil
+	}
+	arrs := make([]arrow.Array, sch.NumFields())
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, rec := range recs {
+		rows += rec.NumRows()
+	}
+	for i := range arrs {
+		parts := make([]arrow.Array, len(recs))
+		for j, rec := range recs {
+			parts[j] = rec.Column(i)
+		}
+		a, err := array.Concatenate(parts, decodeMem)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", sch.Field(i).Name, err)
+		}
+		arrs[i] = a
+	}
+	return array.NewRecordBatch(sch, arrs, rows), nil
+}
+
 // takeRows gathers the values of rows (ascending) from a decoded column:
 // a slice when they are contiguous and at least half the column (a slice
 // keeps the whole column alive), Arrow's take otherwise. missing is a

@@ -16,6 +16,12 @@ package connector
 //	   ▼
 //	in plan order ─▶ LIMIT reached: nothing more is scheduled, running
 //	                 units are cancelled
+//
+// Under a LIMIT one unit runs at first, one more at once for each unit
+// taken short of it; a row group the plan did not narrow runs decode →
+// filter → project a window of rows at a time (rowGroupWindows), its
+// pages decompressed only as far as the windows reach, until it holds
+// the LIMIT's rows.
 
 import (
 	"bytes"
@@ -111,20 +117,29 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sparse atomic.Int64
+	var sparse, decoded atomic.Int64
 	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
-	defer func() { res.Stats.SparseColumns = sparse.Load() }()
+	ctx = context.WithValue(ctx, decodedCountKey{}, &decoded)
+	defer func() { res.Stats.SparseColumns, res.Stats.RowsDecoded = sparse.Load(), decoded.Load() }()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	sem := make(chan struct{}, workers)
+	// under a LIMIT one unit runs at first: each unit taken without
+	// meeting it lets one more run at once, up to workers
+	narrowed := 0
+	if p.q.Limit > 0 {
+		for ; narrowed < workers-1; narrowed++ {
+			sem <- struct{}{}
+		}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sem := make(chan struct{}, workers)
 		for _, u := range units {
 			if !budget.acquire(ctx, u.file.cost) {
 				u.out <- unitResult{err: ctx.Err()}
@@ -198,6 +213,10 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		remaining -= rec.NumRows()
 		res.Records = append(res.Records, rec)
 		budget.release(u.file.cost) // taken: the next may start
+		if narrowed > 0 {
+			<-sem
+			narrowed--
+		}
 	}
 	if outSchema == nil {
 		outSchema = emptySchema(p)
@@ -381,8 +400,11 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	}
 	pageAware := c.opts.Mode == PageAware
 	now := n.tops
+	// under a LIMIT, a row group the plan did not narrow decodes a window
+	// of rows at a time, all its columns at once, until the LIMIT is met
+	windowed := p.q.Limit > 0 && r.rows == nil
 	var needs, extra []byteRange
-	if r.rows == nil && len(n.late) > 0 {
+	if !windowed && r.rows == nil && len(n.late) > 0 {
 		r.late, now = n.late, n.early
 		extra = fl.offsetIndexRanges(r.rg, n.late)
 	}
@@ -393,7 +415,63 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	if err != nil {
 		return nil, err
 	}
+	if windowed {
+		return c.rowGroupWindows(ctx, p, f, r, sf)
+	}
 	return c.rowGroup(ctx, p, f, r, now, sf)
+}
+
+// firstWindow is the size of a LIMIT's first window of a row group: a
+// few times the LIMIT, within bounds; each next window doubles.
+func firstWindow(limit int64) int64 {
+	return min(max(8*limit, 256), 4096)
+}
+
+// rowGroupWindows runs decode, filter and project on one row group (its
+// whole chunks in sf) a window of rows at a time, until the windows hold
+// the LIMIT's rows or the row group ends: the rows it returns are the
+// first matching rows of the row group, as many as the LIMIT takes.
+func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead, sf *sparseFile) (arrow.RecordBatch, error) {
+	fl, n := f.fl, f.need
+	cs, err := newChunkStream(ctx, fl, sf, r.rg, n.tops)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.release()
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	var found int64
+	for window := firstWindow(p.q.Limit); cs.at < r.numRows && found < p.q.Limit; window *= 2 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		first := cs.at
+		cols, err := cs.next(window)
+		if err != nil {
+			return nil, err
+		}
+		countDecoded(ctx, cs.at-first)
+		w := *r
+		w.rows = plan.RowSet{{Start: first, End: cs.at}}
+		keep, err := c.keepRows(p, fl, &w, cols)
+		var rec arrow.RecordBatch
+		if err == nil {
+			taken := keep[:min(int64(len(keep)), p.q.Limit-found)] // the rows past the LIMIT are not taken
+			rec, err = project(ctx, p, fl, &w, cols, taken, n.outSchema, n.outTops)
+			rowScratch.put(keep)
+		}
+		releaseColumns(cols)
+		if err != nil {
+			return nil, err
+		}
+		found += rec.NumRows()
+		recs = append(recs, rec)
+	}
+	return concatRecords(n.outSchema, recs)
 }
 
 // rowGroup runs the stages after the first fetch (sf) on one row group:
@@ -410,23 +488,13 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	if err := decodeTops(ctx, fl, sf, r, now, c.opts.Mode == PageAware, cols); err != nil {
 		return nil, err
 	}
+	countDecoded(ctx, r.numRows)
 	// filter
-	rows := candidates(r)
-	defer rowScratch.put(rows)
-	keep := rows // no predicate: every candidate
-	if c, ok := p.expr.(predicate.Const); !ok || !c.Value {
-		f := &filter{expr: p.expr, scratch: true}
-		sel, err := f.selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
-		if err != nil {
-			return nil, err
-		}
-		keep = rowScratch.get(len(sel))
-		defer rowScratch.put(keep)
-		for i, j := range sel {
-			keep[i] = rows[j]
-		}
-		posScratch.put(sel)
+	keep, err := c.keepRows(p, fl, r, cols)
+	if err != nil {
+		return nil, err
 	}
+	defer rowScratch.put(keep)
 	// late columns: fetch and decode the pages of the matching rows
 	if len(r.late) > 0 && len(keep) > 0 {
 		lr := fl.lateRead(sf, r, keep)
@@ -441,6 +509,26 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	}
 	// project
 	return project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
+}
+
+// keepRows are r's candidates the predicate keeps, evaluated on cols.
+// The slice is rowScratch's: the caller releases it when done.
+func (c *Connector) keepRows(p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column) ([]int64, error) {
+	rows := candidates(r)
+	if k, ok := p.expr.(predicate.Const); ok && k.Value {
+		return rows, nil // no predicate: every candidate
+	}
+	defer rowScratch.put(rows)
+	sel, err := (&filter{expr: p.expr, scratch: true}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
+	if err != nil {
+		return nil, err
+	}
+	defer posScratch.put(sel)
+	keep := rowScratch.get(len(sel))
+	for i, j := range sel {
+		keep[i] = rows[j]
+	}
+	return keep, nil
 }
 
 // candidates are the row group's planned rows less its deleted ones.
@@ -491,4 +579,15 @@ func searchRange(rs []byteRange, off int64) int {
 		}
 	}
 	return lo
+}
+
+// decodedCountKey keys the query's count of rows decoded (Stats.RowsDecoded)
+// in its context.
+type decodedCountKey struct{}
+
+// countDecoded adds n rows decoded to the query's count.
+func countDecoded(ctx context.Context, n int64) {
+	if c, _ := ctx.Value(decodedCountKey{}).(*atomic.Int64); c != nil {
+		c.Add(n)
+	}
 }
