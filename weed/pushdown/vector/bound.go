@@ -106,7 +106,8 @@ func prunes(lo float64, b *Bound) bool {
 }
 
 // LowerBound is a lower bound of the distance from q to any row of the
-// file (the minimum over its lists), -Inf when none is known: no lists,
+// file (the minimum over its lists; q.Centroids used when set), -Inf when
+// none is known: no lists,
 // no packed lists (their radii), ivf_pq, or the cosine metric. A file
 // whose bound exceeds the Bound of the query's other files holds no row
 // of its top-K.
@@ -115,13 +116,12 @@ func (ix *Index) LowerBound(pk *Packed, q Query) float64 {
 	if lbs == nil || ix.PQ != nil || ix.NList() == 0 || len(q.Vector) != ix.Dim || len(pk.Radii) != ix.NList() {
 		return math.Inf(-1)
 	}
-	sc := newScorer(q.Metric, q.Vector)
+	ds := ix.centroidDistances(newScorer(q.Metric, q.Vector), q.Centroids)
 	lo := math.Inf(1)
-	for l := range ix.NList() {
-		if len(ix.Lists[l]) == 0 {
-			continue
+	for l, d := range ds {
+		if len(ix.Lists[l]) > 0 {
+			lo = min(lo, lbs.of(l, d))
 		}
-		lo = min(lo, lbs.of(l, sc.dist(ix.Centroids[l*ix.Dim:(l+1)*ix.Dim])))
 	}
 	return lo
 }

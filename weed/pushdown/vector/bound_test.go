@@ -44,6 +44,9 @@ func searchFiles(t *testing.T, files []*Matrix, ixs []*Index, pks []*Packed, q Q
 		}
 		fq := q
 		fq.Mask, fq.Bound = masks[i], b
+		if bounded { // as the volume does: the centroid distances computed once
+			fq.Centroids = ixs[i].CentroidDistances(q)
+		}
 		hits, st, err := ixs[i].SearchPacked(files[i], pks[i], fq)
 		if err != nil {
 			t.Fatal(err)

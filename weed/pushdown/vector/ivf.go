@@ -247,6 +247,9 @@ type Query struct {
 	// files is unchanged; the lists visited are the same, a skipped list
 	// counts as probed for nprobe and the rows to score).
 	Bound *Bound
+	// Centroids, when set, are the query's distances to the index's
+	// centroids (CentroidDistances), not computed again.
+	Centroids []float32
 }
 
 // Hit is one result: a file position and its distance.
@@ -450,7 +453,7 @@ func (ix *Index) SearchPacked(mat *Matrix, pk *Packed, q Query) ([]Hit, Stats, e
 		return Exact(mat, q)
 	}
 	sc := newScorer(q.Metric, q.Vector)
-	order := ix.probeOrder(sc)
+	order := ix.probeOrder(ix.centroidDistances(sc, q.Centroids))
 	pass := func(p int64) bool { return mat.Valid[p] && (q.Mask == nil || q.Mask.Contains(uint64(p))) }
 	var st Stats
 	if ix.PQ == nil {
@@ -594,13 +597,35 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 	return h.sorted(), st, nil
 }
 
+// CentroidDistances are the distances from q to the index's centroids,
+// list by list (what a search probes by; pass them in Query.Centroids).
+func (ix *Index) CentroidDistances(q Query) []float32 {
+	if len(q.Vector) != ix.Dim {
+		return nil
+	}
+	return ix.centroidDistances(newScorer(q.Metric, q.Vector), nil)
+}
+
+// centroidDistances are the known distances when there is one per list,
+// else computed.
+func (ix *Index) centroidDistances(sc scorer, known []float32) []float32 {
+	if len(known) == ix.NList() {
+		return known
+	}
+	ds := make([]float32, ix.NList())
+	for l := range ds {
+		ds[l] = sc.dist(ix.Centroids[l*ix.Dim : (l+1)*ix.Dim])
+	}
+	return ds
+}
+
 // probeOrder yields the lists by the query's distance to their centroid,
 // ties by list number: a heap built in linear time and popped as far as
 // the search goes (nprobe lists of thousands, not a full sort).
-func (ix *Index) probeOrder(sc scorer) iter.Seq2[int, float32] {
+func (ix *Index) probeOrder(dists []float32) iter.Seq2[int, float32] {
 	pq := make(probeHeap, ix.NList())
 	for l := range pq {
-		pq[l] = probeItem{sc.dist(ix.Centroids[l*ix.Dim : (l+1)*ix.Dim]), l}
+		pq[l] = probeItem{dists[l], l}
 	}
 	heap.Init(&pq)
 	return func(yield func(int, float32) bool) {
