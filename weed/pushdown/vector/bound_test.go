@@ -189,3 +189,37 @@ func gaussian(n, dim int, seed uint64) *Matrix {
 	}
 	return m
 }
+
+// Packed lists of only valid rows drop a row no nearer than the worst
+// kept candidate before reading its position: the hits and the vectors
+// scored are those of the search gathering rows from the matrix.
+func TestASearchOfPackedListsOfValidRowsFindsWhatTheGatheringSearchFinds(t *testing.T) {
+	m := gaussian(12_000, 24, 9)
+	ix, err := Build(m, BuildOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := ix.Pack(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pk.AllValid {
+		t.Fatal("lists of valid rows packed as not all valid")
+	}
+	for qi, v := range queries(m, 12, 4) {
+		for _, metric := range []Metric{L2, Dot, Cosine} {
+			q := Query{Vector: v, K: 10, Metric: metric}
+			want, wst, err := ix.Search(m, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gst, err := ix.SearchPacked(m, pk, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) || gst.Scored != wst.Scored || gst.Probed != wst.Probed {
+				t.Fatalf("query %d %s: packed %v (%+v), gathered %v (%+v)", qi, metric, got, gst, want, wst)
+			}
+		}
+	}
+}

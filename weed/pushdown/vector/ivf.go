@@ -332,6 +332,8 @@ type Packed struct {
 	Data  [][]float32 // list l: len(Lists[l]) × Dim, in list order
 	Norms [][]float32 // |x|² of each row
 	Radii []float32   // list l: the largest |x − centroid| of its rows, rounded up (+Inf: a row not finite)
+	// AllValid: every row of the lists is valid in the matrix packed.
+	AllValid bool
 }
 
 // Bytes is the memory the packed lists hold.
@@ -349,8 +351,11 @@ func (ix *Index) Pack(mat *Matrix) (*Packed, error) {
 	if err := ix.fits(mat); err != nil {
 		return nil, err
 	}
-	pk := &Packed{Dim: ix.Dim, Data: make([][]float32, ix.NList()), Norms: make([][]float32, ix.NList()), Radii: make([]float32, ix.NList())}
+	pk := &Packed{Dim: ix.Dim, Data: make([][]float32, ix.NList()), Norms: make([][]float32, ix.NList()), Radii: make([]float32, ix.NList()), AllValid: true}
 	for l, ps := range ix.Lists {
+		for _, p := range ps {
+			pk.AllValid = pk.AllValid && p >= 0 && p < mat.Rows() && mat.Valid[p]
+		}
 		pk.Data[l], pk.Norms[l] = gather(mat, ps, nil, nil)
 		pk.Radii[l] = radius(ix.Centroids[l*ix.Dim:(l+1)*ix.Dim], pk.Data[l])
 	}
@@ -554,6 +559,10 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 		ps := ix.Lists[l]
 		if lbs != nil && prunes(lbs.of(l, dc), q.Bound) {
 			st.Pruned++
+			if q.Mask == nil && pk.AllValid {
+				covered += len(ps)
+				continue
+			}
 			for _, p := range ps {
 				if pass(p) {
 					covered++
@@ -567,6 +576,24 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 			data, norms = pk.Data[l], pk.Norms[l]
 		} else {
 			data, norms = gather(mat, ps, data, norms)
+		}
+		if q.Mask == nil && pk != nil && pk.AllValid {
+			// Every row is valid: a row no nearer than the worst kept
+			// candidate is dropped without reading its position.
+			for lo := 0; lo < len(ps); lo += block {
+				hi := min(len(ps), lo+block)
+				ds := vek32.MatMul_Into(dots, data[lo*dim:hi*dim], q.Vector, dim)
+				for i, d := range ds {
+					s := fromDot(d, norms[lo+i])
+					if len(cand.hits) == cand.k && s > cand.hits[0].Dist {
+						continue
+					}
+					cand.offer(Hit{ps[lo+i], s})
+				}
+				st.Scored += int64(len(ds))
+			}
+			covered += int(st.Scored - before)
+			continue
 		}
 		if q.Mask == nil {
 			for lo := 0; lo < len(ps); lo += block {
