@@ -24,7 +24,9 @@ import (
 // demo under its σ = 0.2 filter (LAKEWEED_BENCH_PROFILE_PRED overrides
 // the predicate) through the connector: it logs the connector's brute
 // force and ivf figures under that filter, and writes the test process's
-// own CPU profile (the connector) to <out>.connector.
+// own CPU profile (the connector) to <out>.connector;
+// LAKEWEED_BENCH_PROFILE_FASHION=1 does the same on the label-partitioned
+// Fashion-MNIST table under label IN (3, 7).
 func TestWarmVectorPlanProfile(t *testing.T) {
 	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
 	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
@@ -41,10 +43,15 @@ func TestWarmVectorPlanProfile(t *testing.T) {
 		}
 	}
 	c := harness.StartMini(t, harness.MiniOptions{Dir: dir, ExtraArgs: []string{"-debug", "-debug.port=" + strconv.Itoa(port)}})
-	partitioned := os.Getenv("LAKEWEED_BENCH_PROFILE_PARTITIONED") != ""
+	fashion := os.Getenv("LAKEWEED_BENCH_PROFILE_FASHION") != ""
+	partitioned := fashion || os.Getenv("LAKEWEED_BENCH_PROFILE_PARTITIONED") != ""
 	ds := demoDataset(envInt("LAKEWEED_BENCH_DEMO_ROWS", 100000), 4)
 	var f filter
-	if partitioned {
+	switch {
+	case fashion:
+		ds = fashionDataset(t, envInt("LAKEWEED_BENCH_FASHION_ROWS", 60000), 10, true)
+		f = ds.filters[len(ds.filters)-1]
+	case partitioned:
 		ds = demoPartitionedDataset(envInt("LAKEWEED_BENCH_DEMO_ROWS", 1000000))
 		f = ds.filters[1]
 	}

@@ -633,7 +633,7 @@ func TestVectorBenchmark(t *testing.T) {
 		"**client scan** — what a connector without vector pushdown does, done by the benchmark itself (not the connector's `-no-pushdown` path, "+
 		"measured below): ranged S3 GETs of every file's embedding column chunks (footers fetched once), decoded with arrow-go, "+
 		"squared L2 of every vector, top-k merged; median of %d queries, unfiltered only. "+
-		"**Through the connector** (`SELECT id … ORDER BY embedding <-> q LIMIT 10`, warm: the second run of each query on one connector, median of the same queries): "+
+		"**Through the connector** (`SELECT id … ORDER BY embedding <-> q LIMIT 10`, warm: each query vector asked for the first time, after a warm-up query with another vector (its elements reversed) on one connector, median of the same queries): "+
 		"`connector exact` is `ExactVectors` / `-no-pushdown` (every vector read through the connector's planned read and scored there: the issue's brute force), "+
 		"`connector ivf` the connector's answer from the plan's fused top-k. "+
 		"Recall@10 against an oracle over the rows read back with arrow-go (the matching rows for filtered queries).\n\n", runs, scanQueries)
@@ -715,8 +715,8 @@ func writePartitioned(md *strings.Builder, ds *dataset, exact map[string]float64
 		fmt.Fprintf(md, "| ivf, %s | %s | %s | %s | %.2f | %.1f× | %s | %.0f | %.1f / %.1f |\n", f.name, share(f), spread(fig.warm, "%.2f"), c,
 			exact[f.name], exact[f.name]/median(fig.warm), spread(fig.recall, "%.3f"), fig.scored[0], fig.byIndex[0], fig.exact[0])
 	}
-	fmt.Fprintf(md, "\nThrough the connector (`SELECT id … WHERE <filter> ORDER BY embedding <-> q LIMIT 10`, all %d queries; warm: second run on one connector, "+
-		"first: the connector's caches empty, the cluster warm). Brute force is `ExactVectors` under the same filter: the plan prunes the same partitions, "+
+	fmt.Fprintf(md, "\nThrough the connector (`SELECT id … WHERE <filter> ORDER BY embedding <-> q LIMIT 10`, all %d queries; warm: each query vector asked for the first time after a warm-up query with another vector on one connector, "+
+		"first: the warm-up query, the connector's caches empty, the cluster warm). Brute force is `ExactVectors` under the same filter: the plan prunes the same partitions, "+
 		"every matching vector is read and scored in the connector.\n\n"+
 		"| filter | nprobe | connector exact warm ms (first) | connector ivf warm ms (first) | exact / ivf | recall@10 (ivf) | vectors scored exact / ivf | files by index / exactly (ivf) |\n"+
 		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", len(ds.queries))

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -239,22 +240,14 @@ func TestFilteredVectorPlansReturnTheBruteForceTopKOfTheMatchingRows(t *testing.
 // brute-force top-k of the matching rows.
 func TestVectorPlansOverAnIdentityPartitionSearchMatchingFilesWholeWithoutAPredicate(t *testing.T) {
 	c := sharedCluster(t)
-	ctx := context.Background()
-	cat := c.Iceberg(t)
-	_ = cat.CreateNamespace(ctx, table.Identifier{"vecp_it"}, nil)
-	sc := iceberg.NewSchema(0,
+	tbl := createIdentityPartitioned(t, c, "vecp_it", "parts", 2, "part",
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "part", Type: iceberg.PrimitiveTypes.String, Required: true},
 		iceberg.NestedField{ID: 3, Name: "cat", Type: iceberg.PrimitiveTypes.String, Required: true},
 		iceberg.NestedField{ID: 4, Name: "embedding", Type: &iceberg.ListType{ElementID: 5, Element: iceberg.PrimitiveTypes.Float32, ElementRequired: true}},
 	)
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "part", Transform: iceberg.IdentityTransform{}})
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"vecp_it", "parts"}, sc, catalog.WithPartitionSpec(&spec))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const dim, rows = 8, 400
-	fid := func(id string) arrow.Metadata { return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{id}) }
+	fid := parquetFieldID
 	as := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("1")},
 		{Name: "part", Type: arrow.BinaryTypes.String, Metadata: fid("2")},
@@ -334,4 +327,134 @@ func TestVectorPlansOverAnIdentityPartitionSearchMatchingFilesWholeWithoutAPredi
 			t.Fatalf("%s: recall %.2f of an exact search", fc.name, r)
 		}
 	}
+}
+
+// A table partitioned by tenant, each tenant's vectors in two tight
+// blobs far from the others' (the tenant-partitioned demo's shape), with
+// an ivf index: the volume searches the files nearest the query first and
+// skips the files and lists whose rows are all provably farther than the
+// k nearest found — the plan's top-K is the brute-force one, row for row
+// (up to ties), and the stats count what was skipped.
+func TestVectorPlansSkipFilesAndListsFartherThanTheKNearestAndKeepTheBruteForceTopK(t *testing.T) {
+	c := sharedCluster(t)
+	tbl := createIdentityPartitioned(t, c, "vecb_it", "tenants", 2, "tenant",
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "tenant", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 3, Name: "embedding", Type: &iceberg.ListType{ElementID: 4, Element: iceberg.PrimitiveTypes.Float32, ElementRequired: true}},
+	)
+	const dim, rows, tenants = 16, 4000, 6
+	fid := parquetFieldID
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: fid("1")},
+		{Name: "tenant", Type: arrow.BinaryTypes.String, Metadata: fid("2")},
+		{Name: "embedding", Type: arrow.FixedSizeListOfField(dim, arrow.Field{Name: "element", Type: arrow.PrimitiveTypes.Float32, Metadata: fid("4")}), Nullable: true, Metadata: fid("3")},
+	}, nil)
+	r := rand.New(rand.NewPCG(17, 3))
+	var datas [][]byte
+	var parts []map[int]any
+	var counts []int64
+	for i := range tenants {
+		tenant := fmt.Sprintf("t%d", i)
+		centres := make([][]float32, 2)
+		for b := range centres {
+			centres[b] = make([]float32, dim)
+			for d := range centres[b] {
+				centres[b][d] = float32(3 * r.NormFloat64())
+			}
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+		emb := b.Field(2).(*array.FixedSizeListBuilder)
+		for j := range rows {
+			b.Field(0).(*array.Int64Builder).Append(int64(i*rows + j))
+			b.Field(1).(*array.StringBuilder).Append(tenant)
+			emb.Append(true)
+			for d := range dim {
+				emb.ValueBuilder().(*array.Float32Builder).Append(centres[j%2][d] + float32(0.1*r.NormFloat64()))
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		datas = append(datas, harness.WriteParquetRecords(t, as, []arrow.RecordBatch{rec}, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(1000))))
+		rec.Release()
+		parts, counts = append(parts, map[int]any{1000: tenant}), append(counts, rows)
+	}
+	tbl = harness.CommitDataFiles(t, c, tbl, datas, counts, parts)
+	paths, oracle := tableOracle(t, c, tbl)
+	const name, k = "vecb_it.tenants", 10
+	if out, errOut, err := harness.Weed(t, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-iceberg", c.IcebergURI(), "-s3", c.S3Endpoint(),
+		"-table", name, "-column", "embedding", "-kind", "ivf", "-wait"); err != nil {
+		t.Fatalf("index create ivf: %v\n%s%s", err, out, errOut)
+	}
+	var listsPruned, filesPruned int64
+	for qi := range 6 {
+		f := oracle[qi%len(oracle)]
+		var q []float32
+		for p := qi; q == nil; p++ {
+			if e := f.embs[p]; e != nil {
+				q = slices.Clone(e)
+			}
+		}
+		for d := range q {
+			q[d] += float32(0.05 * r.NormFloat64())
+		}
+		for _, pred := range []string{"", `{"type":"in","term":{"field-id":2},"values":["t0","t1","t2","t3","t4","t5"]}`} {
+			resp, err := vectorPlan(t, c, name, q, k, pred)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := bruteForceL2(oracle, q, k, func(int, int64) bool { return true })
+			if len(resp.GetRowRefs()) != k {
+				t.Fatalf("query %d: %d rows, want %d", qi, len(resp.GetRowRefs()), k)
+			}
+			// Row for row, up to rows at equal distance (float32 against
+			// the oracle's float64: the blobs are tight).
+			seen := map[[2]int64]bool{}
+			for i, ref := range resp.GetRowRefs() {
+				fi := slices.Index(paths, ref.GetRef().GetFile())
+				pos := ref.GetRef().GetFilePosition()
+				if fi < 0 || seen[[2]int64{int64(fi), pos}] {
+					t.Fatalf("query %d: row %d (%d of %s) is unknown or repeated", qi, i, pos, ref.GetRef().GetFile())
+				}
+				seen[[2]int64{int64(fi), pos}] = true
+				var d float64
+				for j, x := range oracle[fi].embs[pos] {
+					d += (float64(x) - float64(q[j])) * (float64(x) - float64(q[j]))
+				}
+				if math.Abs(d-want[i].dist) > 1e-4*want[i].dist {
+					t.Fatalf("query %d (predicate %q): row %d is %d of %s at %g, the brute force's is %d of %s at %g", qi, pred, i, pos, ref.GetRef().GetFile(), d, want[i].pos, paths[want[i].file], want[i].dist)
+				}
+			}
+			st := resp.GetStats().GetVector()
+			if st.GetFilesByIndex() != tenants {
+				t.Fatalf("query %d: %d files by index, want %d: %+v", qi, st.GetFilesByIndex(), tenants, st)
+			}
+			listsPruned += st.GetListsPruned()
+			filesPruned += int64(st.GetFilesPruned())
+		}
+	}
+	t.Logf("12 plans over %d files: %d lists and %d files skipped", tenants, listsPruned, filesPruned)
+	if listsPruned == 0 || filesPruned == 0 {
+		t.Fatalf("no list or no file was skipped (%d lists, %d files) although every query sits in one tenant's blob", listsPruned, filesPruned)
+	}
+}
+
+// createIdentityPartitioned creates table ns.name (and the namespace) of
+// the fields, identity-partitioned on field source as partition field
+// 1000 named part.
+func createIdentityPartitioned(t *testing.T, c *harness.Cluster, ns, name string, source int, part string, fields ...iceberg.NestedField) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	cat := c.Iceberg(t)
+	_ = cat.CreateNamespace(ctx, table.Identifier{ns}, nil)
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{source}, FieldID: 1000, Name: part, Transform: iceberg.IdentityTransform{}})
+	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, iceberg.NewSchema(0, fields...), catalog.WithPartitionSpec(&spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// parquetFieldID is the Arrow field metadata carrying a Parquet field id.
+func parquetFieldID(id string) arrow.Metadata {
+	return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{id})
 }

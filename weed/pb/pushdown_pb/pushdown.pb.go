@@ -4190,8 +4190,12 @@ type VectorFileResult struct {
 	// (filter) and the mask; -1 when every row could.
 	MaskRows       int64 `protobuf:"varint,10,opt,name=mask_rows,json=maskRows,proto3" json:"mask_rows,omitempty"`
 	FilterCacheHit bool  `protobuf:"varint,11,opt,name=filter_cache_hit,json=filterCacheHit,proto3" json:"filter_cache_hit,omitempty"` // the predicate's answer served from memory
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Lists skipped because every row is provably farther than the k-th
+	// nearest row the batch's other files had returned (all of them: the
+	// file was not searched).
+	ListsPruned   int32 `protobuf:"varint,12,opt,name=lists_pruned,json=listsPruned,proto3" json:"lists_pruned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VectorFileResult) Reset() {
@@ -4301,6 +4305,13 @@ func (x *VectorFileResult) GetFilterCacheHit() bool {
 	return false
 }
 
+func (x *VectorFileResult) GetListsPruned() int32 {
+	if x != nil {
+		return x.ListsPruned
+	}
+	return 0
+}
+
 type SearchVectorsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The local top-K over the batch, nearest first (score: the distance;
@@ -4369,6 +4380,10 @@ type VectorSearchStats struct {
 	// predicate), and how many files had the predicate evaluated on the volume.
 	MaskRows      int64 `protobuf:"varint,8,opt,name=mask_rows,json=maskRows,proto3" json:"mask_rows,omitempty"`
 	FilesFiltered int32 `protobuf:"varint,9,opt,name=files_filtered,json=filesFiltered,proto3" json:"files_filtered,omitempty"`
+	// Lists skipped by the lower bound of their rows' distances (none of
+	// their rows could be in the top-K), and files skipped whole.
+	ListsPruned   int64 `protobuf:"varint,10,opt,name=lists_pruned,json=listsPruned,proto3" json:"lists_pruned,omitempty"`
+	FilesPruned   int32 `protobuf:"varint,11,opt,name=files_pruned,json=filesPruned,proto3" json:"files_pruned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4462,6 +4477,20 @@ func (x *VectorSearchStats) GetMaskRows() int64 {
 func (x *VectorSearchStats) GetFilesFiltered() int32 {
 	if x != nil {
 		return x.FilesFiltered
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetListsPruned() int64 {
+	if x != nil {
+		return x.ListsPruned
+	}
+	return 0
+}
+
+func (x *VectorSearchStats) GetFilesPruned() int32 {
+	if x != nil {
+		return x.FilesPruned
 	}
 	return 0
 }
@@ -4962,7 +4991,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x13projected_field_ids\x18\n" +
 	" \x03(\x05R\x11projectedFieldIds\x12A\n" +
 	"\x0epredicate_kind\x18\v \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
-	"\tpredicate\x18\f \x01(\fR\tpredicate\"\xf6\x02\n" +
+	"\tpredicate\x18\f \x01(\fR\tpredicate\"\x99\x03\n" +
 	"\x10VectorFileResult\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
 	"\vsearched_by\x18\x02 \x01(\tR\n" +
@@ -4978,10 +5007,11 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tcache_hit\x18\t \x01(\bR\bcacheHit\x12\x1b\n" +
 	"\tmask_rows\x18\n" +
 	" \x01(\x03R\bmaskRows\x12(\n" +
-	"\x10filter_cache_hit\x18\v \x01(\bR\x0efilterCacheHit\"\x82\x01\n" +
+	"\x10filter_cache_hit\x18\v \x01(\bR\x0efilterCacheHit\x12!\n" +
+	"\flists_pruned\x18\f \x01(\x05R\vlistsPruned\"\x82\x01\n" +
 	"\x15SearchVectorsResponse\x124\n" +
 	"\brow_refs\x18\x01 \x03(\v2\x19.pushdown_pb.ScoredRowRefR\arowRefs\x123\n" +
-	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files\"\xe1\x02\n" +
+	"\x05files\x18\x02 \x03(\v2\x1d.pushdown_pb.VectorFileResultR\x05files\"\xa7\x03\n" +
 	"\x11VectorSearchStats\x12%\n" +
 	"\x0evectors_scored\x18\x01 \x01(\x03R\rvectorsScored\x12%\n" +
 	"\x0evectors_approx\x18\x02 \x01(\x03R\rvectorsApprox\x12$\n" +
@@ -4992,7 +5022,10 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x10max_lists_probed\x18\x06 \x01(\x05R\x0emaxListsProbed\x121\n" +
 	"\x05files\x18\a \x03(\v2\x1b.pushdown_pb.VectorFilePlanR\x05files\x12\x1b\n" +
 	"\tmask_rows\x18\b \x01(\x03R\bmaskRows\x12%\n" +
-	"\x0efiles_filtered\x18\t \x01(\x05R\rfilesFiltered\"\x80\x02\n" +
+	"\x0efiles_filtered\x18\t \x01(\x05R\rfilesFiltered\x12!\n" +
+	"\flists_pruned\x18\n" +
+	" \x01(\x03R\vlistsPruned\x12!\n" +
+	"\ffiles_pruned\x18\v \x01(\x05R\vfilesPruned\"\x80\x02\n" +
 	"\x0eVectorFilePlan\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1a\n" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +

@@ -194,6 +194,10 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			resp.Stats.IndexesUsed = append(resp.Stats.IndexesUsed, fmt.Sprintf("%s(%s)", r.GetSearchedBy(), field.Name))
 		}
 		stats.VectorsScored += r.GetVectorsScored()
+		stats.ListsPruned += int64(r.GetListsPruned())
+		if r.GetListsPruned() > 0 && r.GetListsProbed() == 0 {
+			stats.FilesPruned++
+		}
 		stats.VectorsApprox += r.GetVectorsApprox()
 		stats.MaxListsProbed = max(stats.MaxListsProbed, r.GetListsProbed())
 		stats.Files = append(stats.Files, f.plan)

@@ -69,6 +69,10 @@ type VectorStats struct {
 	VectorFilesExact   int    `json:"vector_files_exact"`
 	Nprobe             int    `json:"nprobe"` // requested (0: each index's default)
 	MaxListsProbed     int    `json:"max_lists_probed,omitempty"`
+	// Lists and files the volumes skipped: every row provably farther
+	// than the k nearest found in the other files.
+	ListsPruned int64 `json:"vector_lists_pruned,omitempty"`
+	FilesPruned int   `json:"vector_files_pruned,omitempty"`
 }
 
 // checkVectorQuery checks what needs no table.
@@ -185,7 +189,7 @@ func (c *Connector) vectorQuery(ctx context.Context, q Query) (*Result, error) {
 	res.Stats.Files = len(vs.GetFiles())
 	res.Stats.VectorStats = &VectorStats{SearchedBy: "volume", VectorsScored: vs.GetVectorsScored(), VectorsApprox: vs.GetVectorsApprox(),
 		VectorFilesByIndex: int(vs.GetFilesByIndex()), VectorFilesExact: int(vs.GetFilesExact()), Nprobe: int(vs.GetNprobe()),
-		MaxListsProbed: int(vs.GetMaxListsProbed())}
+		MaxListsProbed: int(vs.GetMaxListsProbed()), ListsPruned: vs.GetListsPruned(), FilesPruned: int(vs.GetFilesPruned())}
 	return res, nil
 }
 

@@ -241,6 +241,15 @@ type Query struct {
 	// Mask, when set, holds the only file positions that may be returned
 	// (rows surviving the scalar predicate and not deleted).
 	Mask *roaring64.Bitmap
+	// Bound, when set, is shared by the searches of the query's other
+	// files: an ivf search with packed lists skips a list whose rows are
+	// all provably farther than its value (the query's top-K over the
+	// files is unchanged; the lists visited are the same, a skipped list
+	// counts as probed for nprobe and the rows to score).
+	Bound *Bound
+	// Centroids, when set, are the query's distances to the index's
+	// centroids (CentroidDistances), not computed again.
+	Centroids []float32
 }
 
 // Hit is one result: a file position and its distance.
@@ -254,6 +263,7 @@ type Stats struct {
 	Scored int64 // exact distance computations
 	Approx int64 // PQ distance computations
 	Probed int   // lists probed
+	Pruned int   // lists skipped: no row nearer than the Bound
 	Exact  bool  // searched exactly (no lists, or few candidate rows)
 }
 
@@ -321,6 +331,9 @@ type Packed struct {
 	Dim   int
 	Data  [][]float32 // list l: len(Lists[l]) × Dim, in list order
 	Norms [][]float32 // |x|² of each row
+	Radii []float32   // list l: the largest |x − centroid| of its rows, rounded up (+Inf: a row not finite)
+	// AllValid: every row of the lists is valid in the matrix packed.
+	AllValid bool
 }
 
 // Bytes is the memory the packed lists hold.
@@ -329,7 +342,7 @@ func (pk *Packed) Bytes() int64 {
 	for l := range pk.Data {
 		b += int64(len(pk.Data[l]))*4 + int64(len(pk.Norms[l]))*4 + 48
 	}
-	return b
+	return b + int64(len(pk.Radii))*4
 }
 
 // Pack copies the rows of mat (the vectors the index was built from) into
@@ -338,11 +351,38 @@ func (ix *Index) Pack(mat *Matrix) (*Packed, error) {
 	if err := ix.fits(mat); err != nil {
 		return nil, err
 	}
-	pk := &Packed{Dim: ix.Dim, Data: make([][]float32, ix.NList()), Norms: make([][]float32, ix.NList())}
+	pk := &Packed{Dim: ix.Dim, Data: make([][]float32, ix.NList()), Norms: make([][]float32, ix.NList()), Radii: make([]float32, ix.NList()), AllValid: true}
 	for l, ps := range ix.Lists {
+		for _, p := range ps {
+			pk.AllValid = pk.AllValid && p >= 0 && p < mat.Rows() && mat.Valid[p]
+		}
 		pk.Data[l], pk.Norms[l] = gather(mat, ps, nil, nil)
+		pk.Radii[l] = radius(ix.Centroids[l*ix.Dim:(l+1)*ix.Dim], pk.Data[l])
 	}
 	return pk, nil
+}
+
+// radius is the largest Euclidean distance from c to the rows of data
+// (computed in float64 and rounded up to float32; +Inf when a distance is
+// not finite).
+func radius(c, data []float32) float32 {
+	r := 0.0
+	for i := 0; i+len(c) <= len(data); i += len(c) {
+		s := 0.0
+		for j, x := range data[i : i+len(c)] {
+			d := float64(x) - float64(c[j])
+			s += d * d
+		}
+		if math.IsNaN(s) || math.IsInf(s, 0) {
+			return float32(math.Inf(1))
+		}
+		r = max(r, math.Sqrt(s))
+	}
+	f := float32(r)
+	if float64(f) < r {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
 }
 
 // gather copies the rows ps of mat into data and their squared norms into
@@ -418,7 +458,7 @@ func (ix *Index) SearchPacked(mat *Matrix, pk *Packed, q Query) ([]Hit, Stats, e
 		return Exact(mat, q)
 	}
 	sc := newScorer(q.Metric, q.Vector)
-	order := ix.probeOrder(sc)
+	order := ix.probeOrder(ix.centroidDistances(sc, q.Centroids))
 	pass := func(p int64) bool { return mat.Valid[p] && (q.Mask == nil || q.Mask.Contains(uint64(p))) }
 	var st Stats
 	if ix.PQ == nil {
@@ -480,7 +520,7 @@ func flatBlockRows(dim int) int { return max(1, 99_999/dim) }
 // masked, one product per passing row otherwise), keeps the best 2K and
 // re-scores those exactly, so the distances returned are those Exact
 // computes.
-func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order iter.Seq[int], nprobe, want int, pass func(int64) bool) ([]Hit, Stats, error) {
+func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order iter.Seq2[int, float32], nprobe, want int, pass func(int64) bool) ([]Hit, Stats, error) {
 	var st Stats
 	dim := ix.Dim
 	qq := dot(q.Vector, q.Vector)
@@ -507,16 +547,53 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 	block := flatBlockRows(dim)
 	dots := make([]float32, block)
 	var data, norms []float32
-	for l := range order {
-		if st.Probed >= nprobe && int(st.Scored) >= want {
+	var lbs *listBounds
+	if q.Bound != nil {
+		lbs = newListBounds(q, pk)
+	}
+	covered := 0 // rows scored, and rows of skipped lists that would have been
+	for l, dc := range order {
+		if st.Probed+st.Pruned >= nprobe && covered >= want {
 			break
 		}
-		st.Probed++
 		ps := ix.Lists[l]
+		if lbs != nil && prunes(lbs.of(l, dc), q.Bound) {
+			st.Pruned++
+			if q.Mask == nil && pk.AllValid {
+				covered += len(ps)
+				continue
+			}
+			for _, p := range ps {
+				if pass(p) {
+					covered++
+				}
+			}
+			continue
+		}
+		st.Probed++
+		before := st.Scored
 		if pk != nil {
 			data, norms = pk.Data[l], pk.Norms[l]
 		} else {
 			data, norms = gather(mat, ps, data, norms)
+		}
+		if q.Mask == nil && pk != nil && pk.AllValid {
+			// Every row is valid: a row no nearer than the worst kept
+			// candidate is dropped without reading its position.
+			for lo := 0; lo < len(ps); lo += block {
+				hi := min(len(ps), lo+block)
+				ds := vek32.MatMul_Into(dots, data[lo*dim:hi*dim], q.Vector, dim)
+				for i, d := range ds {
+					s := fromDot(d, norms[lo+i])
+					if len(cand.hits) == cand.k && s > cand.hits[0].Dist {
+						continue
+					}
+					cand.offer(Hit{ps[lo+i], s})
+				}
+				st.Scored += int64(len(ds))
+			}
+			covered += int(st.Scored - before)
+			continue
 		}
 		if q.Mask == nil {
 			for lo := 0; lo < len(ps); lo += block {
@@ -529,6 +606,7 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 					}
 				}
 			}
+			covered += int(st.Scored - before)
 			continue
 		}
 		for i, p := range ps {
@@ -537,6 +615,7 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 				st.Scored++
 			}
 		}
+		covered += int(st.Scored - before)
 	}
 	h := &topK{k: q.K}
 	for _, c := range cand.hits {
@@ -545,18 +624,41 @@ func (ix *Index) searchFlat(mat *Matrix, pk *Packed, q Query, sc scorer, order i
 	return h.sorted(), st, nil
 }
 
+// CentroidDistances are the distances from q to the index's centroids,
+// list by list (what a search probes by; pass them in Query.Centroids).
+func (ix *Index) CentroidDistances(q Query) []float32 {
+	if len(q.Vector) != ix.Dim {
+		return nil
+	}
+	return ix.centroidDistances(newScorer(q.Metric, q.Vector), nil)
+}
+
+// centroidDistances are the known distances when there is one per list,
+// else computed.
+func (ix *Index) centroidDistances(sc scorer, known []float32) []float32 {
+	if len(known) == ix.NList() {
+		return known
+	}
+	ds := make([]float32, ix.NList())
+	for l := range ds {
+		ds[l] = sc.dist(ix.Centroids[l*ix.Dim : (l+1)*ix.Dim])
+	}
+	return ds
+}
+
 // probeOrder yields the lists by the query's distance to their centroid,
 // ties by list number: a heap built in linear time and popped as far as
 // the search goes (nprobe lists of thousands, not a full sort).
-func (ix *Index) probeOrder(sc scorer) iter.Seq[int] {
+func (ix *Index) probeOrder(dists []float32) iter.Seq2[int, float32] {
 	pq := make(probeHeap, ix.NList())
 	for l := range pq {
-		pq[l] = probeItem{sc.dist(ix.Centroids[l*ix.Dim : (l+1)*ix.Dim]), l}
+		pq[l] = probeItem{dists[l], l}
 	}
 	heap.Init(&pq)
-	return func(yield func(int) bool) {
+	return func(yield func(int, float32) bool) {
 		for pq.Len() > 0 {
-			if !yield(heap.Pop(&pq).(probeItem).l) {
+			it := heap.Pop(&pq).(probeItem)
+			if !yield(it.l, it.d) {
 				return
 			}
 		}

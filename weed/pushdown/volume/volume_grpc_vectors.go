@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -131,28 +132,52 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	}
 	q := vector.Query{Vector: req.GetVector(), K: int(req.GetTopK()), NProbe: int(req.GetNprobe()), Refine: int(req.GetRefine()),
 		Metric: vector.Metric(req.GetMetric())}
-	type fileOut struct {
-		hits     []vector.Hit
-		ft       *footer.Footer
-		cm       *plan.ColumnMap
-		identity string
-		result   *pushdown_pb.VectorFileResult
-	}
-	outs := make([]fileOut, len(req.GetFiles()))
+	outs := make([]*fileSearch, len(req.GetFiles()))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, cap(s.buildSlots)))
 	for i, f := range req.GetFiles() {
 		g.Go(func() error {
-			o := &outs[i]
-			o.result = &pushdown_pb.VectorFileResult{Path: f.GetPath()}
-			hits, ft, cm, identity, err := s.searchFile(gctx, f, schema, nm, field, vf, q, o.result)
+			o, err := s.prepareFile(gctx, f, schema, nm, field, vf, q)
 			if err != nil {
 				if perr.IsContext(err) {
 					return err
 				}
 				return perr.New(perr.KindOf(err), "SearchVectors: %s: %w", f.GetPath(), err)
 			}
-			o.hits, o.ft, o.cm, o.identity = hits, ft, cm, identity
+			outs[i] = o
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// The files are searched nearest first (by the lower bound of their
+	// distance to the query) with a Bound shared by all: a file or list
+	// whose rows are all farther than the k-th nearest found so far is
+	// skipped — the batch's top-K is unchanged.
+	bound := vector.NewBound(q.K)
+	order := make([]int, len(outs))
+	for i, o := range outs {
+		order[i] = i
+		o.lower = math.Inf(-1)
+		if o.ix != nil && o.ix.NList() > 0 {
+			o.q.Centroids = o.ix.CentroidDistances(o.q) // for the bound and the search
+			o.lower = o.ix.LowerBound(o.pk, o.q)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(outs[a].lower, outs[b].lower) })
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(max(1, cap(s.buildSlots)))
+	for _, i := range order {
+		g.Go(func() error {
+			o := outs[i]
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			if err := o.search(bound); err != nil {
+				return perr.New(perr.KindOf(err), "SearchVectors: %s: %w", o.result.GetPath(), err)
+			}
+			bound.Add(o.hits)
 			return nil
 		})
 	}
@@ -198,50 +223,69 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	return resp, nil
 }
 
-// searchFile searches one file and fills res; it returns the hits, the
-// file's footer, column map and identity.
-func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm iceberg.NameMapping,
-	field iceberg.NestedField, vf *vectorFilter, q vector.Query, res *pushdown_pb.VectorFileResult) ([]vector.Hit, *footer.Footer, *plan.ColumnMap, string, error) {
+// fileSearch is one file of a SearchVectors call: what its search needs
+// (prepareFile) and, once searched, its hits.
+type fileSearch struct {
+	result   *pushdown_pb.VectorFileResult
+	ft       *footer.Footer
+	cm       *plan.ColumnMap
+	identity string
+	kind     string       // the index kind requested
+	q        vector.Query // with the file's mask
+	mat      *vector.Matrix
+	ix       *vector.Index  // nil: searched exactly
+	pk       *vector.Packed // ivf's packed lists (nil: none)
+	lower    float64        // lower bound of its rows' distances (-Inf: none known)
+	done     bool           // nothing to search (an empty mask)
+	hits     []vector.Hit
+}
+
+// prepareFile resolves one file of a search: its identity, footer,
+// column, mask (the candidates, the predicate evaluated here), vectors and
+// index; a file with an empty mask is already done.
+func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm iceberg.NameMapping,
+	field iceberg.NestedField, vf *vectorFilter, q vector.Query) (*fileSearch, error) {
+	res := &pushdown_pb.VectorFileResult{Path: f.GetPath()}
 	hash, err := s.footers.Identify(ctx, f.GetPath(), f.GetSizeBytes(), f.GetRecordCount())
 	if err != nil {
-		return nil, nil, nil, "", err
+		return nil, err
 	}
 	ft, _, err := s.footers.Get(ctx, footer.Identity{Path: f.GetPath(), Size: f.GetSizeBytes()})
 	if err != nil {
-		return nil, nil, nil, "", err
+		return nil, err
 	}
 	identity := identityOf(&pushdown_pb.DataFileDescriptor{SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount()}, hash)
 	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
 	leaves := cm.Leaves(field.ID)
 	if len(leaves) != 1 {
-		return nil, nil, nil, "", perr.New(perr.FailedPrecondition, "the file stores %d leaf columns for vector field %d (%s), not one", len(leaves), field.ID, perr.Quote(field.Name))
+		return nil, perr.New(perr.FailedPrecondition, "the file stores %d leaf columns for vector field %d (%s), not one", len(leaves), field.ID, perr.Quote(field.Name))
 	}
+	o := &fileSearch{result: res, ft: ft, cm: cm, identity: identity, kind: f.GetIndexKind()}
 	if q.Mask, err = candidates(f); err != nil {
-		return nil, nil, nil, "", err
+		return nil, err
 	}
 	if f.GetFilter() {
 		if q.Mask, res.FilterCacheHit, err = s.filterMask(ctx, f, identity, ft, cm, schema, vf, q.Mask); err != nil {
-			return nil, nil, nil, "", err
+			return nil, err
 		}
 	}
+	o.q = q
 	res.MaskRows = -1
 	if q.Mask != nil {
 		res.MaskRows = int64(q.Mask.GetCardinality())
 		if q.Mask.IsEmpty() { // nothing to search: the vectors are not read
-			res.SearchedBy = "exact"
-			return nil, ft, cm, identity, nil
+			res.SearchedBy, o.done = "exact", true
+			return o, nil
 		}
 	}
 	mat, hit, err := s.fileVectors(ctx, f.GetPath(), identity, ft, leaves[0], field.ID)
 	if err != nil {
-		return nil, nil, nil, "", err
+		return nil, err
 	}
-	res.CacheHit = hit
+	o.mat, res.CacheHit = mat, hit
 	if len(q.Vector) != mat.Dim {
-		return nil, nil, nil, "", perr.New(perr.InvalidArgument, "dimension mismatch: the query vector has %d dimensions, column %s of this file holds vectors of %d", len(q.Vector), perr.Quote(field.Name), mat.Dim)
+		return nil, perr.New(perr.InvalidArgument, "dimension mismatch: the query vector has %d dimensions, column %s of this file holds vectors of %d", len(q.Vector), perr.Quote(field.Name), mat.Dim)
 	}
-	var ix *vector.Index
-	var pk *vector.Packed
 	if kind := f.GetIndexKind(); kind != "" {
 		probe := &pushdown_pb.IndexProbe{DataFile: f.GetPath(), SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount(), Identity: f.GetIndexIdentity(),
 			FieldId: int32(field.ID), Kind: kind, Params: f.GetIndexParams()}
@@ -250,35 +294,54 @@ func (s *Service) searchFile(ctx context.Context, f *pushdown_pb.VectorSearchFil
 		switch {
 		case err != nil:
 			if perr.IsContext(err) {
-				return nil, nil, nil, "", err
+				return nil, err
 			}
 			res.IndexState, res.Reason = state, boundedReason(err)
 		case !isVector:
 			res.IndexState, res.Reason = indexing.StateFailed, fmt.Sprintf("%s is not a vector index kind", perr.Quote(kind))
 		default:
-			ix = vi.Vectors()
-			if ix.PQ == nil && ix.NList() > 0 {
-				pk = s.packedLists(f, identity, field.ID, ix, mat)
+			o.ix = vi.Vectors()
+			if o.ix.PQ == nil && o.ix.NList() > 0 {
+				o.pk = s.packedLists(f, identity, field.ID, o.ix, mat)
 			}
 		}
 	}
+	return o, nil
+}
+
+// search searches the prepared file under the batch's bound (skipped
+// whole when its lower bound exceeds it) and fills its result.
+func (o *fileSearch) search(bound *vector.Bound) error {
+	res := o.result
+	if o.done {
+		return nil
+	}
 	var hits []vector.Hit
 	var st vector.Stats
-	if ix != nil {
-		hits, st, err = ix.SearchPacked(mat, pk, q)
-		res.SearchedBy = f.GetIndexKind()
+	var err error
+	switch {
+	case o.ix != nil && o.lower > float64(bound.Value()):
+		// every row is farther than the k-th nearest found: none can be in the top-K
+		res.SearchedBy, res.ListsPruned = o.kind, int32(o.ix.NList())
+		return nil
+	case o.ix != nil:
+		q := o.q
+		q.Bound = bound
+		hits, st, err = o.ix.SearchPacked(o.mat, o.pk, q)
+		res.SearchedBy = o.kind
 		if st.Exact {
 			res.SearchedBy = "exact"
 		}
-	} else {
-		hits, st, err = vector.Exact(mat, q)
+	default:
+		hits, st, err = vector.Exact(o.mat, o.q)
 		res.SearchedBy = "exact"
 	}
 	if err != nil { // a dimension mismatch or a bad query
-		return nil, nil, nil, "", perr.New(perr.InvalidArgument, "%v", err)
+		return perr.New(perr.InvalidArgument, "%v", err)
 	}
-	res.VectorsScored, res.VectorsApprox, res.ListsProbed = st.Scored, st.Approx, int32(st.Probed)
-	return hits, ft, cm, identity, nil
+	o.hits = hits
+	res.VectorsScored, res.VectorsApprox, res.ListsProbed, res.ListsPruned = st.Scored, st.Approx, int32(st.Probed), int32(st.Pruned)
+	return nil
 }
 
 // packedLists returns the file's vectors in the ivf index's list layout
