@@ -202,6 +202,8 @@ func writeClusterProfile(t *testing.T, port int, path string) {
 // onePercentOfTs is the peer benchmark's 1% range of the demo's sorted
 // ts: the rows from the middle of the table on, one hundredth of them.
 func onePercentOfTs(spec demo.Spec, rows int64) string {
-	ts := func(g int64) string { return "TIMESTAMP '" + spec.TimestampOf(g).UTC().Format("2006-01-02 15:04:05.000000") + "'" }
+	ts := func(g int64) string {
+		return "TIMESTAMP '" + spec.TimestampOf(g).UTC().Format("2006-01-02 15:04:05.000000") + "'"
+	}
 	return fmt.Sprintf("ts >= %s AND ts < %s", ts(rows/2), ts(rows/2+rows/100))
 }
