@@ -180,7 +180,7 @@ func TestIndexCreateParamsAreValidatedRecordedAndReachTheBuilds(t *testing.T) {
 // A page_index side index on the list column tags lets array_contains
 // with a label_list index read only the tags pages holding a candidate
 // row (the demo's arrow-go V1 writer starts some of those pages inside a
-// record; the index merges them to row boundaries): the same rows, lists
+// record; the index marks them, and a row's pages are all planned): the same rows, lists
 // and all, as a plain read, in fewer bytes than with tags read by row
 // group.
 func TestListPagesOfAPageIndexSideIndexNarrowArrayContainsToThePagesOfItsRows(t *testing.T) {

@@ -351,7 +351,7 @@ func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*
 			r.dict[leaf] = byteRange{Off: pg.Offset, Len: pg.Length}
 			continue
 		}
-		r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRowIndex, pg.RowCount})
+		r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRowIndex, pg.RowCount, pg.StartsInsideRow, pg.EndsInsideRow})
 	}
 	return r, nil
 }

@@ -44,11 +44,11 @@ func (s *builtSidePages) PageIndexes(_ context.Context, files []*DataFile, field
 				continue
 			}
 			for rg := 0; rg < idx.RowGroups(); rg++ {
-				oi, ci, err := idx.ThriftPageIndex(rg)
+				g, err := idx.SidePageIndex(rg)
 				if err != nil {
 					return nil, nil, err
 				}
-				out[i][id] = append(out[i][id], footer.SidePageIndex{Offset: oi, Column: ci})
+				out[i][id] = append(out[i][id], g)
 			}
 		}
 	}
