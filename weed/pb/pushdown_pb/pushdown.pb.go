@@ -1212,8 +1212,13 @@ type RowGroupRef struct {
 	// Serialized roaring64 bitmap (portable format) of deleted file-absolute
 	// positions inside this row group; empty when nothing is deleted.
 	DeletedPositions []byte `protobuf:"bytes,6,opt,name=deleted_positions,json=deletedPositions,proto3" json:"deleted_positions,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The row ranges (none: the whole row group) are exactly the rows
+	// matching the predicate, deleted ones aside: side indexes answered
+	// every leaf of it exactly. A reader need not evaluate it on them (the
+	// deleted positions still apply).
+	RowsExact     bool `protobuf:"varint,7,opt,name=rows_exact,json=rowsExact,proto3" json:"rows_exact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RowGroupRef) Reset() {
@@ -1286,6 +1291,13 @@ func (x *RowGroupRef) GetDeletedPositions() []byte {
 		return x.DeletedPositions
 	}
 	return nil
+}
+
+func (x *RowGroupRef) GetRowsExact() bool {
+	if x != nil {
+		return x.RowsExact
+	}
+	return false
 }
 
 type RowRange struct {
@@ -4708,7 +4720,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x03R\x06length\"\xdb\x01\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\"\xfa\x01\n" +
 	"\vRowGroupRef\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1b\n" +
 	"\trow_group\x18\x02 \x01(\x05R\browGroup\x12\x1b\n" +
@@ -4716,7 +4728,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\trow_count\x18\x04 \x01(\x03R\browCount\x124\n" +
 	"\n" +
 	"row_ranges\x18\x05 \x03(\v2\x15.pushdown_pb.RowRangeR\trowRanges\x12+\n" +
-	"\x11deleted_positions\x18\x06 \x01(\fR\x10deletedPositions\"2\n" +
+	"\x11deleted_positions\x18\x06 \x01(\fR\x10deletedPositions\x12\x1d\n" +
+	"\n" +
+	"rows_exact\x18\a \x01(\bR\trowsExact\"2\n" +
 	"\bRowRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x03R\x03end\"\xe7\x02\n" +

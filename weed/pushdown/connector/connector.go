@@ -144,6 +144,10 @@ type Stats struct {
 	// SparseColumns counts the columns of row groups decoded at their
 	// wanted rows only (decode_sparse.go).
 	SparseColumns int64 `json:"sparse_columns,omitempty"`
+	// ExactRowGroups counts the row groups whose planned rows side indexes
+	// answered exactly (every leaf of the predicate): read without
+	// evaluating the predicate.
+	ExactRowGroups int64 `json:"exact_row_groups,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

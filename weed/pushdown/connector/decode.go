@@ -90,6 +90,9 @@ type rowGroupRead struct {
 	deleted  *roaring64.Bitmap
 	// late are top-level fields read after the predicate (late.go).
 	late []int
+	// exact: the planned rows (less the deleted) are exactly the matching
+	// ones (RowGroupRef.rows_exact): the predicate is not evaluated.
+	exact bool
 }
 
 type pageRange struct {

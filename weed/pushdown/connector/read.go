@@ -111,9 +111,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sparse atomic.Int64
-	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
-	defer func() { res.Stats.SparseColumns = sparse.Load() }()
+	var sparse, exact atomic.Int64
+	ctx = context.WithValue(context.WithValue(ctx, sparseCountKey{}, &sparse), exactCountKey{}, &exact)
+	defer func() { res.Stats.SparseColumns, res.Stats.ExactRowGroups = sparse.Load(), exact.Load() }()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
 	if workers <= 0 {
@@ -319,7 +319,7 @@ func (c *Connector) needOf(ctx context.Context, p *prepared, fl *fileLayout) (*f
 
 // rowGroupReadOf is what the plan says to decode of one row group.
 func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*rowGroupRead, error) {
-	r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}, firstRow: ref.FirstRow}
+	r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}, firstRow: ref.FirstRow, exact: ref.RowsExact}
 	if r.rg < 0 || r.rg >= len(f.fl.chunks) {
 		return nil, fmt.Errorf("%s: the plan names row group %d of %d", f.pf.File, r.rg, len(f.fl.chunks))
 	}
@@ -412,8 +412,12 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	}
 	// filter
 	rows := candidates(r)
-	keep := rows // no predicate: every candidate
-	if c, ok := p.expr.(predicate.Const); !ok || !c.Value {
+	keep := rows // no predicate, or planned rows exactly the matching ones: every candidate
+	if c, ok := p.expr.(predicate.Const); r.exact && !ok {
+		if n, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); n != nil {
+			n.Add(1)
+		}
+	} else if !ok || !c.Value {
 		sel, err := (&filter{expr: p.expr}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
 		if err != nil {
 			return nil, err
@@ -438,6 +442,10 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	// project
 	return project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
 }
+
+// exactCountKey keys the query's count of row groups read without
+// evaluating the predicate (Stats.ExactRowGroups) in its context.
+type exactCountKey struct{}
 
 // candidates are the row group's planned rows less its deleted ones.
 func candidates(r *rowGroupRead) []int64 {

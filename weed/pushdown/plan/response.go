@@ -83,7 +83,7 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileO
 		return build()
 	}
 	for _, rg := range fp.RowGroups {
-		if rg.Skip || rg.Rows != nil {
+		if rg.Skip || rg.Rows != nil || rg.RowsExact { // RowsExact: of this predicate only
 			return build()
 		}
 	}
@@ -172,6 +172,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			refs = refs[:len(refs)+1]
 			ref := &refs[len(refs)-1]
 			ref.File, ref.RowGroup, ref.FirstRow, ref.RowCount = fp.File.Path, int32(rg), firstRow, numRows
+			ref.RowsExact = rgp.RowsExact
 			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
 				for _, r := range rgp.Rows {
