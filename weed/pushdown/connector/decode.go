@@ -285,7 +285,10 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	for _, p := range pages {
 		nrows += p.rowCount
 	}
-	rows := make([]int64, 0, nrows)
+	var rows []int64
+	if list == nil {
+		rows = make([]int64, 0, nrows)
+	}
 	for i, p := range pages {
 		if list != nil && list.tailBefore[i] {
 			buf.Write(list.tail)
@@ -293,7 +296,7 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		if err := read(p.byteRange); err != nil {
 			return nil, err
 		}
-		for i := int64(0); i < p.rowCount; i++ {
+		for i := int64(0); list == nil && i < p.rowCount; i++ {
 			rows = append(rows, p.firstRow+i)
 		}
 	}

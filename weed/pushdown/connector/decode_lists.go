@@ -51,7 +51,11 @@ type listLayout struct {
 // how they decode.
 func layOutListPages(fl *fileLayout, r *rowGroupRead, leaf int) (*listLayout, error) {
 	pages := r.pages[leaf]
-	l := &listLayout{tailBefore: make([]bool, len(pages))}
+	n := len(pages) // a tail a page at most
+	for _, p := range pages {
+		n += int(p.rowCount)
+	}
+	l := &listLayout{tailBefore: make([]bool, len(pages)), records: make([]int64, 0, n)}
 	for i, p := range pages {
 		follows := i > 0 && pages[i-1].Off+pages[i-1].Len == p.Off
 		if follows && pages[i-1].endsInside != p.startsInside {
