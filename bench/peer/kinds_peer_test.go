@@ -56,14 +56,16 @@ func TestKindsPeerBenchmark(t *testing.T) {
 		// servers' (the cluster's, and weed mount's for DuckDB)
 		cpuReader, cpuServers float64
 	}
-	measure := func(counter func() int64, servers func() time.Duration, fn func() (kindq.Answer, error)) figures {
+	// fn returns the answer and the bytes read past counter (the
+	// connector's from volume pushdown services)
+	measure := func(counter func() int64, servers func() time.Duration, fn func() (kindq.Answer, int64, error)) figures {
 		var f figures
 		before := counter()
-		a, err := fn()
+		a, extra, err := fn()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.answer, f.bytes = a, counter()-before
+		f.answer, f.bytes = a, counter()-before+extra
 		runtime.GC() // the garbage of earlier readers is not this one's CPU
 		self0, srv0 := benchutil.SelfCPU(), servers()
 		const runs, queries = 3, 11
@@ -71,7 +73,7 @@ func TestKindsPeerBenchmark(t *testing.T) {
 			var d []float64
 			for i := 0; i < queries; i++ {
 				t0 := time.Now()
-				if _, err := fn(); err != nil {
+				if _, _, err := fn(); err != nil {
 					t.Fatal(err)
 				}
 				d = append(d, float64(time.Since(t0).Microseconds())/1000)
@@ -92,17 +94,17 @@ func TestKindsPeerBenchmark(t *testing.T) {
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Side-index kinds against DuckDB over weed mount\n\n`BENCH=kinds ./scripts/bench.sh` (bench/peer TestKindsPeerBenchmark) on the 2-core development machine (shared, noisy): "+
 		"%d demo rows in 8 files written with `-indexed none` %s; the connector (page-aware, side indexes bitmap(tenant_id), bitmap(status), ngram(message), label_list(tags) and page_index on %s) "+
-		"and DuckDB (duckdb-go, `read_parquet` over `weed mount`). Bytes: one cold query (the first after the mount for DuckDB: weed mount's rchar; S3 gateway sent bytes for the connector). "+
+		"and DuckDB (duckdb-go, `read_parquet` over `weed mount`). Bytes: one cold query (the first after the mount for DuckDB: weed mount's rchar; S3 gateway sent bytes and volume pushdown services' for the connector). "+
 		"Warm: median of 11 queries per run, 3 runs (spread min–max). CPU: per warm query, the reader's (this process: the connector, or the embedded DuckDB) + the servers' (the cluster's, and weed mount's for DuckDB); load average %s at the start.\n\n"+
 		"| query | rows | connector bytes | DuckDB bytes | connector warm ms (spread) | DuckDB warm ms (spread) | DuckDB / connector warm | connector CPU ms | DuckDB CPU ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", rows, kindq.LayoutNote, strings.Join(kindq.PageIndexColumns, ", "), benchutil.LoadAverage())
 	for _, q := range kindq.Queries {
-		a := measure(s3Sent, clusterCPU, func() (kindq.Answer, error) {
-			ans, _, err := kindq.ConnectorQuery(ctx, conn, name, q)
-			return ans, err
+		a := measure(s3Sent, clusterCPU, func() (kindq.Answer, int64, error) {
+			ans, st, err := kindq.ConnectorQuery(ctx, conn, name, q)
+			return ans, st.BytesVolume, err
 		})
-		d := measure(mountRead, func() time.Duration { return clusterCPU() + benchutil.ProcCPU(mount.Cmd.Process.Pid) }, func() (kindq.Answer, error) {
+		d := measure(mountRead, func() time.Duration { return clusterCPU() + benchutil.ProcCPU(mount.Cmd.Process.Pid) }, func() (kindq.Answer, int64, error) {
 			n, sum, err := duckScan(dir, query{sel: q.Select, duckdb: q.Duck})
-			return kindq.Answer{Rows: n, IDSum: sum}, err
+			return kindq.Answer{Rows: n, IDSum: sum}, 0, err
 		})
 		if a.answer != d.answer {
 			t.Errorf("%s: connector %+v, DuckDB %+v", q.Name, a.answer, d.answer)
