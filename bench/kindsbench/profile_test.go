@@ -2,7 +2,9 @@ package kindsbench
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -15,65 +17,90 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 )
 
-// TestWarmArrayContainsProfile writes CPU profiles of the connector (this
-// process, <out>.connector) and of the cluster (<out>.cluster) while warm
-// array_contains(tags, 'gpu') queries run with the kinds benchmark's side
-// indexes and page indexes (LAKEWEED_BENCH_PROFILE=out):
+// TestWarmKindsProfile writes, per query of the kinds benchmark
+// (kindq.Queries; LAKEWEED_BENCH_QUERY=i only the i-th), CPU profiles of
+// the connector (this process, <out>.<i>.connector) and of the cluster
+// (<out>.<i>.cluster) while warm queries run with the benchmark's side
+// indexes and page indexes, and logs the CPU a query takes (this process
+// and the cluster's, summed over the profiled queries: load on a shared
+// machine stretches latency, less so CPU):
 //
-//	LAKEWEED_BENCH=1 LAKEWEED_BENCH_ROWS=500000 LAKEWEED_BENCH_PROFILE=/tmp/ac go test -run TestWarmArrayContainsProfile -v ./bench/kindsbench/
-func TestWarmArrayContainsProfile(t *testing.T) {
+//	LAKEWEED_BENCH=1 LAKEWEED_BENCH_ROWS=500000 LAKEWEED_BENCH_PROFILE=/tmp/kinds go test -run TestWarmKindsProfile -v ./bench/kindsbench/
+func TestWarmKindsProfile(t *testing.T) {
 	c, port, out := benchutil.ProfiledMini(t)
 	rows := int64(1_000_000)
 	if v, err := strconv.ParseInt(os.Getenv("LAKEWEED_BENCH_ROWS"), 10, 64); err == nil && v > 0 {
 		rows = v
+	}
+	only := -1
+	if v, err := strconv.Atoi(os.Getenv("LAKEWEED_BENCH_QUERY")); err == nil {
+		only = v
 	}
 	ctx := context.Background()
 	const name = "bench.kinds_profile"
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: kindq.Spec(rows)}); err != nil {
 		t.Fatal(err)
 	}
-	kindq.CreateIndexes(t, c, name, [2]string{"tags", "label_list"})
+	// the side indexes each query uses (kindq.Indexes)
+	uses := [][][2]string{{{"message", "ngram"}}, {{"tags", "label_list"}}, {{"tenant_id", "bitmap"}, {"status", "bitmap"}}}
+	var indexes [][2]string
+	for i := range kindq.Queries {
+		if only < 0 || only == i {
+			indexes = append(indexes, uses[i]...)
+		}
+	}
+	kindq.CreateIndexes(t, c, name, indexes...)
 	kindq.CreateIndexes(t, c, name, kindq.PageIndexes()...)
-	q := kindq.Queries[1] // array_contains(tags, 'gpu')
 	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, NoFallback: true, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	run := func() (kindq.Answer, connector.Stats, time.Duration) {
-		t0 := time.Now()
-		a, st, err := kindq.ConnectorQuery(ctx, conn, name, q)
+	clusterCPU := func() time.Duration { return benchutil.ProcCPU(c.Proc.Cmd.Process.Pid) }
+	for i, q := range kindq.Queries {
+		if only >= 0 && only != i {
+			continue
+		}
+		run := func() (kindq.Answer, connector.Stats, time.Duration) {
+			t0 := time.Now()
+			a, st, err := kindq.ConnectorQuery(ctx, conn, name, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a, st, time.Since(t0)
+		}
+		a, st, _ := run()
+		run()
+		runtime.GC()
+		f, err := os.Create(fmt.Sprintf("%s.%d.connector", out, i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a, st, time.Since(t0)
-	}
-	a, st, _ := run()
-	run()
-	f, err := os.Create(out + ".connector")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan []float64)
-	go func() {
-		var lat []float64
-		for t0 := time.Now(); time.Since(t0) < 12*time.Second; {
-			_, _, d := run()
-			lat = append(lat, float64(d.Microseconds())/1000)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
 		}
-		done <- lat
-	}()
-	b := benchutil.ClusterCPUProfile(t, port, 10)
-	lat := <-done
-	pprof.StopCPUProfile()
-	if err := os.WriteFile(out+".cluster", b, 0o644); err != nil {
-		t.Fatal(err)
+		self0, cluster0 := benchutil.SelfCPU(), clusterCPU()
+		done := make(chan []float64)
+		go func() {
+			var lat []float64
+			for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
+				_, _, d := run()
+				lat = append(lat, float64(d.Microseconds())/1000)
+			}
+			done <- lat
+		}()
+		b := benchutil.ClusterCPUProfile(t, port, 8)
+		lat := <-done
+		self, cluster := benchutil.SelfCPU()-self0, clusterCPU()-cluster0
+		pprof.StopCPUProfile()
+		f.Close()
+		if err := os.WriteFile(fmt.Sprintf("%s.%d.cluster", out, i), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(lat)
+		n := float64(len(lat))
+		t.Logf("%s: %d rows, %d bytes planned, %d read; %d warm queries, p50 %.1f ms; CPU a query %.1f ms connector + %.1f ms cluster (load %s); profiles %s.%d.*",
+			q.Name, a.Rows, st.BytesPlanned, st.BytesRead, len(lat), lat[len(lat)/2], float64(self.Microseconds())/1000/n, float64(cluster.Microseconds())/1000/n,
+			benchutil.LoadAverage(), out, i)
 	}
-	slices.Sort(lat)
-	t.Logf("%d rows, %d bytes planned, %d read; %d warm queries, p50 %.1f ms; profiles in %s.connector and %s.cluster",
-		a.Rows, st.BytesPlanned, st.BytesRead, len(lat), lat[len(lat)/2], out, out)
 }

@@ -33,7 +33,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -119,7 +118,7 @@ func TestPeerBenchmark(t *testing.T) {
 		t.Skip("weed mount (FUSE) needs root here")
 	}
 	started := time.Now()
-	loadAtStart := loadAverage()
+	loadAtStart := benchutil.LoadAverage()
 	metricsPort := harness.FreePorts(t, 1)[0]
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-metricsPort=" + strconv.Itoa(metricsPort)}})
 	ctx := context.Background()
@@ -184,8 +183,8 @@ func TestPeerBenchmark(t *testing.T) {
 		return scrape(t, metricsPort, `SeaweedFS_s3_bucket_traffic_sent_bytes_total{bucket="warehouse"}`)
 	}
 	mountRead := func() int64 { return procIO(mount.Cmd.Process.Pid, "rchar") }
-	clusterCPU := func() time.Duration { return procCPU(c.Proc.Cmd.Process.Pid) }
-	clusterAndMountCPU := func() time.Duration { return clusterCPU() + procCPU(mount.Cmd.Process.Pid) }
+	clusterCPU := func() time.Duration { return benchutil.ProcCPU(c.Proc.Cmd.Process.Pid) }
+	clusterAndMountCPU := func() time.Duration { return clusterCPU() + benchutil.ProcCPU(mount.Cmd.Process.Pid) }
 
 	var results []measurement
 	for _, tb := range tables {
@@ -214,7 +213,7 @@ func TestPeerBenchmark(t *testing.T) {
 			checkAgreement(t, results[len(results)-3:], q.limit)
 		}
 	}
-	write(t, tables, results, runInfo{started: started, loadAtStart: loadAtStart, loadAtEnd: loadAverage(), rows: rows})
+	write(t, tables, results, runInfo{started: started, loadAtStart: loadAtStart, loadAtEnd: benchutil.LoadAverage(), rows: rows})
 }
 
 // bigTable is the rows and files of the big table: LAKEWEED_PEER_BIG_ROWS
@@ -302,7 +301,7 @@ func run(t *testing.T, reader, idx, qname string, counter func() int64, servers 
 	const warmRuns = 5
 	var warm []float64
 	runtime.GC() // the garbage of earlier readers is not this one's CPU
-	cpu0, srv0 := selfCPU(), servers()
+	cpu0, srv0 := benchutil.SelfCPU(), servers()
 	for i := 0; i < warmRuns; i++ {
 		t0 := time.Now()
 		if _, _, err := fn(false, &st); err != nil {
@@ -313,52 +312,12 @@ func run(t *testing.T, reader, idx, qname string, counter func() int64, servers 
 	}
 	if len(warm) > 0 {
 		m.WarmMs = benchutil.Median(warm)
-		m.WarmCPUReaderMs = float64((selfCPU() - cpu0).Microseconds()) / 1000 / float64(len(warm))
+		m.WarmCPUReaderMs = float64((benchutil.SelfCPU() - cpu0).Microseconds()) / 1000 / float64(len(warm))
 		m.WarmCPUServerMs = float64((servers() - srv0).Microseconds()) / 1000 / float64(len(warm))
 	}
 	t.Logf("%-34s %-12s %-28s rows %8d bytes %11d cold %8.1fms warm %8.1fms cpu %7.1f+%7.1fms %s", reader, idx, qname, m.Rows, m.Bytes, m.ColdMs, m.WarmMs,
 		m.WarmCPUReaderMs, m.WarmCPUServerMs, m.Fallback)
 	return m
-}
-
-// selfCPU is this process's user and system CPU time so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// procCPU is process pid's user and system CPU time so far
-// (/proc/<pid>/stat, in clock ticks of 10 ms).
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// the fields after the command name in parentheses: state is the
-	// first, utime the 12th, stime the 13th
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// loadAverage is /proc/loadavg's 1, 5 and 15 minute averages.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 // sumIDs counts the result's rows and sums its id column.

@@ -49,17 +49,7 @@ func TestALimitStopsReadingEarlyAndReturnsTheFirstMatchingRowsWithDeletesAndARes
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "limit_it.events", Spec: spec, Replace: true}); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{"limit_it", "events"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}); err != nil {
-		t.Fatal(err)
-	}
-	if tbl, err = tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	tbl := mergeOnRead(t, c, "limit_it", "events")
 	var deleted []int64
 	for id := int64(3); id < 5000; id += 7 {
 		deleted = append(deleted, id)

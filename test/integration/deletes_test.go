@@ -103,6 +103,25 @@ func appendRows(t *testing.T, tbl *table.Table, from, to int64) *table.Table {
 	return out
 }
 
+// mergeOnRead loads ns.name and sets its delete mode to merge-on-read
+// (deletes then write position deletes or deletion vectors).
+func mergeOnRead(t *testing.T, c *harness.Cluster, ns, name string) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier{ns, name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.WriteDeleteModeKey: table.WriteModeMergeOnRead}); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
 func deleteWhere(t *testing.T, tbl *table.Table, filter iceberg.BooleanExpression) *table.Table {
 	t.Helper()
 	ctx := context.Background()

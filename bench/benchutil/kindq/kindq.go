@@ -58,7 +58,7 @@ var Indexes = [][2]string{{"tenant_id", "bitmap"}, {"status", "bitmap"}, {"messa
 
 // PageIndexColumns get side page indexes, as a user would create them on
 // files written without a page index: the projected columns (the tags
-// list's pages merged to row boundaries).
+// list's pages marked where they start inside a record).
 var PageIndexColumns = []string{"id", "ts", "tenant_id", "status", "message", "tags"}
 
 // PageIndexes are the page_index side indexes of PageIndexColumns.

@@ -1212,8 +1212,13 @@ type RowGroupRef struct {
 	// Serialized roaring64 bitmap (portable format) of deleted file-absolute
 	// positions inside this row group; empty when nothing is deleted.
 	DeletedPositions []byte `protobuf:"bytes,6,opt,name=deleted_positions,json=deletedPositions,proto3" json:"deleted_positions,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The row ranges (none: the whole row group) are exactly the rows
+	// matching the predicate, deleted ones aside: side indexes answered
+	// every leaf of it exactly. A reader need not evaluate it on them (the
+	// deleted positions still apply).
+	RowsExact     bool `protobuf:"varint,7,opt,name=rows_exact,json=rowsExact,proto3" json:"rows_exact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RowGroupRef) Reset() {
@@ -1288,6 +1293,13 @@ func (x *RowGroupRef) GetDeletedPositions() []byte {
 	return nil
 }
 
+func (x *RowGroupRef) GetRowsExact() bool {
+	if x != nil {
+		return x.RowsExact
+	}
+	return false
+}
+
 type RowRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Start         int64                  `protobuf:"varint,1,opt,name=start,proto3" json:"start,omitempty"`
@@ -1352,8 +1364,15 @@ type PageRef struct {
 	FirstRowIndex int64 `protobuf:"varint,7,opt,name=first_row_index,json=firstRowIndex,proto3" json:"first_row_index,omitempty"` // row-group-local first row of the page
 	RowCount      int64 `protobuf:"varint,8,opt,name=row_count,json=rowCount,proto3" json:"row_count,omitempty"`
 	Dictionary    bool  `protobuf:"varint,9,opt,name=dictionary,proto3" json:"dictionary,omitempty"` // the column chunk's dictionary page region
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// A list column's page from a page_index side index (pages as the
+	// writer cut them): first_row_index and row_count are the rows starting
+	// in the page; starts_inside_row: its first levels end the row begun
+	// before it (row first_row_index - 1); ends_inside_row: its last row
+	// continues into the next page.
+	StartsInsideRow bool `protobuf:"varint,10,opt,name=starts_inside_row,json=startsInsideRow,proto3" json:"starts_inside_row,omitempty"`
+	EndsInsideRow   bool `protobuf:"varint,11,opt,name=ends_inside_row,json=endsInsideRow,proto3" json:"ends_inside_row,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PageRef) Reset() {
@@ -1445,6 +1464,20 @@ func (x *PageRef) GetRowCount() int64 {
 func (x *PageRef) GetDictionary() bool {
 	if x != nil {
 		return x.Dictionary
+	}
+	return false
+}
+
+func (x *PageRef) GetStartsInsideRow() bool {
+	if x != nil {
+		return x.StartsInsideRow
+	}
+	return false
+}
+
+func (x *PageRef) GetEndsInsideRow() bool {
+	if x != nil {
+		return x.EndsInsideRow
 	}
 	return false
 }
@@ -3402,11 +3435,14 @@ func (x *ReadPageIndexesRequest) GetSchemaJson() []byte {
 }
 
 type RowGroupPageIndex struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	OffsetIndex   []byte                 `protobuf:"bytes,1,opt,name=offset_index,json=offsetIndex,proto3" json:"offset_index,omitempty"` // Thrift OffsetIndex
-	ColumnIndex   []byte                 `protobuf:"bytes,2,opt,name=column_index,json=columnIndex,proto3" json:"column_index,omitempty"` // Thrift ColumnIndex; empty when there is none
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	OffsetIndex []byte                 `protobuf:"bytes,1,opt,name=offset_index,json=offsetIndex,proto3" json:"offset_index,omitempty"` // Thrift OffsetIndex
+	ColumnIndex []byte                 `protobuf:"bytes,2,opt,name=column_index,json=columnIndex,proto3" json:"column_index,omitempty"` // Thrift ColumnIndex; empty when there is none
+	// Pages (ordinals) of a list column whose first levels continue the row
+	// begun in the page before; their first_row_index counts that row.
+	ContinuedPages []int32 `protobuf:"varint,3,rep,packed,name=continued_pages,json=continuedPages,proto3" json:"continued_pages,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RowGroupPageIndex) Reset() {
@@ -3449,6 +3485,13 @@ func (x *RowGroupPageIndex) GetOffsetIndex() []byte {
 func (x *RowGroupPageIndex) GetColumnIndex() []byte {
 	if x != nil {
 		return x.ColumnIndex
+	}
+	return nil
+}
+
+func (x *RowGroupPageIndex) GetContinuedPages() []int32 {
+	if x != nil {
+		return x.ContinuedPages
 	}
 	return nil
 }
@@ -4706,7 +4749,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x03R\x06length\"\xdb\x01\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\"\xfa\x01\n" +
 	"\vRowGroupRef\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1b\n" +
 	"\trow_group\x18\x02 \x01(\x05R\browGroup\x12\x1b\n" +
@@ -4714,10 +4757,12 @@ const file_pushdown_proto_rawDesc = "" +
 	"\trow_count\x18\x04 \x01(\x03R\browCount\x124\n" +
 	"\n" +
 	"row_ranges\x18\x05 \x03(\v2\x15.pushdown_pb.RowRangeR\trowRanges\x12+\n" +
-	"\x11deleted_positions\x18\x06 \x01(\fR\x10deletedPositions\"2\n" +
+	"\x11deleted_positions\x18\x06 \x01(\fR\x10deletedPositions\x12\x1d\n" +
+	"\n" +
+	"rows_exact\x18\a \x01(\bR\trowsExact\"2\n" +
 	"\bRowRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x03R\x03end\"\x93\x02\n" +
+	"\x03end\x18\x02 \x01(\x03R\x03end\"\xe7\x02\n" +
 	"\aPageRef\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1b\n" +
 	"\trow_group\x18\x02 \x01(\x05R\browGroup\x12.\n" +
@@ -4729,7 +4774,10 @@ const file_pushdown_proto_rawDesc = "" +
 	"\trow_count\x18\b \x01(\x03R\browCount\x12\x1e\n" +
 	"\n" +
 	"dictionary\x18\t \x01(\bR\n" +
-	"dictionary\"^\n" +
+	"dictionary\x12*\n" +
+	"\x11starts_inside_row\x18\n" +
+	" \x01(\bR\x0fstartsInsideRow\x12&\n" +
+	"\x0fends_inside_row\x18\v \x01(\bR\rendsInsideRow\"^\n" +
 	"\x06RowRef\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1b\n" +
 	"\trow_group\x18\x02 \x01(\x05R\browGroup\x12#\n" +
@@ -4918,10 +4966,11 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x16ReadPageIndexesRequest\x12/\n" +
 	"\x06probes\x18\x01 \x03(\v2\x17.pushdown_pb.IndexProbeR\x06probes\x12\x1f\n" +
 	"\vschema_json\x18\x02 \x01(\fR\n" +
-	"schemaJson\"Y\n" +
+	"schemaJson\"\x82\x01\n" +
 	"\x11RowGroupPageIndex\x12!\n" +
 	"\foffset_index\x18\x01 \x01(\fR\voffsetIndex\x12!\n" +
-	"\fcolumn_index\x18\x02 \x01(\fR\vcolumnIndex\"d\n" +
+	"\fcolumn_index\x18\x02 \x01(\fR\vcolumnIndex\x12'\n" +
+	"\x0fcontinued_pages\x18\x03 \x03(\x05R\x0econtinuedPages\"d\n" +
 	"\rSidePageIndex\x12\x14\n" +
 	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12=\n" +
 	"\n" +

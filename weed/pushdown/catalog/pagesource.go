@@ -89,7 +89,7 @@ func (src *sideIndexSource) PageIndexes(ctx context.Context, files []*plan.DataF
 			p := batch[si.GetProbe()]
 			groups := make([]footer.SidePageIndex, len(si.GetRowGroups()))
 			for rg, g := range si.GetRowGroups() {
-				groups[rg] = footer.SidePageIndex{Offset: g.GetOffsetIndex(), Column: g.GetColumnIndex()}
+				groups[rg] = footer.SidePageIndex{Offset: g.GetOffsetIndex(), Column: g.GetColumnIndex(), Continued: g.GetContinuedPages()}
 			}
 			out[p.file][p.spec.FieldID] = groups
 		}

@@ -147,6 +147,10 @@ type Stats struct {
 	// RowsDecoded counts the rows of the row groups decoded: under a LIMIT
 	// a row group decodes a window at a time, only until the LIMIT is met.
 	RowsDecoded int64 `json:"rows_decoded,omitempty"`
+	// ExactRowGroups counts the row groups whose planned rows side indexes
+	// answered exactly (every leaf of the predicate): read without
+	// evaluating the predicate.
+	ExactRowGroups int64 `json:"exact_row_groups,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

@@ -3,7 +3,6 @@ package connector
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -97,11 +96,23 @@ type rowGroupRead struct {
 	deleted  *roaring64.Bitmap
 	// late are top-level fields read after the predicate (late.go).
 	late []int
+	// exact: the planned rows (less the deleted) are exactly the matching
+	// ones (RowGroupRef.rows_exact): the predicate is not evaluated.
+	exact bool
 }
 
 type pageRange struct {
 	byteRange
 	firstRow, rowCount int64
+	// a list's page (decode_lists.go): its first levels end row
+	// firstRow-1; its last row continues into the next page
+	startsInside, endsInside bool
+}
+
+// pageRangeOf is the pageRange of a page of a page index (of a flat
+// column: a list's pages say endsInside too, which pg does not).
+func pageRangeOf(pg footer.Page) pageRange {
+	return pageRange{byteRange: byteRange{Off: pg.Offset, Len: pg.Length}, firstRow: pg.FirstRow, rowCount: pg.EndRow - pg.FirstRow, startsInside: pg.StartsInsideRow}
 }
 
 // column is a decoded top-level field of one row group: arr holds values
@@ -127,9 +138,10 @@ func (c *column) index(row int64) int {
 // pageAwareOK reports whether a top-level field can be decoded from its
 // planned pages: one leaf, non-repeated or the element column of a flat
 // list, with planned pages in this row group. The planner plans a
-// repeated column's pages only from a page_index side index, whose pages
-// start at row boundaries (not every writer starts them there); planned
-// pages of a list the decoder does not understand read the chunk whole.
+// repeated column's pages only from a page_index side index, which says
+// which pages start or end inside a row (not every writer starts them at
+// rows); planned pages of a list the decoder does not understand read the
+// chunk whole.
 func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
 	if r.rows == nil || len(fl.leavesOf[top]) != 1 {
 		return false
@@ -143,19 +155,6 @@ func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
 		return ok && listPagesUnderstood(pages, fl.chunks[r.rg][leaf], r.numRows)
 	}
 	return false
-}
-
-// listPagesUnderstood reports whether planned pages of a list column lie
-// inside its chunk in file order, each holding rows after the last.
-func listPagesUnderstood(pages []pageRange, ch footer.Chunk, numRows int64) bool {
-	at, row := ch.Start, int64(0)
-	for _, p := range pages {
-		if p.Off < at || p.Len <= 0 || p.Off+p.Len > ch.Start+ch.Length || p.firstRow < row || p.rowCount <= 0 || p.firstRow+p.rowCount > numRows {
-			return false
-		}
-		at, row = p.Off+p.Len, p.firstRow+p.rowCount
-	}
-	return len(pages) > 0
 }
 
 // needRanges returns the byte ranges decoding tops of r requires.
@@ -372,27 +371,41 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		}
 	}
 	dataOffset := int64(buf.Len())
+	var list *listLayout
+	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+		var err error
+		if list, err = layOutListPages(fl, r, leaf); err != nil {
+			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+		}
+		size += int64(len(list.tail)) * int64(list.tails)
+		buf.Grow(int(size) - buf.Len())
+	}
 	var nrows int64
 	for _, p := range pages {
 		nrows += p.rowCount
 	}
-	rows := make([]int64, 0, nrows)
-	nrows = 0
-	for _, p := range pages {
+	var rows []int64
+	if list == nil {
+		rows = make([]int64, 0, nrows)
+	}
+	for i, p := range pages {
+		if list != nil && list.tailBefore[i] {
+			buf.Write(list.tail)
+		}
 		if err := read(p.byteRange); err != nil {
 			return nil, err
 		}
-		for i := int64(0); i < p.rowCount; i++ {
+		for i := int64(0); list == nil && i < p.rowCount; i++ {
 			rows = append(rows, p.firstRow+i)
 		}
-		nrows += p.rowCount
 	}
 	values := nrows // a flat column: one value per row
-	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+	if list != nil {
 		// A list's pages hold more values than rows, how many their
-		// headers say: bound the reader by the chunk's values; it stops at
-		// the end of the pages.
-		values = fl.chunks[r.rg][leaf].NumValues
+		// headers say: bound the reader by the chunk's values (and the
+		// records begun for tails); it stops at the end of the pages.
+		rows, nrows = list.records, int64(len(list.records))
+		values = fl.chunks[r.rg][leaf].NumValues + int64(list.tails)
 	}
 	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows, values)
 	if err != nil {
@@ -402,8 +415,8 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
-	if values != nrows {
-		if err := listPagesStartRows(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages); err != nil {
+	if list != nil {
+		if err := listPagesStartAsPlanned(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages, list); err != nil {
 			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
 		}
 	}
@@ -432,77 +445,13 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		arr = cast
 	}
 	if int64(arr.Len()) != nrows {
+		arr.Release()
 		return nil, fmt.Errorf("%s row group %d column %s: %d values from pages holding %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), nrows)
 	}
+	if list != nil {
+		return list.dropPartial(ctx, arr)
+	}
 	return &column{arr: arr, rows: rows}, nil
-}
-
-// listPagesStartRows checks that each planned page of a list column
-// (laid out from dataOffset of b, in order) starts a row: the first
-// repetition level of its first data page is 0. A page beginning inside a
-// record would decode part of it as a row of its own; the planner plans
-// list pages only where they start rows (a planned page may be several
-// of the writer's, the later ones continuing a record), so a page that
-// does not is a plan this reader refuses.
-func listPagesStartRows(fl *fileLayout, rg, leaf int, b []byte, dataOffset int64, pages []pageRange) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("page levels not understood: %v", p)
-		}
-	}()
-	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
-	if err != nil {
-		return err
-	}
-	props := readProps()
-	src := bytes.NewReader(b)
-	at := dataOffset
-	for i, p := range pages {
-		stream, err := props.GetStream(src, at, p.Len)
-		if err != nil {
-			return err
-		}
-		at += p.Len
-		pr, err := file.NewPageReader(stream, cc.NumValues(), cc.Compression(), decodeMem, nil)
-		if err != nil {
-			return err
-		}
-		if !pr.Next() {
-			return fmt.Errorf("planned page %d holds no page: %v", i, pr.Err())
-		}
-		var levels []byte
-		switch pg := pr.Page().(type) {
-		case *file.DataPageV1:
-			d := pg.Data()
-			if pg.RepetitionLevelEncoding() != parquet.Encodings.RLE || len(d) < 4 {
-				return fmt.Errorf("planned page %d: repetition levels in %s not understood", i, pg.RepetitionLevelEncoding())
-			}
-			levels = d[4:] // after the levels' 4-byte length
-		case *file.DataPageV2:
-			levels = pg.Data()[:pg.RepetitionLevelByteLen()]
-		default:
-			return fmt.Errorf("planned page %d is not a data page", i)
-		}
-		if first, ok := firstLevel(levels); !ok || first != 0 {
-			return fmt.Errorf("planned page %d (rows from %d) does not start a row", i, p.firstRow)
-		}
-	}
-	return nil
-}
-
-// firstLevel is the first value of RLE/bit-packed hybrid levels of bit
-// width 1 (a flat list's repetition levels): a run header (varint; low bit
-// 0: a repeated run, its value in the next byte; 1: bit-packed groups,
-// the first value the low bit of the next byte).
-func firstLevel(b []byte) (int, bool) {
-	h, n := binary.Uvarint(b)
-	if n <= 0 || n >= len(b) || h>>1 == 0 {
-		return 0, false
-	}
-	if h&1 == 0 {
-		return int(b[n]), b[n] <= 1
-	}
-	return int(b[n] & 1), true
 }
 
 // isDictionaryOf reports whether t is a dictionary of values of type want.
@@ -778,7 +727,7 @@ func (fl *fileLayout) latePages(sf *sparseFile, r *rowGroupRead, top int, keep [
 			k++
 		}
 		if k < len(keep) && keep[k] < pg.EndRow {
-			pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+			pages = append(pages, pageRangeOf(pg))
 			total += pg.Length
 		}
 	}

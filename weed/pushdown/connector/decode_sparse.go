@@ -132,6 +132,9 @@ func decodeSparseTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *ro
 // caller decodes the pages or the chunk).
 func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
 	leaf := fl.leavesOf[top][0]
+	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
+		return nil, false, nil // a list: its pages decode whole (decode_lists.go)
+	}
 	if fl.dictEligible(top) && fl.chunks[r.rg][leaf].DictionaryOnly {
 		// a string column every page of which is dictionary-encoded
 		// decodes cheaper the usual way: indices only, each value once

@@ -137,7 +137,7 @@ func pagesHolding(t *testing.T, fl *fileLayout, sf *sparseFile, rg, top int, num
 		}
 		d = byteRange{Off: ch.Start, Len: all[0].Offset - ch.Start}
 		for _, pg := range all {
-			pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+			pages = append(pages, pageRangeOf(pg))
 		}
 	}
 	dict := map[int]byteRange{}

@@ -129,7 +129,7 @@ func TestPageDecodeReadsAStringColumnAsADictionaryOfItsPagesRows(t *testing.T) {
 	var pages []pageRange
 	for _, pg := range all {
 		if (7 >= pg.FirstRow && 7 < pg.EndRow) || (1500 >= pg.FirstRow && 1500 < pg.EndRow) {
-			pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+			pages = append(pages, pageRangeOf(pg))
 		}
 	}
 	sel := &rowGroupRead{rg: 0, numRows: 2000, pages: map[int][]pageRange{leaf: pages}, dict: map[int]byteRange{leaf: dict}, rows: rangesOf([]int64{7, 1500})}
@@ -169,7 +169,7 @@ func TestPlannedPagesCoveringTheWholeChunkDecodeItWhole(t *testing.T) {
 	}
 	var pages []pageRange
 	for _, pg := range all {
-		pages = append(pages, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
+		pages = append(pages, pageRangeOf(pg))
 	}
 	dict := map[int]byteRange{leaf: {Off: ch.Start, Len: all[0].Offset - ch.Start}}
 	for _, c := range []struct {

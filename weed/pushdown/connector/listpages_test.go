@@ -158,15 +158,105 @@ func rowJSON(t *testing.T, arr arrow.Array, i int) string {
 	return string(b)
 }
 
+// listMapping chooses the planned pages of a list column for wanted rows
+// (the planner's rule, or a mutant of it) and how refs mark them.
+type listMapping struct {
+	name string
+	// held are the rows with levels in page i of pages
+	held func(pages []footer.Page, i int) (start, end int64)
+	// inside is page i's startsInside as the plan gives it
+	inside func(pages []footer.Page, i int) bool
+}
+
+var (
+	plannedMapping = listMapping{"the planner's", func(pages []footer.Page, i int) (int64, int64) { return pages[i].HeldRows() },
+		func(pages []footer.Page, i int) bool { return pages[i].StartsInsideRow }}
+	// mutants: a page's rows without the row it continues (off by one
+	// row), and the mark of the page before (off by one page)
+	offByOneMappings = []listMapping{
+		{"rows starting in a page only", func(pages []footer.Page, i int) (int64, int64) { return pages[i].FirstRow, pages[i].EndRow },
+			plannedMapping.inside},
+		{"continued marks a page late", plannedMapping.held,
+			func(pages []footer.Page, i int) bool { return i > 0 && pages[i-1].StartsInsideRow }},
+	}
+	// a wider mapping (each page also holds the row before its rows)
+	// costs pages, never rows
+	widerMapping = listMapping{"one row more", func(pages []footer.Page, i int) (int64, int64) {
+		start, end := pages[i].HeldRows()
+		return max(0, start-1), end
+	}, plannedMapping.inside}
+)
+
+// planListPages is the pages of a row group m plans for rows, as refs
+// give them to the page decoder.
+func (m listMapping) planListPages(pages []footer.Page, rows plan.RowSet) []pageRange {
+	var sel []pageRange
+	for i, pg := range pages {
+		if !rows.Overlaps(m.held(pages, i)) {
+			continue
+		}
+		p := pageRangeOf(pg)
+		p.startsInside = m.inside(pages, i)
+		p.endsInside = i+1 < len(pages) && m.inside(pages, i+1)
+		sel = append(sel, p)
+	}
+	return sel
+}
+
+// randomRows are a few single rows and short runs of a row group.
+func randomRows(r *rand.Rand, numRows int64) plan.RowSet {
+	var rs []plan.RowRange
+	for k := 1 + r.IntN(4); k > 0; k-- {
+		start := r.Int64N(numRows)
+		rs = append(rs, plan.RowRange{Start: start, End: min(numRows, start+1+r.Int64N(40)*r.Int64N(2))})
+	}
+	return plan.Union(nil, rs)
+}
+
+// decodeListTrial decodes the pages m plans for rows and compares every
+// row the decoder returns with the whole chunk's; it reports a planned
+// row not returned, a row that differs, or the decoder's refusal.
+func decodeListTrial(ctx context.Context, t *testing.T, fl *fileLayout, sf *sparseFile, rg int, numRows int64, pages []footer.Page,
+	dict map[int]byteRange, want arrow.Array, rows plan.RowSet, m listMapping) (checked int, bad error) {
+	t.Helper()
+	sel := m.planListPages(pages, rows)
+	rd := &rowGroupRead{rg: rg, numRows: numRows, pages: map[int][]pageRange{1: sel}, dict: dict, rows: rows}
+	if !fl.pageAwareOK(1, rd) {
+		return 0, fmt.Errorf("planned list pages not decoded page by page")
+	}
+	col, err := decodePages(ctx, fl, sf, rd, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer col.arr.Release()
+	for i, row := range col.rows {
+		if got, exp := rowJSON(t, col.arr, i), rowJSON(t, want, int(row)); got != exp {
+			return checked, fmt.Errorf("row %d decodes as %s, the whole chunk has %s", row, got, exp)
+		}
+		checked++
+	}
+	for _, rr := range rows {
+		for row := rr.Start; row < rr.End; row++ {
+			if col.index(row) < 0 {
+				return checked, fmt.Errorf("planned row %d not decoded", row)
+			}
+		}
+	}
+	return checked, nil
+}
+
 // TestListPagesOfASidePageIndexDecodeAloneToExactlyTheirRows builds the
 // page_index side index of a list column for each way arrow-go writes
-// one, and decodes page runs chosen at random (one page, neighbours,
-// gaps) through the connector's page decoder: each run gives exactly the
-// rows of its pages, as the whole chunk decodes them — NULL lists, empty
-// lists, NULL and duplicate elements, records spanning pages. On the V1
-// writer without a page index, pages start inside records: the index
-// must have merged them (fewer pages than written), or a page read alone
-// would return part of a record.
+// one, plans its pages for random rows as the planner does (every page
+// holding levels of a wanted row) and decodes them through the
+// connector's page decoder: every row it returns is exactly the whole
+// chunk's — NULL lists, empty lists, NULL and duplicate elements,
+// records spanning pages, runs starting inside a record (its leading
+// levels dropped) or ending inside one (the truncated record dropped).
+// On the V1 writer without a page index, pages start inside records: the
+// index lists them as written, marked, and a mapping off by one row or
+// one page fails (a refusal or a wrong row) while one planning a row
+// more stays exact.
 func TestListPagesOfASidePageIndexDecodeAloneToExactlyTheirRows(t *testing.T) {
 	ctx := context.Background()
 	for _, w := range listWriters {
@@ -177,16 +267,18 @@ func TestListPagesOfASidePageIndexDecodeAloneToExactlyTheirRows(t *testing.T) {
 			sf := sparseOf(data)
 			side := sidePagesOf(t, data)
 			r := rand.New(rand.NewPCG(11, uint64(len(name))))
-			merged, checked := false, 0
+			split, checked, tails := false, 0, 0
+			caught := make([]int, len(offByOneMappings))
 			for rg, pages := range side {
 				numRows := fl.md.RowGroup(rg).NumRows()
-				if written := dataPagesOf(t, data, rg, 1); len(pages) < written {
-					merged = true
-				} else if len(pages) != written {
+				if written := dataPagesOf(t, data, rg, 1); len(pages) != written {
 					t.Fatalf("%s rg %d: side index lists %d pages, the writer wrote %d", name, rg, len(pages), written)
 				}
 				if len(pages) < 4 {
 					t.Fatalf("%s rg %d: %d pages, want several", name, rg, len(pages))
+				}
+				for _, pg := range pages {
+					split = split || pg.StartsInsideRow
 				}
 				whole, err := decodeWhole(ctx, fl, sf, rg, []int{1})
 				if err != nil {
@@ -198,41 +290,44 @@ func TestListPagesOfASidePageIndexDecodeAloneToExactlyTheirRows(t *testing.T) {
 				if first := pages[0].Offset; first > ch.Start {
 					dict = map[int]byteRange{1: {Off: ch.Start, Len: first - ch.Start}}
 				}
-				for trial := 0; trial < 40; trial++ {
-					var sel []pageRange
-					var rows []plan.RowRange
-					for i, pg := range pages {
-						if trial < len(pages) && i != trial || trial >= len(pages) && r.IntN(3) != 0 {
-							continue
+				for trial := 0; trial < 60; trial++ {
+					rows := randomRows(r, numRows)
+					if trial < len(pages) { // each page's first row, and the row it continues
+						rows = plan.Union(rows, []plan.RowRange{{Start: max(0, pages[trial].FirstRow-1), End: min(numRows, pages[trial].FirstRow+1)}})
+					}
+					for _, m := range []listMapping{plannedMapping, widerMapping} {
+						n, err := decodeListTrial(ctx, t, fl, sf, rg, numRows, pages, dict, want, rows, m)
+						if err != nil {
+							t.Fatalf("%s rg %d, rows %v, %s mapping: %v", name, rg, rows, m.name, err)
 						}
-						sel = append(sel, pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRow, pg.EndRow - pg.FirstRow})
-						rows = append(rows, plan.RowRange{Start: pg.FirstRow, End: pg.EndRow})
+						checked += n
 					}
-					if len(sel) == 0 || len(sel) == len(pages) {
-						continue
-					}
-					rd := &rowGroupRead{rg: rg, numRows: numRows, pages: map[int][]pageRange{1: sel}, dict: dict, rows: plan.Union(nil, rows)}
-					if !fl.pageAwareOK(1, rd) {
-						t.Fatalf("%s rg %d: planned list pages not decoded page by page", name, rg)
-					}
-					col, err := decodePages(ctx, fl, sf, rd, 1)
-					if err != nil {
-						t.Fatalf("%s rg %d, %d pages: %v", name, rg, len(sel), err)
-					}
-					for i, row := range col.rows {
-						if got, exp := rowJSON(t, col.arr, i), rowJSON(t, want, int(row)); got != exp {
-							t.Fatalf("%s rg %d, pages from row %d: row %d decodes as %s, the whole chunk has %s", name, rg, sel[0].firstRow, row, got, exp)
+					sel := plannedMapping.planListPages(pages, rows)
+					for i, p := range sel {
+						if p.startsInside && (i == 0 || sel[i-1].Off+sel[i-1].Len != p.Off) {
+							tails++ // a run starting inside a row
 						}
-						checked++
 					}
-					col.arr.Release()
+					for i, m := range offByOneMappings {
+						if _, err := decodeListTrial(ctx, t, fl, sf, rg, numRows, pages, dict, want, rows, m); err != nil {
+							caught[i]++
+						}
+					}
 				}
 				want.Release()
 			}
-			if merged != w.split {
-				t.Fatalf("%s: pages merged %v, want %v (does the writer still split records across pages?)", name, merged, w.split)
+			if split != w.split {
+				t.Fatalf("%s: pages start inside a record %v, want %v (does the writer still split records across pages?)", name, split, w.split)
 			}
-			t.Logf("%s: %d rows checked", name, checked)
+			if w.split && tails == 0 {
+				t.Fatalf("%s: no planned run starts inside a row", name)
+			}
+			for i, m := range offByOneMappings {
+				if w.split && caught[i] == 0 {
+					t.Fatalf("%s: the mapping %q was never caught", name, m.name)
+				}
+			}
+			t.Logf("%s: %d rows checked, %d planned runs start inside a row, off-by-one mappings caught %v times", name, checked, tails, caught)
 		}
 	}
 }

@@ -117,10 +117,13 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sparse, decoded atomic.Int64
+	var sparse, decoded, exact atomic.Int64
 	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
 	ctx = context.WithValue(ctx, decodedCountKey{}, &decoded)
-	defer func() { res.Stats.SparseColumns, res.Stats.RowsDecoded = sparse.Load(), decoded.Load() }()
+	ctx = context.WithValue(ctx, exactCountKey{}, &exact)
+	defer func() {
+		res.Stats.SparseColumns, res.Stats.RowsDecoded, res.Stats.ExactRowGroups = sparse.Load(), decoded.Load(), exact.Load()
+	}()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
 	if workers <= 0 {
@@ -338,7 +341,7 @@ func (c *Connector) needOf(ctx context.Context, p *prepared, fl *fileLayout) (*f
 
 // rowGroupReadOf is what the plan says to decode of one row group.
 func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*rowGroupRead, error) {
-	r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}, firstRow: ref.FirstRow}
+	r := &rowGroupRead{rg: int(ref.RowGroup), numRows: ref.RowCount, pages: map[int][]pageRange{}, dict: map[int]byteRange{}, firstRow: ref.FirstRow, exact: ref.RowsExact}
 	if r.rg < 0 || r.rg >= len(f.fl.chunks) {
 		return nil, fmt.Errorf("%s: the plan names row group %d of %d", f.pf.File, r.rg, len(f.fl.chunks))
 	}
@@ -370,7 +373,7 @@ func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*
 			r.dict[leaf] = byteRange{Off: pg.Offset, Len: pg.Length}
 			continue
 		}
-		r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRowIndex, pg.RowCount})
+		r.pages[leaf] = append(r.pages[leaf], pageRange{byteRange{Off: pg.Offset, Len: pg.Length}, pg.FirstRowIndex, pg.RowCount, pg.StartsInsideRow, pg.EndsInsideRow})
 	}
 	return r, nil
 }
@@ -457,7 +460,8 @@ func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRea
 		countDecoded(ctx, cs.at-first)
 		w := *r
 		w.rows = plan.RowSet{{Start: first, End: cs.at}}
-		keep, err := c.keepRows(p, fl, &w, cols)
+		w.exact = false // the window's rows, not the matching ones
+		keep, err := c.keepRows(ctx, p, fl, &w, cols)
 		var rec arrow.RecordBatch
 		if err == nil {
 			taken := keep[:min(int64(len(keep)), p.q.Limit-found)] // the rows past the LIMIT are not taken
@@ -490,7 +494,7 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	}
 	countDecoded(ctx, r.numRows)
 	// filter
-	keep, err := c.keepRows(p, fl, r, cols)
+	keep, err := c.keepRows(ctx, p, fl, r, cols)
 	if err != nil {
 		return nil, err
 	}
@@ -511,12 +515,21 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	return project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
 }
 
-// keepRows are r's candidates the predicate keeps, evaluated on cols.
-// The slice is rowScratch's: the caller releases it when done.
-func (c *Connector) keepRows(p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column) ([]int64, error) {
+// keepRows are r's candidates the predicate keeps, evaluated on cols —
+// or, when side indexes answered every leaf exactly (r.exact), all of
+// them without evaluating it. The slice is rowScratch's: the caller
+// releases it when done.
+func (c *Connector) keepRows(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column) ([]int64, error) {
 	rows := candidates(r)
-	if k, ok := p.expr.(predicate.Const); ok && k.Value {
+	k, isConst := p.expr.(predicate.Const)
+	switch {
+	case isConst && k.Value:
 		return rows, nil // no predicate: every candidate
+	case r.exact && !isConst:
+		if n, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); n != nil {
+			n.Add(1)
+		}
+		return rows, nil // the planned rows are exactly the matching ones
 	}
 	defer rowScratch.put(rows)
 	sel, err := (&filter{expr: p.expr, scratch: true}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
@@ -530,6 +543,10 @@ func (c *Connector) keepRows(p *prepared, fl *fileLayout, r *rowGroupRead, cols 
 	}
 	return keep, nil
 }
+
+// exactCountKey keys the query's count of row groups read without
+// evaluating the predicate (Stats.ExactRowGroups) in its context.
+type exactCountKey struct{}
 
 // candidates are the row group's planned rows less its deleted ones.
 func candidates(r *rowGroupRead) []int64 {

@@ -301,10 +301,41 @@ type ColumnPageIndex struct {
 }
 
 // Page is one data page: its bytes and the rows [FirstRow, EndRow) of the
-// row group it holds.
+// row group starting in it. StartsInsideRow: the page's first levels end
+// row FirstRow-1, begun in the page before (a list column's pages as
+// arrow-go's V1 writer cuts them without a page index, listed by a
+// page_index side index; a native page index starts every page at a row).
 type Page struct {
 	Offset, Length   int64
 	FirstRow, EndRow int64
+	StartsInsideRow  bool
+}
+
+// HeldRows are the rows [start, end) having levels in the page: those
+// starting in it and the row it continues.
+func (p Page) HeldRows() (start, end int64) {
+	if p.StartsInsideRow {
+		return p.FirstRow - 1, p.EndRow
+	}
+	return p.FirstRow, p.EndRow
+}
+
+// MarkContinuedPages sets StartsInsideRow on pages[i] for each ordinal i
+// of continued, validated: in range, not the first page (a chunk begins
+// with a row), ascending, and not a page with no row before it.
+func MarkContinuedPages(pages []Page, continued []int32) error {
+	prev := int32(0)
+	for _, i := range continued {
+		if i <= prev || int(i) >= len(pages) {
+			return fmt.Errorf("continued page %d of %d pages is out of place", i, len(pages))
+		}
+		if pages[i].FirstRow < 1 {
+			return fmt.Errorf("continued page %d has no row before it", i)
+		}
+		pages[i].StartsInsideRow = true
+		prev = i
+	}
+	return nil
 }
 
 // PagesOf validates an offset index against its chunk and the row

@@ -21,6 +21,9 @@ type sidePages struct {
 // a writer would have put in the file (Column may be empty).
 type SidePageIndex struct {
 	Offset, Column []byte
+	// Continued are the pages (ordinals) of a list column whose first
+	// levels end the row begun before them (Page.StartsInsideRow).
+	Continued []int32
 }
 
 // AttachSidePageIndex parses the page index of leaf column col, one entry
@@ -47,6 +50,9 @@ func (f *Footer) AttachSidePageIndex(col int, groups []SidePageIndex) error {
 		}
 		pages, err := PagesOf(oi, f.Chunks[rg][col], md.RowGroup(rg).NumRows())
 		if err != nil {
+			return fmt.Errorf("%s: side page index of column %d, row group %d: %w", f.ID.Path, col, rg, err)
+		}
+		if err := MarkContinuedPages(pages, g.Continued); err != nil {
 			return fmt.Errorf("%s: side page index of column %d, row group %d: %w", f.ID.Path, col, rg, err)
 		}
 		cpi.Offset, cpi.Pages = oi, pages
@@ -94,11 +100,12 @@ func (f *Footer) HasSidePageIndex(col int) bool {
 	return ok
 }
 
-// HasSideRowAlignedPages reports whether the pages PageIndex serves for
-// leaf column col are a side page index's (the file has no native page
-// index): the page_index kind lists a repeated column's pages merged to
-// start at row boundaries, so its pages may be read alone.
-func (f *Footer) HasSideRowAlignedPages(col int) bool {
+// HasSideListPages reports whether the pages PageIndex serves for leaf
+// column col are a side page index's (the file has no native page
+// index): the page_index kind lists a repeated column's pages with the
+// rows starting in each and those starting inside a row
+// (Page.StartsInsideRow), so a run of them may be read alone.
+func (f *Footer) HasSideListPages(col int) bool {
 	return !f.HasNativePageIndex() && f.HasSidePageIndex(col)
 }
 

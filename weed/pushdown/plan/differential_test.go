@@ -610,5 +610,33 @@ func checkPagesCoverRows(t testing.TB, name string, e predicate.Expr, fp *FilePl
 				}
 			}
 		}
+		checkContinuedPagesPlanned(t, name, e, fp, k.rg, k.col, refs)
+	}
+}
+
+// checkContinuedPagesPlanned: a page continuing a planned row (a list
+// column's, from a page_index side index) is planned too, and the refs
+// say which pages start and end inside a row.
+func checkContinuedPagesPlanned(t testing.TB, name string, e predicate.Expr, fp *FilePlan, rg, col int, refs []*pushdown_pb.PageRef) {
+	t.Helper()
+	idx, err := fp.Footer.PageIndex(context.Background(), rg)
+	if err != nil || idx == nil || col >= len(idx.Columns) {
+		return
+	}
+	all := idx.Columns[col].Pages
+	byPage := map[int32]*pushdown_pb.PageRef{}
+	for _, r := range refs {
+		if !r.Dictionary {
+			byPage[r.Page] = r
+		}
+	}
+	for i, pg := range all {
+		r := byPage[int32(i)]
+		if pg.StartsInsideRow && fp.RowGroups[rg].Rows.Overlaps(pg.FirstRow-1, pg.FirstRow) && r == nil {
+			t.Fatalf("%s: %s: row %d of row group %d is planned, page %d of column %d continuing it is not", name, e, pg.FirstRow-1, rg, i, col)
+		}
+		if r != nil && (r.StartsInsideRow != pg.StartsInsideRow || r.EndsInsideRow != (i+1 < len(all) && all[i+1].StartsInsideRow)) {
+			t.Fatalf("%s: %s: row group %d page %d of column %d: ref starts/ends inside a row %v/%v, the index says otherwise", name, e, rg, i, col, r.StartsInsideRow, r.EndsInsideRow)
+		}
 	}
 }

@@ -83,7 +83,7 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileO
 		return build()
 	}
 	for _, rg := range fp.RowGroups {
-		if rg.Skip || rg.Rows != nil {
+		if rg.Skip || rg.Rows != nil || rg.RowsExact { // RowsExact: of this predicate only
 			return build()
 		}
 	}
@@ -105,8 +105,10 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 	var firstRow int64
 	// Pages of a repeated column may begin inside a row (writers do not all
 	// start them at row boundaries): plan such chunks whole, unless their
-	// pages come from a page_index side index, whose pages are merged to
-	// start rows.
+	// pages come from a page_index side index, which marks the pages
+	// starting inside a row: a wanted row then plans every page holding
+	// its levels (footer.Page.HeldRows), and the refs say where a page
+	// starts or ends inside a row.
 	var repeatedCols uint64 // bit i: projected[i] is repeated (first 64)
 	for i, col := range projected {
 		if i < 64 && md.Schema.Column(col).MaxRepetitionLevel() > 0 {
@@ -131,8 +133,9 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			if i >= 64 {
 				repeated = md.Schema.Column(col).MaxRepetitionLevel() > 0
 			}
-			if repeated && fp.Footer.HasSideRowAlignedPages(col) {
-				repeated = false
+			listPages := false
+			if repeated && fp.Footer.HasSideListPages(col) {
+				repeated, listPages = false, true
 			}
 			out.pagesTotal += int64(len(pages))
 			if rgp.Skip {
@@ -150,13 +153,18 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 					Offset: ch.Start, Length: first - ch.Start, Dictionary: true})
 			}
 			for i, pg := range pages {
-				if !rgp.Rows.Overlaps(pg.FirstRow, pg.EndRow) {
+				if !rgp.Rows.Overlaps(pg.HeldRows()) {
 					continue
 				}
 				out.pagesPlanned++
 				out.ranges = append(out.ranges, byteRange{pg.Offset, pg.Length})
-				out.pages = append(out.pages, &pushdown_pb.PageRef{File: fp.File.Path, RowGroup: int32(rg), Column: ref, Page: int32(i),
-					Offset: pg.Offset, Length: pg.Length, FirstRowIndex: pg.FirstRow, RowCount: pg.EndRow - pg.FirstRow})
+				pr := &pushdown_pb.PageRef{File: fp.File.Path, RowGroup: int32(rg), Column: ref, Page: int32(i),
+					Offset: pg.Offset, Length: pg.Length, FirstRowIndex: pg.FirstRow, RowCount: pg.EndRow - pg.FirstRow}
+				if listPages {
+					pr.StartsInsideRow = pg.StartsInsideRow
+					pr.EndsInsideRow = i+1 < len(pages) && pages[i+1].StartsInsideRow
+				}
+				out.pages = append(out.pages, pr)
 			}
 		}
 		if !rgp.Skip {
@@ -164,6 +172,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			refs = refs[:len(refs)+1]
 			ref := &refs[len(refs)-1]
 			ref.File, ref.RowGroup, ref.FirstRow, ref.RowCount = fp.File.Path, int32(rg), firstRow, numRows
+			ref.RowsExact = rgp.RowsExact
 			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
 				for _, r := range rgp.Rows {

@@ -44,11 +44,11 @@ func (s *builtSidePages) PageIndexes(_ context.Context, files []*DataFile, field
 				continue
 			}
 			for rg := 0; rg < idx.RowGroups(); rg++ {
-				oi, ci, err := idx.ThriftPageIndex(rg)
+				g, err := idx.SidePageIndex(rg)
 				if err != nil {
 					return nil, nil, err
 				}
-				out[i][id] = append(out[i][id], footer.SidePageIndex{Offset: oi, Column: ci})
+				out[i][id] = append(out[i][id], g)
 			}
 		}
 	}
@@ -358,7 +358,9 @@ func listPagesFile(t *testing.T, pageIndex bool) []byte {
 // page_index side index of tags is attached (its pages start at rows),
 // and as whole chunks when only id has one, or when the file's own page
 // index is all there is (not every writer starts a list's pages at rows).
-// Every matching row lies in a planned page of every projected column.
+// Every matching row lies in a planned page of every projected column,
+// and for scattered candidate rows every tags page continuing one (the
+// writer starts pages inside records) is planned too, marked.
 func TestAListColumnIsPlannedByPageOnlyWhereAPageIndexSideIndexListsItsPages(t *testing.T) {
 	ctx := context.Background()
 	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
@@ -442,5 +444,30 @@ func TestAListColumnIsPlannedByPageOnlyWhereAPageIndexSideIndexListsItsPages(t *
 			}
 			t.Logf("%s: %d tags pages, %d of %d bytes", c.name, tagsPages, tagsBytes, chunkBytes)
 		}
+	}
+	// scattered candidate rows: every page holding levels of a planned
+	// row is planned, those starting inside a row among them
+	r := rand.New(rand.NewPCG(3, 5))
+	continued := 0
+	for trial := 0; trial < 40; trial++ {
+		rows := roaring64.New()
+		for k := 0; k < 20+r.IntN(30); k++ {
+			rows.Add(uint64(r.Int64N(df.Rows)))
+		}
+		p := &Planner{Cache: footer.NewCache("test", 64<<20, mem.open)}
+		resp, plans, err := p.Plan(ctx, Request{Table: Table{Schema: schema}, Files: []DataFile{plainFile}, Predicate: e, Options: DefaultOptions(),
+			SidePages: &builtSidePages{fields: []int{1, 2}, byFile: src.byFile}, SideIndex: positionsSideIndex{rows}})
+		if err != nil {
+			t.Fatalf("scattered rows: plan: %v", err)
+		}
+		checkPagesCoverRows(t, "scattered rows", e, plans[0], resp)
+		for _, pg := range resp.GetPages() {
+			if pg.GetStartsInsideRow() {
+				continued++
+			}
+		}
+	}
+	if continued == 0 {
+		t.Fatal("no planned tags page starts inside a row: the test checks nothing")
 	}
 }

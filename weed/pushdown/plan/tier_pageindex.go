@@ -102,7 +102,8 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 	var kept []RowRange
 	for i, pg := range spans {
 		if prune.EvaluateLeaf(l, pageStats[i]) == prune.MightMatch {
-			kept = append(kept, RowRange{pg.FirstRow, pg.EndRow})
+			start, end := pg.HeldRows()
+			kept = append(kept, RowRange{start, end})
 		}
 	}
 	return normalize(kept), true

@@ -42,6 +42,19 @@ const MinSideIndexGap = 64
 // match is skipped; runs of at least MinSideIndexGap rows that cannot
 // match are cut out of the planned ranges. It only ever narrows.
 func PruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64) {
+	pruneBySideIndex(rgp, positions, first, n, false)
+}
+
+// MaxExactRanges bounds the row ranges of a row group planned exactly
+// (positions the whole predicate's exact answer): more, and its ranges
+// merge across gaps shorter than MinSideIndexGap as for candidates, the
+// reader then evaluating the predicate.
+const MaxExactRanges = 1 << 14
+
+// pruneBySideIndex is PruneBySideIndex; exact: positions are exactly the
+// rows matching the predicate, so the row group's ranges are cut to them
+// (gaps of any length, at most MaxExactRanges ranges) and marked exact.
+func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64, exact bool) {
 	if rgp.Skip || positions == nil || n <= 0 {
 		return
 	}
@@ -49,11 +62,22 @@ func PruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n i
 	if rows == nil {
 		rows = All(n)
 	}
+	gap := int64(MinSideIndexGap)
+	if exact {
+		gap = 1
+	}
 	var out []RowRange
 	for _, r := range rows {
-		out = append(out, matchingRanges(positions, first, r)...)
+		out = append(out, matchingRanges(positions, first, r, gap)...)
+	}
+	if exact && len(out) > MaxExactRanges {
+		exact, out = false, nil
+		for _, r := range rows {
+			out = append(out, matchingRanges(positions, first, r, MinSideIndexGap)...)
+		}
 	}
 	set := normalize(out)
+	rgp.RowsExact = exact
 	switch {
 	case len(set) == 0:
 		rgp.Skip, rgp.SkipTier = true, TierSideIndex
@@ -65,8 +89,8 @@ func PruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n i
 
 // matchingRanges are the parts of r (row-group-local, the group starting at
 // file position first) holding positions, merged across gaps shorter than
-// MinSideIndexGap.
-func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange) []RowRange {
+// gap rows.
+func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange, gap int64) []RowRange {
 	lo, hi := uint64(first+r.Start), uint64(first+r.End)
 	if rangeCardinality(positions, lo, hi) == 0 {
 		return nil
@@ -81,7 +105,7 @@ func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange) []RowR
 			break
 		}
 		local := int64(p) - first
-		if start >= 0 && local-end < MinSideIndexGap {
+		if start >= 0 && local-end < gap {
 			end = local + 1
 			continue
 		}
@@ -101,7 +125,9 @@ func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter) {
 	if fp.SideIndex == nil {
 		return
 	}
-	narrowRowGroups(fp, local[TierSideIndex], func(rgp *RowGroupPlan, first, n int64) { PruneBySideIndex(rgp, fp.SideIndex, first, n) })
+	narrowRowGroups(fp, local[TierSideIndex], func(rgp *RowGroupPlan, first, n int64) {
+		pruneBySideIndex(rgp, fp.SideIndex, first, n, fp.SideIndexExact)
+	})
 }
 
 // computeSideIndex asks src about the surviving files.

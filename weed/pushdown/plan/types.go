@@ -126,6 +126,9 @@ type RowGroupPlan struct {
 	// Rows are the row ranges that might match (row-group-local); nil means
 	// every row.
 	Rows RowSet
+	// RowsExact: Rows (nil: every row) are exactly the rows matching the
+	// predicate, deleted ones aside (side indexes answered it exactly).
+	RowsExact bool
 }
 
 // FilePlan is the access plan of one file.

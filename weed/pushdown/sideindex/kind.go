@@ -96,11 +96,11 @@ type PageIndexSource interface {
 	RowGroupIndex(rg int) (*footer.RowGroupIndex, error)
 	// RowGroups is the number of row groups the index covers.
 	RowGroups() int
-	// ThriftPageIndex returns row group rg's OffsetIndex and ColumnIndex
-	// bytes as a writer would have stored them in the file (column nil
+	// SidePageIndex returns row group rg's OffsetIndex and ColumnIndex
+	// bytes as a writer would have stored them in the file (Column nil
 	// when the group has none), for a planner to parse as it parses a
-	// native page index.
-	ThriftPageIndex(rg int) (offset, column []byte, err error)
+	// native page index, and a list column's pages continuing a row.
+	SidePageIndex(rg int) (footer.SidePageIndex, error)
 }
 
 // Answer is an index's answer to one leaf.

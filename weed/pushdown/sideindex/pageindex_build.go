@@ -32,16 +32,21 @@ const (
 	pageLeafProp    = "lakeweed.sideindex.leaf"
 	pageLeavesProp  = "lakeweed.sideindex.leaves"
 	// pageRowAlignedProp marks the page index of a repeated column whose
-	// pages were merged to start at row boundaries; Open refuses a
-	// repeated column's page index without it.
+	// pages were merged to start at row boundaries (as earlier builds
+	// wrote it); pageListRowsProp one listing the writer's pages with the
+	// rows starting in each and, per row group, the pages continuing a
+	// row (continuedPagesProp). Open refuses a repeated column's page
+	// index with neither.
 	pageRowAlignedProp = "lakeweed.sideindex.row-aligned"
+	pageListRowsProp   = "lakeweed.sideindex.list-rows"
+	continuedPagesProp = "continued-pages"
 )
 
 func (pageIndexKind) Name() string { return "page_index" }
 
 // Supports: primitive columns, and lists of primitives (the element
-// column, a leaf of a repeated field: its pages, merged to row
-// boundaries, see rowAlignedPages).
+// column, a leaf of a repeated field: its pages with the rows starting in
+// each and those continuing a row, see listPageRows).
 func (pageIndexKind) Supports(t iceberg.Type) bool {
 	if lt, ok := t.(*iceberg.ListType); ok {
 		t = lt.Element
@@ -58,6 +63,7 @@ type dataPage struct {
 	offset, size int64 // file offset and length, header included
 	values       int64 // levels in the page
 	rows         int64 // rows starting in the page (V2: num_rows; V1: values of a flat column)
+	continues    bool  // a list's page whose first levels end the row begun before it
 	stats        *metadata.EncodedStatistics
 }
 
@@ -125,7 +131,7 @@ func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
 			return nil, err
 		}
 		if repeated {
-			if pages, err = rowAlignedPages(rdr, rg, in.Column, ch.NumValues, pages); err != nil {
+			if err = listPageRows(rdr, rg, in.Column, ch.NumValues, pages); err != nil {
 				return nil, fmt.Errorf("page_index: row group %d: %w", rg, err)
 			}
 		}
@@ -150,6 +156,9 @@ func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
 		}
 		props := map[string]string{"row-group": strconv.Itoa(rg), "first-row": strconv.FormatInt(first, 10), "rows": strconv.FormatInt(rows, 10),
 			"chunk-start": strconv.FormatInt(ch.Start, 10), "chunk-length": strconv.FormatInt(ch.Length, 10)}
+		if repeated {
+			props[continuedPagesProp] = continuedList(pages)
+		}
 		var ob, cb bytes.Buffer
 		if _, err := oi.WriteTo(&ob, nil); err != nil {
 			return nil, err
@@ -169,7 +178,7 @@ func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	fileProps := map[string]string{pageColumnProp: descr.encode(),
 		pageLeafProp: strconv.Itoa(in.Column), pageLeavesProp: strconv.Itoa(in.Footer.Meta.Schema.NumColumns())}
 	if repeated {
-		fileProps[pageRowAlignedProp] = "true"
+		fileProps[pageListRowsProp] = "true"
 	}
 	return writePuffin(headerOf(in, k.Name()), fileProps, blobs)
 }
@@ -201,25 +210,25 @@ func (k pageIndexKind) checkColumn(in Input) (col *schema.Column, repeated bool,
 	return col, true, nil
 }
 
-// rowAlignedPages gives each data page of a repeated column chunk the
-// rows starting in it, from the chunk's repetition levels, and merges a
-// page that does not start at a row boundary (its first repetition level
-// is not 0: the writer split a record across pages, as arrow-go's V1
-// writer does without a page index) into the page before it, so every
-// page listed starts a row and a reader of a page never sees part of a
-// record. A merged page keeps no statistics (the row group then has no
-// column index). A V2 page must start a row and count the rows its header
-// says; the first page must start a row.
-func rowAlignedPages(rdr *file.Reader, rg, column int, numValues int64, pages []dataPage) ([]dataPage, error) {
+// listPageRows gives each data page of a repeated column chunk the rows
+// starting in it, from the chunk's repetition levels, and marks a page
+// that does not start at a row boundary (its first repetition level is
+// not 0: the writer split a record across pages, as arrow-go's V1 writer
+// does without a page index) as continuing the row begun before it. A
+// reader of such a page alone drops its leading levels; a reader of a row
+// reads the pages continuing it too (footer.Page.HeldRows). A V2 page
+// must start a row and count the rows its header says; the first page
+// must start a row.
+func listPageRows(rdr *file.Reader, rg, column int, numValues int64, pages []dataPage) error {
 	levels, err := repetitionLevels(rdr, rg, column, numValues)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []dataPage
 	at := int64(0)
-	for i, pg := range pages {
+	for i := range pages {
+		pg := &pages[i]
 		if pg.values <= 0 || at+pg.values > int64(len(levels)) {
-			return nil, fmt.Errorf("page %d holds %d levels, past the chunk's %d", i, pg.values, len(levels))
+			return fmt.Errorf("page %d holds %d levels, past the chunk's %d", i, pg.values, len(levels))
 		}
 		lv := levels[at : at+pg.values]
 		at += pg.values
@@ -230,29 +239,32 @@ func rowAlignedPages(rdr *file.Reader, rg, column int, numValues int64, pages []
 			}
 		}
 		if pg.rows >= 0 && (pg.rows != starts || lv[0] != 0) {
-			return nil, fmt.Errorf("V2 page %d says %d rows, its repetition levels start %d (first level %d)", i, pg.rows, starts, lv[0])
+			return fmt.Errorf("V2 page %d says %d rows, its repetition levels start %d (first level %d)", i, pg.rows, starts, lv[0])
 		}
-		pg.rows = starts
-		if lv[0] == 0 {
-			out = append(out, pg)
-			continue
+		pg.rows, pg.continues = starts, lv[0] != 0
+		if pg.continues && i == 0 {
+			return fmt.Errorf("the chunk's first page does not start a row")
 		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("the chunk's first page does not start a row")
-		}
-		prev := &out[len(out)-1]
-		if prev.offset+prev.size != pg.offset {
-			return nil, fmt.Errorf("page %d continues a row but does not follow the page before it", i)
-		}
-		prev.size += pg.size
-		prev.values += pg.values
-		prev.rows += pg.rows
-		prev.stats = &metadata.EncodedStatistics{}
 	}
 	if at != int64(len(levels)) {
-		return nil, fmt.Errorf("pages hold %d levels, the chunk %d", at, len(levels))
+		return fmt.Errorf("pages hold %d levels, the chunk %d", at, len(levels))
 	}
-	return out, nil
+	return nil
+}
+
+// continuedList is the ordinals of the pages continuing a row, comma
+// separated.
+func continuedList(pages []dataPage) string {
+	var b []byte
+	for i, pg := range pages {
+		if pg.continues {
+			if len(b) > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(i), 10)
+		}
+	}
+	return string(b)
 }
 
 // repetitionLevels decodes every repetition level of a column chunk

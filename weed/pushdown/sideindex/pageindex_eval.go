@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -29,8 +30,10 @@ type pageGroup struct {
 	first, rows int64
 	cpi         footer.ColumnPageIndex
 	// offset and column are the Thrift OffsetIndex and ColumnIndex as
-	// stored (column empty when the group has none).
+	// stored (column empty when the group has none); continued the pages
+	// of a list column continuing a row.
 	offset, column []byte
+	continued      []int32
 }
 
 func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (Index, error) {
@@ -46,8 +49,8 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 	if err != nil {
 		return fail("%v", err)
 	}
-	if maxRep > 0 && props[pageRowAlignedProp] != "true" {
-		return fail("the pages of a repeated column are not marked row-aligned")
+	if maxRep > 0 && props[pageRowAlignedProp] != "true" && props[pageListRowsProp] != "true" {
+		return fail("the pages of a repeated column are marked neither row-aligned nor with the rows starting in them")
 	}
 	leaf, err1 := strconv.Atoi(props[pageLeafProp])
 	leaves, err2 := strconv.Atoi(props[pageLeavesProp])
@@ -75,6 +78,19 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 			return fail("row group %d: %v", rg, err)
 		}
 		g.cpi.Pages, g.cpi.SpansErr = footer.PagesOf(g.cpi.Offset, footer.Chunk{Start: start, Length: length}, rows)
+		if list, ok := b.props[continuedPagesProp]; ok {
+			if maxRep == 0 {
+				return fail("row group %d: continued pages of a flat column", rg)
+			}
+			if g.continued, err = parseContinued(list); err != nil {
+				return fail("row group %d: %v", rg, err)
+			}
+			if g.cpi.SpansErr == nil {
+				if err := footer.MarkContinuedPages(g.cpi.Pages, g.continued); err != nil {
+					return fail("row group %d: %v", rg, err)
+				}
+			}
+		}
 		if i+1 < len(blobs) && blobs[i+1].typ == columnIndexBlob {
 			i++
 			if crg, err := blobInt(blobs[i], "row-group"); err != nil || crg != rg {
@@ -111,14 +127,32 @@ func (p *pageIndex) RowGroupIndex(rg int) (*footer.RowGroupIndex, error) {
 // RowGroups is the number of row groups the index covers.
 func (p *pageIndex) RowGroups() int { return len(p.groups) }
 
-// ThriftPageIndex returns row group rg's OffsetIndex and ColumnIndex as a
-// writer would have written them into the file (column is nil when the
-// group has no column index).
-func (p *pageIndex) ThriftPageIndex(rg int) (offset, column []byte, err error) {
+// SidePageIndex returns row group rg's OffsetIndex and ColumnIndex as a
+// writer would have written them into the file (Column is nil when the
+// group has no column index) and a list column's continued pages.
+func (p *pageIndex) SidePageIndex(rg int) (footer.SidePageIndex, error) {
 	if rg < 0 || rg >= len(p.groups) {
-		return nil, nil, fmt.Errorf("page_index side index has no row group %d", rg)
+		return footer.SidePageIndex{}, fmt.Errorf("page_index side index has no row group %d", rg)
 	}
-	return p.groups[rg].offset, p.groups[rg].column, nil
+	g := &p.groups[rg]
+	return footer.SidePageIndex{Offset: g.offset, Column: g.column, Continued: g.continued}, nil
+}
+
+// parseContinued reads a comma-separated list of page ordinals (empty:
+// none); footer.MarkContinuedPages checks their places.
+func parseContinued(list string) ([]int32, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []int32
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("continued pages %s not understood", short(list))
+		}
+		out = append(out, int32(n))
+	}
+	return out, nil
 }
 
 // Eval keeps the rows of every page whose min/max/null count might
@@ -143,7 +177,8 @@ func (p *pageIndex) Eval(ctx context.Context, l *predicate.Leaf) (Answer, error)
 		}
 		for i, pg := range g.cpi.Pages {
 			if prune.EvaluateLeaf(l, stats[i]) == prune.MightMatch {
-				out.AddRange(uint64(g.first+pg.FirstRow), uint64(g.first+pg.EndRow))
+				start, end := pg.HeldRows()
+				out.AddRange(uint64(g.first+start), uint64(g.first+end))
 			}
 		}
 	}

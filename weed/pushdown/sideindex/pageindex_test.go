@@ -3,7 +3,11 @@ package sideindex
 import (
 	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 )
@@ -103,18 +107,22 @@ func comparePageIndex(t *testing.T, name string, rg, col int, plain *testFile, g
 	}
 }
 
-// The page index of a list column lists pages that start rows: on
-// arrow-go's V1 writer without a page index (pages cut inside records)
-// it merges pages, so it lists fewer than the writer wrote, and every
-// row group's pages hold its rows. A payload of a repeated column not
-// marked row-aligned (as one built without the row-boundary check would
-// be) does not open.
-func TestListPageIndexesStartEveryPageAtARowAndRefuseUnmarkedPayloads(t *testing.T) {
+// The page index of a list column lists the pages the writer wrote, each
+// with the rows starting in it, and marks as continuing a row exactly the
+// pages whose first repetition level is not 0 (arrow-go's V1 writer
+// without a page index cuts pages inside records). A payload of a
+// repeated column marked neither way, or whose continued pages are out of
+// place, does not open.
+func TestListPageIndexesListTheWritersPagesAndMarkThoseContinuingARow(t *testing.T) {
 	ctx := context.Background()
 	cols := listCols()
 	_, s := schemasOf(cols)
 	f := loadFile(t, "s3://b/t/data/lists.parquet", writeFile(t, cols, layout{rowGroup: 900, pageBytes: 200}, 2500, 3), s)
-	merged := false
+	rdr, err := file.NewParquetReader(bytes.NewReader(f.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	continued := 0
 	for _, field := range s.Fields() {
 		in := f.input(t, field.ID, nil)
 		if !(pageIndexKind{}).Supports(in.Type) {
@@ -135,23 +143,62 @@ func TestListPageIndexesStartEveryPageAtARowAndRefuseUnmarkedPayloads(t *testing
 			if err != nil {
 				t.Fatal(err)
 			}
-			merged = merged || len(cpi.Pages) < len(written)
+			if len(cpi.Pages) != len(written) {
+				t.Fatalf("%s rg %d: %d pages listed, the writer wrote %d", field.Name, rg, len(cpi.Pages), len(written))
+			}
+			levels, err := repetitionLevels(rdr, rg, in.Column, ch.NumValues)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, rows := int64(0), int64(0)
+			for i, pg := range cpi.Pages {
+				lv := levels[at : at+written[i].values]
+				if pg.StartsInsideRow != (lv[0] != 0) || pg.FirstRow != rows {
+					t.Fatalf("%s rg %d page %d: starts inside a row %v from row %d; its first level is %d, %d rows start before it", field.Name, rg, i, pg.StartsInsideRow, pg.FirstRow, lv[0], rows)
+				}
+				for _, l := range lv {
+					if l == 0 {
+						rows++
+					}
+				}
+				if pg.EndRow != rows {
+					t.Fatalf("%s rg %d page %d: rows end at %d, %d start through it", field.Name, rg, i, pg.EndRow, rows)
+				}
+				if pg.StartsInsideRow {
+					continued++
+				}
+				at += written[i].values
+			}
 		}
 		h, props, blobs, err := readPuffin(payload, withKind(wantOf(in, "page_index"), pageIndexKind{}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		delete(props, pageRowAlignedProp)
-		unmarked, err := writePuffin(h, props, blobs)
-		if err != nil {
-			t.Fatal(err)
+		unmarked := maps.Clone(props)
+		delete(unmarked, pageListRowsProp)
+		misplaced := slices.Clone(blobs)
+		for i := range misplaced {
+			if misplaced[i].typ == offsetIndexBlob {
+				misplaced[i].props = maps.Clone(misplaced[i].props)
+				misplaced[i].props[continuedPagesProp] = "0"
+				break
+			}
 		}
-		if _, err := (pageIndexKind{}).Open(ctx, unmarked, wantOf(in, "page_index")); err == nil {
-			t.Fatalf("%s: a list column's page index not marked row-aligned opened", field.Name)
+		for name, c := range map[string]struct {
+			props map[string]string
+			blobs []puffinBlob
+		}{"not marked": {unmarked, blobs}, "page 0 continued": {props, misplaced}} {
+			bad, err := writePuffin(h, c.props, c.blobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (pageIndexKind{}).Open(ctx, bad, wantOf(in, "page_index")); err == nil {
+				t.Fatalf("%s: a list column's page index (%s) opened", field.Name, name)
+			}
 		}
 	}
-	if !merged {
-		t.Fatal("no page was merged: the writer no longer starts pages inside records, the test checks nothing")
+	if continued == 0 {
+		t.Fatal("no page continues a row: the writer no longer starts pages inside records, the test checks nothing")
 	}
 }
 

@@ -527,11 +527,11 @@ func thriftPageIndexes(probe int32, idx sideindex.Index) (*pushdown_pb.SidePageI
 	}
 	out := &pushdown_pb.SidePageIndex{Probe: probe}
 	for rg := 0; rg < src.RowGroups(); rg++ {
-		oi, ci, err := src.ThriftPageIndex(rg)
+		g, err := src.SidePageIndex(rg)
 		if err != nil {
 			return nil, err
 		}
-		out.RowGroups = append(out.RowGroups, &pushdown_pb.RowGroupPageIndex{OffsetIndex: oi, ColumnIndex: ci})
+		out.RowGroups = append(out.RowGroups, &pushdown_pb.RowGroupPageIndex{OffsetIndex: g.Offset, ColumnIndex: g.Column, ContinuedPages: g.Continued})
 	}
 	return out, nil
 }
