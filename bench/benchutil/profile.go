@@ -29,14 +29,20 @@ func ProfiledMini(t *testing.T) (*harness.Cluster, int, string) {
 // seconds from its debug listener.
 func ClusterCPUProfile(t *testing.T, port, seconds int) []byte {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, seconds))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := FetchCPUProfile(port, seconds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// FetchCPUProfile is ClusterCPUProfile returning its error, for a caller
+// off the test's goroutine.
+func FetchCPUProfile(port, seconds int) ([]byte, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, seconds))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
 }

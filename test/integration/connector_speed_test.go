@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
@@ -184,13 +183,7 @@ func closed(c chan struct{}) bool {
 // writeClusterProfile writes a 2-second CPU profile of the cluster from its
 // debug listener to path; a failure is logged, not fatal (a measurement).
 func writeClusterProfile(t *testing.T, port int, path string) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=2", port))
-	if err != nil {
-		t.Logf("cluster profile: %v", err)
-		return
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := benchutil.FetchCPUProfile(port, 2)
 	if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}
