@@ -18,15 +18,18 @@ import (
 // side indexes. Where every leaf is answered exactly (bitmap, label_list)
 // the connector reads the planned rows without evaluating the predicate;
 // ngram's candidates are rechecked; rows deleted afterwards (position
-// deletes) stay out either way.
+// deletes) stay out either way. The exact row groups' rows come decoded
+// from the volume holding each file (ReadRows), the same rows as reading
+// their pages here (-volumeRows=false) or through the S3 gateway.
 func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *testing.T) {
 	const name = "side_kinds.events"
+	const cols = "id, ts, tenant_id, status, tags"
 	c := sharedCluster(t)
 	weed := pushdownCLI(t, c)
 	weed("demo", "-table", name, "-rows", "20000", "-files", "4", "-rowGroupRows", "2500", "-indexed", "none")
 	query := func(where string, extra ...string) ([]string, float64) {
 		t.Helper()
-		return queryRowsAndBytes(t, weed, "SELECT id FROM "+name+" WHERE "+where, extra...)
+		return queryRowsAndBytes(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+where, extra...)
 	}
 	queries := []string{
 		"message LIKE '%timeout%'",
@@ -61,9 +64,13 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 		if strings.Contains(q, "LIKE") && n > 0 || exact[q] && n == 0 {
 			t.Fatalf("%s: %.0f row groups read without evaluating the predicate", q, n)
 		}
+		v, _ := st["volume_row_groups"].(float64)
+		if v > n || exact[q] && v == 0 {
+			t.Fatalf("%s: %.0f row groups' rows decoded by the volume, %.0f exact", q, v, n)
+		}
 	}
 	for _, q := range queries {
-		got, st := queryRowsAndStats(t, weed, "SELECT id FROM "+name+" WHERE "+q)
+		got, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q)
 		after := st["bytes_read"].(float64)
 		if strings.Join(got, ",") != strings.Join(plain[q], ",") {
 			t.Fatalf("%s: %d rows with side indexes, the plain read has %d", q, len(got), len(plain[q]))
@@ -88,12 +95,18 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 	removed := 0
 	for _, q := range queries {
 		want, _ := query(q, "-no-pushdown")
-		got, st := queryRowsAndStats(t, weed, "SELECT id FROM "+name+" WHERE "+q)
+		got, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q)
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("%s after deletes: %d rows with side indexes, the plain read has %d", q, len(got), len(want))
 		}
 		removed += len(plain[q]) - len(want)
 		checkExact(q, st)
+		for _, local := range [][]string{{"-volumeRows=false"}, {"-read", "s3"}} {
+			here, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q, local...)
+			if strings.Join(here, ",") != strings.Join(want, ",") || st["volume_row_groups"] != nil {
+				t.Fatalf("%s after deletes, %v: %d rows (%d wanted), %v row groups' rows from the volume", q, local, len(here), len(want), st["volume_row_groups"])
+			}
+		}
 		t.Logf("%-62s rows %5d after deletes (of %d)", q, len(got), len(plain[q]))
 	}
 	if removed == 0 {

@@ -117,12 +117,14 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sparse, decoded, exact atomic.Int64
+	var sparse, decoded, exact, volumeRows atomic.Int64
 	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
 	ctx = context.WithValue(ctx, decodedCountKey{}, &decoded)
 	ctx = context.WithValue(ctx, exactCountKey{}, &exact)
+	ctx = context.WithValue(ctx, volumeRowsKey{}, &volumeRows)
 	defer func() {
 		res.Stats.SparseColumns, res.Stats.RowsDecoded, res.Stats.ExactRowGroups = sparse.Load(), decoded.Load(), exact.Load()
+		res.Stats.VolumeRowGroups = volumeRows.Load()
 	}()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
@@ -400,6 +402,10 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	r, err := c.rowGroupReadOf(f, u.ref)
 	if err != nil {
 		return nil, err
+	}
+	// fetch: an exact row group's few rows from the volume holding them
+	if rec, ok, err := c.volumeRows(ctx, p, f, r); ok || err != nil {
+		return rec, err
 	}
 	pageAware := c.opts.Mode == PageAware
 	now := n.tops

@@ -211,7 +211,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		if len(perFile[i]) == 0 || len(req.GetProjectedFieldIds()) == 0 {
 			continue
 		}
-		ipcBytes, err := s.projectRows(ctx, req.GetFiles()[i], o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
+		ipcBytes, _, err := s.projectRows(ctx, o.result.Path, o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
 		if err != nil {
 			if perr.IsContext(err) {
 				return nil, err
@@ -445,13 +445,15 @@ func rowGroupOf(ft *footer.Footer, pos int64) int {
 
 // projectRows reads the projected columns of the row groups holding
 // positions and returns exactly those rows, in the order given, as an
-// Arrow IPC stream.
-func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFile, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, err error) {
+// Arrow IPC stream; cached tells whether every row group came decoded
+// from the vector cache.
+func (s *Service) projectRows(ctx context.Context, path, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, cached bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, perr.New(perr.Corrupt, "decode: %v", p)
+			out, cached, err = nil, false, perr.New(perr.Corrupt, "decode: %v", p)
 		}
 	}()
+	cached = true
 	fids := make([]int, len(ids))
 	for i, id := range ids {
 		fids[i] = int(id)
@@ -460,11 +462,11 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 	var fr *pqarrow.FileReader // opened on the first row group not cached
 	readRowGroup := func(rg int) (arrow.Table, error) {
 		if fr == nil {
-			fh, err := s.Reader.Open(ctx, f.GetPath())
+			fh, err := s.Reader.Open(ctx, path)
 			if err != nil {
 				return nil, classifyOpen(err)
 			}
-			rdr, err := sideindex.OpenParquet(ctx, f.GetPath(), ft, sourceOf(fh))
+			rdr, err := sideindex.OpenParquet(ctx, path, ft, sourceOf(fh))
 			if err != nil {
 				return nil, perr.New(perr.Corrupt, "%v", err)
 			}
@@ -494,16 +496,17 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 		rg := rowGroupOf(ft, p)
 		t, ok := tables[rg]
 		if !ok {
-			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", f.GetPath(), identity, rg, cols)
+			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", path, identity, rg, cols)
 			if v, hit := cache.Get(key); hit {
 				t = v.(cachedValue).v.(arrow.Table)
 			} else {
 				loaded := freshness.Now()
+				cached = false
 				if t, err = readRowGroup(rg); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				n := tableBytes(t)
-				cache.Add(key, f.GetPath(), loaded, cachedValue{t, n}, n)
+				cache.Add(key, path, loaded, cachedValue{t, n}, n)
 			}
 			tables[rg] = t
 			if schema == nil {
@@ -531,7 +534,7 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 			p.Release()
 		}
 		if err != nil {
-			return nil, perr.New(perr.Internal, "%v", err)
+			return nil, false, perr.New(perr.Internal, "%v", err)
 		}
 		arrs[c] = a
 		defer a.Release()
@@ -541,10 +544,10 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
 	if err := w.Write(rec); err != nil {
-		return nil, perr.New(perr.Internal, "%v", err)
+		return nil, false, perr.New(perr.Internal, "%v", err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, perr.New(perr.Internal, "%v", err)
+		return nil, false, perr.New(perr.Internal, "%v", err)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), cached, nil
 }
