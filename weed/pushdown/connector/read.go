@@ -24,7 +24,6 @@ package connector
 // the LIMIT's rows.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -32,12 +31,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // fileRead is one planned file: what the plan says of it, and (prepared
@@ -348,8 +347,8 @@ func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*
 		return nil, fmt.Errorf("%s: the plan names row group %d of %d", f.pf.File, r.rg, len(f.fl.chunks))
 	}
 	if len(ref.DeletedPositions) > 0 {
-		r.deleted = roaring64.New()
-		if _, err := r.deleted.ReadFrom(bytes.NewReader(ref.DeletedPositions)); err != nil {
+		var err error
+		if r.deleted, err = rowbits.Decode(ref.DeletedPositions); err != nil {
 			return nil, fmt.Errorf("%s row group %d: the plan's deleted positions do not decode: %w", f.pf.File, ref.RowGroup, err)
 		}
 	}

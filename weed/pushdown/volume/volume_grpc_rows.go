@@ -1,10 +1,8 @@
 package volume
 
 import (
-	"bytes"
 	"context"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -12,6 +10,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // Limits of ReadRows: files per call, rows per file, position bytes per
@@ -113,8 +112,8 @@ func (s *Service) readRowsOf(ctx context.Context, f *pushdown_pb.ReadRowsFile, n
 // rowPositions decodes a file's positions: at most MaxRowsPerFile, each
 // below the file's record count.
 func rowPositions(f *pushdown_pb.ReadRowsFile) ([]int64, error) {
-	bm := roaring64.New()
-	if _, err := bm.ReadFrom(bytes.NewReader(f.GetPositions())); err != nil {
+	bm, err := rowbits.Decode(f.GetPositions())
+	if err != nil {
 		return nil, perr.New(perr.InvalidArgument, "positions are not a portable roaring64 bitmap: %v", err)
 	}
 	if n := bm.GetCardinality(); n > MaxRowsPerFile {

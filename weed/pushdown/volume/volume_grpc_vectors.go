@@ -25,6 +25,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
@@ -366,11 +367,9 @@ func candidates(f *pushdown_pb.VectorSearchFile) (*roaring64.Bitmap, error) {
 	if !f.GetHasCandidates() {
 		return nil, nil
 	}
-	m := roaring64.New()
-	if len(f.GetCandidates()) > 0 {
-		if _, err := m.ReadFrom(bytes.NewReader(f.GetCandidates())); err != nil {
-			return nil, perr.New(perr.InvalidArgument, "candidates are not a portable roaring64 bitmap: %v", err)
-		}
+	m, err := rowbits.Decode(f.GetCandidates())
+	if err != nil {
+		return nil, perr.New(perr.InvalidArgument, "candidates are not a portable roaring64 bitmap: %v", err)
 	}
 	return m, nil
 }
