@@ -112,6 +112,18 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 	if removed == 0 {
 		t.Fatal("the deletes removed no row any query returns")
 	}
+	// under a LIMIT an exact row group's first rows are its answer: only
+	// those are read from the volume
+	q := "tenant_id = 'tenant-042' AND status = 'timeout'"
+	all, _ := query(q, "-no-pushdown")
+	in := map[string]bool{}
+	for _, row := range all {
+		in[row] = true
+	}
+	got, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q+" LIMIT 3")
+	if len(all) < 3 || len(got) != 3 || !in[got[0]] || !in[got[1]] || !in[got[2]] || st["volume_row_groups"] == nil {
+		t.Fatalf("%s LIMIT 3: %q of %d matching rows, %v row groups' rows from the volume", q, got, len(all), st["volume_row_groups"])
+	}
 }
 
 // `index create -param` validates parameters per kind before recording

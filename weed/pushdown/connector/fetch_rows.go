@@ -6,7 +6,8 @@ package connector
 // projected columns (ReadRows), decoded there, instead of fetching and
 // decoding their pages here:
 //
-//	exact rows of a row group (≤ volumeRowsMax, deletes taken out)
+//	exact rows of a row group (deletes taken out; under a LIMIT the first
+//	rows up to it), at most volumeRowsMax
 //	   │ ReadRows, signed like ReadRanges
 //	   ├─ ok: Arrow IPC of exactly those rows ─▶ project
 //	   └─ any failure or a column not as this file's layout types it
@@ -31,7 +32,8 @@ import (
 )
 
 // volumeRowsMax bounds the rows of one row group read as rows from the
-// volume: past it, decoding the pages here in parallel is as cheap.
+// volume (under a LIMIT, the rows up to it): past it, decoding the pages
+// here in parallel is as cheap.
 const volumeRowsMax = 8192
 
 // volumeRowsKey keys the query's count of row groups read with ReadRows
@@ -42,7 +44,15 @@ type volumeRowsKey struct{}
 // false: read it here (not exact, too many rows, no volume route, or the
 // call failed — counted as a read fallback).
 func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
-	if c.opts.NoVolumeRows || !r.exact || r.rows == nil || r.rows.Rows() > volumeRowsMax {
+	if c.opts.NoVolumeRows || !r.exact || r.rows == nil {
+		return nil, false, nil
+	}
+	// under a LIMIT an exact row group's first rows are its answer
+	want := r.rows.Rows()
+	if p.q.Limit > 0 {
+		want = min(want, p.q.Limit)
+	}
+	if want > volumeRowsMax {
 		return nil, false, nil
 	}
 	addr, routed, err := c.fetch.volumeRoute(f.pf)
@@ -50,17 +60,18 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 		return nil, false, err
 	}
 	fl, n := f.fl, f.need
-	keep := candidates(r)
-	defer rowScratch.put(keep)
-	if len(keep) == 0 {
+	all := candidates(r)
+	defer rowScratch.put(all)
+	if len(all) == 0 {
 		return nil, false, nil
 	}
+	keep := all[:min(int64(len(all)), want)]
 	var ids []int32
-	want := map[string]int{} // the file's top-level name → top
+	tops := map[string]int{} // the file's top-level name → top
 	for i, top := range n.outTops {
 		if top >= 0 {
 			ids = append(ids, int32(p.selectIDs[i]))
-			want[fl.arrow.Field(top).Name] = top
+			tops[fl.arrow.Field(top).Name] = top
 		}
 	}
 	cols := map[int]*column{}
@@ -70,7 +81,7 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 		}
 	}()
 	if len(ids) > 0 {
-		if err := c.fetch.readRows(ctx, addr, f.pf, fl, r, keep, ids, want, cols); err != nil {
+		if err := c.fetch.readRows(ctx, addr, f.pf, fl, r, keep, ids, tops, cols); err != nil {
 			if ctx.Err() != nil {
 				return nil, false, ctx.Err()
 			}
