@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/viterin/vek/vek32"
@@ -44,6 +45,34 @@ type Index struct {
 	PQ    *PQ
 	Codes [][]byte
 	Norms [][]float32
+
+	xhatOnce sync.Once
+	xhat     [][]float32 // ivf_pq: |c + r̂|² of each row (its reconstruction's squared norm)
+}
+
+// reconNorms are the squared norms of the rows' PQ reconstructions
+// (centroid + decoded residual), list by list, computed once: with them
+// |q − x̂|² = |q|² − 2(q·c + Σ_j table[j][code_j]) + |x̂|², the ADC
+// distance from one table per query.
+func (ix *Index) reconNorms() [][]float32 {
+	ix.xhatOnce.Do(func() {
+		if ix.PQ == nil {
+			return
+		}
+		ix.xhat = make([][]float32, len(ix.Lists))
+		x := make([]float32, ix.Dim)
+		m := ix.PQ.M
+		for l := range ix.Lists {
+			cc := ix.Centroids[l*ix.Dim : (l+1)*ix.Dim]
+			ix.xhat[l] = make([]float32, len(ix.Lists[l]))
+			for i := range ix.Lists[l] {
+				ix.PQ.Decode(ix.Codes[l][i*m:(i+1)*m], x)
+				vek32.Add_Inplace(x, cc)
+				ix.xhat[l][i] = dot(x, x)
+			}
+		}
+	})
+	return ix.xhat
 }
 
 // NList is the number of lists (centroids).
@@ -56,7 +85,7 @@ func (ix *Index) Bytes() int64 {
 		b += int64(len(ix.Lists[l]))*8 + 24
 	}
 	for l := range ix.Codes {
-		b += int64(len(ix.Codes[l])) + int64(len(ix.Norms[l]))*4 + 48
+		b += int64(len(ix.Codes[l])) + int64(len(ix.Norms[l]))*8 + 72 // codes, norms and reconNorms
 	}
 	if ix.PQ != nil {
 		b += int64(len(ix.PQ.Codebooks)) * 4
@@ -460,55 +489,10 @@ func (ix *Index) SearchPacked(mat *Matrix, pk *Packed, q Query) ([]Hit, Stats, e
 	sc := newScorer(q.Metric, q.Vector)
 	order := ix.probeOrder(ix.centroidDistances(sc, q.Centroids))
 	pass := func(p int64) bool { return mat.Valid[p] && (q.Mask == nil || q.Mask.Contains(uint64(p))) }
-	var st Stats
 	if ix.PQ == nil {
 		return ix.searchFlat(mat, pk, q, sc, order, nprobe, want, pass)
 	}
-	cand := &topK{k: q.K * refine}
-	passed := 0
-	pq := ix.PQ
-	table := make([]float32, pq.M*PQCentroids)
-	qr := make([]float32, ix.Dim)
-	qq := dot(q.Vector, q.Vector)
-	for l := range order {
-		if st.Probed >= nprobe && passed >= want {
-			break
-		}
-		st.Probed++
-		cc := ix.Centroids[l*ix.Dim : (l+1)*ix.Dim]
-		for j := range qr {
-			qr[j] = q.Vector[j] - cc[j]
-		}
-		pq.l2Table(qr, table)
-		for i, p := range ix.Lists[l] {
-			if !pass(p) {
-				continue
-			}
-			passed++
-			st.Approx++
-			// |q − x|² by PQ; dot and cosine follow from it and the stored
-			// |x|: q·x = (|q|² + |x|² − |q − x|²) / 2.
-			s := pq.lookup(table, ix.Codes[l][i*pq.M:(i+1)*pq.M])
-			n := ix.Norms[l][i]
-			switch q.Metric {
-			case Dot:
-				s = -(qq + n*n - s) / 2
-			case Cosine:
-				if n == 0 || sc.qnorm == 0 {
-					s = 1
-				} else {
-					s = 1 - (qq+n*n-s)/(2*sc.qnorm*n)
-				}
-			}
-			cand.offer(Hit{p, s})
-		}
-	}
-	h := &topK{k: q.K}
-	for _, c := range cand.hits {
-		h.offer(Hit{c.Pos, sc.dist(mat.Row(c.Pos))})
-		st.Scored++
-	}
-	return h.sorted(), st, nil
+	return ix.searchPQ(mat, q, sc, order, nprobe, want, refine, pass)
 }
 
 // flatBlockRows bounds the rows of one matrix-vector product: vek
@@ -760,4 +744,97 @@ func Merge[F any](k int, lists [][]Hit, files []F, less func(a, b F) bool) []str
 		all = all[:k]
 	}
 	return all
+}
+
+// pqScratch is an ivf_pq search's working memory: the ADC table (M × 256
+// floats), one list's passing rows and their inner products; pooled so a
+// search allocates none of it.
+type pqScratch struct {
+	table []float32
+	rows  []int32
+	ips   []float32
+}
+
+var pqScratches = sync.Pool{New: func() any { return new(pqScratch) }}
+
+// searchPQ scores the rows of the probed lists by asymmetric distance
+// (ADC) over their PQ codes — |q − x̂|² = |q|² − 2(q·c + Σ_j
+// table[j][code_j]) + |x̂|², with the query's table of inner products with
+// every codeword built once per search, not once per list (as
+// |q − c − r̂|² tables per list were), and |x̂|² kept per row — keeps the best
+// K × refine and re-ranks those exactly from mat, so the distances
+// returned are those Exact computes. A row is M bytes of codes instead of
+// Dim float32s.
+func (ix *Index) searchPQ(mat *Matrix, q Query, sc scorer, order iter.Seq2[int, float32], nprobe, want, refine int, pass func(int64) bool) ([]Hit, Stats, error) {
+	var st Stats
+	pq := ix.PQ
+	m := pq.M
+	ws := pqScratches.Get().(*pqScratch)
+	defer pqScratches.Put(ws)
+	xhat := ix.reconNorms()
+	ws.table = slices.Grow(ws.table[:0], m*PQCentroids)[:m*PQCentroids]
+	pq.ipTable(q.Vector, ws.table)
+	qq := dot(q.Vector, q.Vector)
+	inf := float32(math.Inf(1))
+	cand := &topK{k: q.K * refine, hits: make([]Hit, 0, q.K*refine)}
+	worst := inf // the worst kept candidate once K × refine are kept
+	passed := 0
+	for l := range order {
+		if st.Probed >= nprobe && passed >= want {
+			break
+		}
+		st.Probed++
+		ps, norms, xh := ix.Lists[l], ix.Norms[l], xhat[l]
+		rows := ws.rows[:0]
+		for i, p := range ps {
+			if q.Mask == nil && mat.Valid[p] || q.Mask != nil && pass(p) {
+				rows = append(rows, int32(i))
+			}
+		}
+		ws.rows = rows
+		if len(rows) == 0 {
+			continue
+		}
+		passed += len(rows)
+		ips := slices.Grow(ws.ips[:0], len(rows))[:len(rows)]
+		ws.ips = ips
+		base := dot(q.Vector, ix.Centroids[l*ix.Dim:(l+1)*ix.Dim])
+		for r := range ips {
+			ips[r] = base
+		}
+		adcRows(ws.table, ix.Codes[l], m, rows, ips)
+		for r, i := range rows {
+			// |q − x̂|² by PQ; dot and cosine follow from it and the stored
+			// |x|: q·x ≈ (|q|² + |x|² − |q − x̂|²) / 2 (nearer the truth for
+			// near rows than q·x̂, whose error does not shrink with |q − x|).
+			s := qq + xh[i] - 2*ips[r]
+			switch n := norms[i]; q.Metric {
+			case Dot:
+				s = -(qq + n*n - s) / 2
+			case Cosine:
+				if n == 0 || sc.qnorm == 0 {
+					s = 1
+				} else {
+					s = 1 - (qq+n*n-s)/(2*sc.qnorm*n)
+				}
+			}
+			if s != s {
+				s = inf
+			}
+			if s > worst {
+				continue
+			}
+			cand.offer(Hit{ps[i], s})
+			if len(cand.hits) == cand.k {
+				worst = cand.hits[0].Dist
+			}
+		}
+	}
+	st.Approx = int64(passed)
+	h := &topK{k: q.K}
+	for _, c := range cand.hits {
+		h.offer(Hit{c.Pos, sc.dist(mat.Row(c.Pos))})
+		st.Scored++
+	}
+	return h.sorted(), st, nil
 }

@@ -3,8 +3,6 @@ package vector
 import (
 	"fmt"
 	"sync"
-
-	"github.com/viterin/vek/vek32"
 )
 
 // PQCentroids is the codebook size of every subspace (one byte per code).
@@ -89,21 +87,57 @@ func (p *PQ) Decode(code []byte, x []float32) {
 	}
 }
 
-// l2Table is, for each subspace and code, the squared distance between
-// the query residual's subspace and the codeword.
-func (p *PQ) l2Table(qr []float32, out []float32) {
-	for j, a := range p.assigners() {
-		qs := qr[j*p.Dsub : (j+1)*p.Dsub]
-		t := out[j*PQCentroids : (j+1)*PQCentroids]
-		a.scores(qs, t)
-		vek32.AddNumber_Inplace(t, vek32.Dot(qs, qs))
+// ipTable writes, for each subspace j and code c, the inner product of the
+// query's subspace j with codeword c into out[j·256 + c]: one table per
+// query and index (M × 256 dot products of Dsub values, 256 × Dim
+// multiply-adds), from which the inner product of the query with any
+// row's residual is M lookups. Dsub is a handful of values: a plain loop
+// beats a SIMD call per codeword.
+func (p *PQ) ipTable(q []float32, out []float32) {
+	per := PQCentroids * p.Dsub
+	for j := range p.M {
+		cb, qs, t := p.Codebooks[j*per:(j+1)*per], q[j*p.Dsub:(j+1)*p.Dsub], out[j*PQCentroids:(j+1)*PQCentroids]
+		if p.Dsub == 4 {
+			q0, q1, q2, q3 := qs[0], qs[1], qs[2], qs[3]
+			for c := range t {
+				w := cb[c*4 : c*4+4]
+				t[c] = q0*w[0] + q1*w[1] + q2*w[2] + q3*w[3]
+			}
+			continue
+		}
+		for c := range t {
+			w := cb[c*p.Dsub : (c+1)*p.Dsub]
+			var s float32
+			for d, x := range qs {
+				s += x * w[d]
+			}
+			t[c] = s
+		}
 	}
 }
 
-func (p *PQ) lookup(table []float32, code []byte) float32 {
-	var s float32
-	for j, c := range code {
-		s += table[j*PQCentroids+int(c)]
+// adcRows adds to out[r] the table entries the codes of row rows[r] of a
+// list select (codes holds the list's rows × m codes): the query's inner
+// product with each row's quantized residual. Row by row with four
+// independent sums: subspace-major passes (a 4 KB slice of the table hot
+// in L1 while the rows go by) measured slower, the sums of every row
+// going through memory once per pass.
+func adcRows(table []float32, codes []byte, m int, rows []int32, out []float32) {
+	out = out[:len(rows)]
+	for r, i := range rows {
+		code := codes[int(i)*m : (int(i)+1)*m]
+		var s0, s1, s2, s3 float32
+		j := 0
+		for ; j+4 <= len(code); j += 4 {
+			t := table[j*PQCentroids : (j+4)*PQCentroids]
+			s0 += (*[PQCentroids]float32)(t[0:])[code[j]]
+			s1 += (*[PQCentroids]float32)(t[PQCentroids:])[code[j+1]]
+			s2 += (*[PQCentroids]float32)(t[2*PQCentroids:])[code[j+2]]
+			s3 += (*[PQCentroids]float32)(t[3*PQCentroids:])[code[j+3]]
+		}
+		for ; j < len(code); j++ {
+			s0 += (*[PQCentroids]float32)(table[j*PQCentroids:])[code[j]]
+		}
+		out[r] += (s0 + s1) + (s2 + s3)
 	}
-	return s
 }
