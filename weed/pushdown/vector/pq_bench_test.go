@@ -49,7 +49,7 @@ func BenchmarkFashionLabelSearch(b *testing.B) {
 		name string
 		m    *Matrix
 		mask *roaring64.Bitmap
-	}{{"label-file", part, nil}, {"masked-0.2", file, mask}}
+	}{{"label-file", part, nil}, {"file", file, nil}, {"masked-0.2", file, mask}}
 	for _, c := range cases {
 		for _, pq := range []bool{false, true} {
 			ix, err := Build(c.m, BuildOptions{PQ: pq, Seed: 1, M: benchM})

@@ -108,3 +108,11 @@ func TestADCDistanceIsTheDistanceToTheDecodedRow(t *testing.T) {
 		t.Fatalf("checked %d rows of %d", checked, countValid(m))
 	}
 }
+
+func TestDefaultSubspacesAreAtMostSixtyFourOfAtLeastFourDimensionsDividingTheDimension(t *testing.T) {
+	for dim, want := range map[int]int{64: 16, 784: 56, 768: 64, 1536: 64, 32: 8, 4: 1, 6: 3, 97: 97, 3: 3, 1: 1} {
+		if got := DefaultSubspaces(dim); got != want {
+			t.Errorf("DefaultSubspaces(%d) = %d, want %d", dim, got, want)
+		}
+	}
+}
