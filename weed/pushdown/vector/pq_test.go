@@ -116,3 +116,52 @@ func TestDefaultSubspacesAreAtMostSixtyFourOfAtLeastFourDimensionsDividingTheDim
 		}
 	}
 }
+
+// On wide vectors ivf_pq PQ-scores a mask an ivf search would scan
+// exactly (fewer rows than an unmasked search scores, more than a 16th of
+// the file's positions per dimension): every list is probed, every
+// passing row PQ-scored once, k × refine re-ranked; k rows that pass,
+// recall ≥ 0.95 against the filtered brute force.
+func TestIVFPQScoresAMaskBelowTheUnmaskedShareByCodesOnWideVectors(t *testing.T) {
+	m := clustered(12000, 256, 41)
+	ix, err := Build(m, BuildOptions{PQ: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(43, 1))
+	mask := roaring64.New()
+	valid := int64(0) // masked rows with a vector
+	for p := range m.Rows() {
+		if rng.Float64() < 0.15 {
+			mask.Add(uint64(p))
+			if m.Valid[p] {
+				valid++
+			}
+		}
+	}
+	qs := queries(m, 20, 9)
+	var r float64
+	for _, v := range qs {
+		q := Query{Vector: v, K: 10, Mask: mask}
+		got, st, err := ix.Search(m, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Exact || st.Approx != valid || st.Probed != ix.NList() {
+			t.Fatalf("exact %v, %d PQ distances of %d masked rows with a vector, %d of %d lists probed: want every one PQ-scored", st.Exact, st.Approx, valid, st.Probed, ix.NList())
+		}
+		if len(got) != q.K {
+			t.Fatalf("%d results", len(got))
+		}
+		for _, h := range got {
+			if !mask.Contains(uint64(h.Pos)) || !m.Valid[h.Pos] {
+				t.Fatalf("row %d is masked out or NULL", h.Pos)
+			}
+		}
+		r += recall(got, bruteForce(t, m, q))
+	}
+	if r /= float64(len(qs)); r < 0.95 {
+		t.Errorf("recall@10 = %.3f, want ≥ 0.95", r)
+	}
+	t.Logf("recall@10 %.3f", r)
+}
