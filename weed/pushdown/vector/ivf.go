@@ -395,6 +395,25 @@ func (ix *Index) Pack(mat *Matrix) (*Packed, error) {
 	return pk, nil
 }
 
+// PackRadii is the lists' radii of an ivf_pq index (a Packed without the
+// vectors: its search reads codes, and the radii let it and the batch skip
+// lists and files farther than the Bound).
+func (ix *Index) PackRadii(mat *Matrix) (*Packed, error) {
+	if err := ix.fits(mat); err != nil {
+		return nil, err
+	}
+	pk := &Packed{Dim: ix.Dim, Radii: make([]float32, ix.NList()), AllValid: true}
+	var data, norms []float32
+	for l, ps := range ix.Lists {
+		for _, p := range ps {
+			pk.AllValid = pk.AllValid && p >= 0 && p < mat.Rows() && mat.Valid[p]
+		}
+		data, norms = gather(mat, ps, data, norms)
+		pk.Radii[l] = radius(ix.Centroids[l*ix.Dim:(l+1)*ix.Dim], data)
+	}
+	return pk, nil
+}
+
 // radius is the largest Euclidean distance from c to the rows of data
 // (computed in float64 and rounded up to float32; +Inf when a distance is
 // not finite).
@@ -458,8 +477,8 @@ func (ix *Index) SearchPacked(mat *Matrix, pk *Packed, q Query) ([]Hit, Stats, e
 	if err := ix.fits(mat); err != nil {
 		return nil, Stats{}, err
 	}
-	if pk != nil && (pk.Dim != ix.Dim || len(pk.Data) != ix.NList()) {
-		return nil, Stats{}, fmt.Errorf("packed lists of %d dimensions and %d lists do not belong to an index of %d and %d", pk.Dim, len(pk.Data), ix.Dim, ix.NList())
+	if pk != nil && (pk.Dim != ix.Dim || ix.PQ == nil && len(pk.Data) != ix.NList() || ix.PQ != nil && len(pk.Radii) != ix.NList()) {
+		return nil, Stats{}, fmt.Errorf("packed lists of %d dimensions and %d lists do not belong to an index of %d and %d", pk.Dim, len(pk.Radii), ix.Dim, ix.NList())
 	}
 	refine := q.Refine
 	if refine == 0 {
@@ -528,7 +547,7 @@ func (ix *Index) SearchPacked(mat *Matrix, pk *Packed, q Query) ([]Hit, Stats, e
 	if ix.PQ == nil {
 		return ix.searchFlat(mat, pk, q, sc, order, nprobe, want, pass)
 	}
-	return ix.searchPQ(mat, q, sc, order, nprobe, want, refine, pass)
+	return ix.searchPQ(mat, pk, q, sc, order, nprobe, want, refine, pass)
 }
 
 // flatBlockRows bounds the rows of one matrix-vector product: vek
@@ -805,7 +824,7 @@ var pqScratches = sync.Pool{New: func() any { return new(pqScratch) }}
 // K × refine and re-ranks those exactly from mat, so the distances
 // returned are those Exact computes. A row is M bytes of codes instead of
 // Dim float32s.
-func (ix *Index) searchPQ(mat *Matrix, q Query, sc scorer, order iter.Seq2[int, float32], nprobe, want, refine int, pass func(int64) bool) ([]Hit, Stats, error) {
+func (ix *Index) searchPQ(mat *Matrix, pk *Packed, q Query, sc scorer, order iter.Seq2[int, float32], nprobe, want, refine int, pass func(int64) bool) ([]Hit, Stats, error) {
 	var st Stats
 	pq := ix.PQ
 	m := pq.M
@@ -818,13 +837,26 @@ func (ix *Index) searchPQ(mat *Matrix, q Query, sc scorer, order iter.Seq2[int, 
 	inf := float32(math.Inf(1))
 	cand := &topK{k: q.K * refine, hits: make([]Hit, 0, q.K*refine)}
 	worst := inf // the worst kept candidate once K × refine are kept
-	passed := 0
-	for l := range order {
-		if st.Probed >= nprobe && passed >= want {
+	passed := 0  // rows PQ-scored, and rows of skipped lists that would have been
+	var lbs *listBounds
+	if q.Bound != nil {
+		lbs = newListBounds(q, pk)
+	}
+	for l, dc := range order {
+		if st.Probed+st.Pruned >= nprobe && passed >= want {
 			break
 		}
-		st.Probed++
 		ps, norms, xh := ix.Lists[l], ix.Norms[l], xhat[l]
+		if lbs != nil && prunes(lbs.of(l, dc), q.Bound) {
+			st.Pruned++
+			for _, p := range ps {
+				if pass(p) {
+					passed++
+				}
+			}
+			continue
+		}
+		st.Probed++
 		rows := ws.rows[:0]
 		for i, p := range ps {
 			if q.Mask == nil && mat.Valid[p] || q.Mask != nil && pass(p) {
@@ -836,6 +868,7 @@ func (ix *Index) searchPQ(mat *Matrix, q Query, sc scorer, order iter.Seq2[int, 
 			continue
 		}
 		passed += len(rows)
+		st.Approx += int64(len(rows))
 		ips := slices.Grow(ws.ips[:0], len(rows))[:len(rows)]
 		ws.ips = ips
 		base := dot(q.Vector, ix.Centroids[l*ix.Dim:(l+1)*ix.Dim])
@@ -870,7 +903,6 @@ func (ix *Index) searchPQ(mat *Matrix, q Query, sc scorer, order iter.Seq2[int, 
 			}
 		}
 	}
-	st.Approx = int64(passed)
 	h := &topK{k: q.K}
 	for _, c := range cand.hits {
 		h.offer(Hit{c.Pos, sc.dist(mat.Row(c.Pos))})

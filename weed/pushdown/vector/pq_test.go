@@ -165,3 +165,39 @@ func TestIVFPQScoresAMaskBelowTheUnmaskedShareByCodesOnWideVectors(t *testing.T)
 	}
 	t.Logf("recall@10 %.3f", r)
 }
+
+// ivf_pq under a Bound shared by a query's files (the list radii from
+// PackRadii): far lists and files are skipped — on tight blobs most of
+// them — and the merged top-K is nowhere worse than searching every list
+// (a skipped list's rows are all farther than k exact hits already found;
+// the candidates it would have taken leave room for others).
+func TestIVFPQUnderABoundSkipsFarListsAndReturnsATopKNoWorse(t *testing.T) {
+	const n, dim = 8000, 16
+	files, ixs, pks := boundFiles(t, 5, 97, func(f int) *Matrix { return tightBlobs(n, dim, uint64(300+f)) }, true)
+	masks := make([]*roaring64.Bitmap, len(files))
+	var qs [][]float32
+	for f, m := range files {
+		qs = append(qs, queries(m, 3, uint64(f))...)
+	}
+	for _, metric := range []Metric{L2, Dot} {
+		pruned := 0
+		for qi, v := range qs {
+			q := Query{Vector: v, K: 10, Metric: metric}
+			want, _, _ := searchFiles(t, files, ixs, pks, q, masks, false)
+			got, _, p := searchFiles(t, files, ixs, pks, q, masks, true)
+			if len(got) != q.K || len(want) != q.K {
+				t.Fatalf("%s query %d: %d hits with the bound, %d without, want %d", metric, qi, len(got), len(want), q.K)
+			}
+			for i := range got {
+				if got[i].Dist > want[i].Dist {
+					t.Fatalf("%s query %d: hit %d at %g with the bound, %g searching every list", metric, qi, i, got[i].Dist, want[i].Dist)
+				}
+			}
+			pruned += p
+		}
+		t.Logf("%s: %d lists skipped over %d queries", metric, pruned, len(qs))
+		if metric == L2 && pruned == 0 {
+			t.Errorf("L2 on tight blobs: no list skipped")
+		}
+	}
+}
