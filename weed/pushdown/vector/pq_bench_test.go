@@ -90,4 +90,6 @@ func BenchmarkFashionLabelSearch(b *testing.B) {
 	}
 }
 
+// benchM is the ivf_pq subspaces of BenchmarkFashionLabelSearch
+// (LAKEWEED_BENCH_PQ_M; unset: DefaultSubspaces).
 var benchM, _ = strconv.Atoi(os.Getenv("LAKEWEED_BENCH_PQ_M"))
