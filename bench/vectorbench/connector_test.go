@@ -17,10 +17,10 @@ import (
 // connFigures are the connector's figures for one query kind: the median
 // warm latency (the second run of each query), the median first run (the
 // connector's caches empty, the cluster warm), mean recall@10 of the ids
-// against the oracle, mean vectors scored and files searched by index and
-// exactly.
+// against the oracle, mean vectors scored (exact, and PQ) and files
+// searched by index and exactly.
 type connFigures struct {
-	warm, first, recall, scored, byIndex, exact float64
+	warm, first, recall, scored, approx, byIndex, exact float64
 }
 
 // connectorLatency runs `SELECT id … [WHERE f.where] ORDER BY embedding
@@ -40,7 +40,7 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, q
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var lat, first, rec, scored, byIndex, byExact []float64
+	var lat, first, rec, scored, approx, byIndex, byExact []float64
 	for qi := range min(queries, len(ds.queries)) {
 		q := connector.Query{Table: ds.table, Select: []string{"id"}, Where: f.where, Limit: 10,
 			Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: ds.queries[qi], Nprobe: nprobe}}
@@ -88,12 +88,12 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, q
 			}
 			rec = append(rec, float64(n)/float64(max(1, len(want))))
 			if vs := res.Stats.VectorStats; vs != nil {
-				scored = append(scored, float64(vs.VectorsScored))
+				scored, approx = append(scored, float64(vs.VectorsScored)), append(approx, float64(vs.VectorsApprox))
 				byIndex = append(byIndex, float64(vs.VectorFilesByIndex))
 				byExact = append(byExact, float64(vs.VectorFilesExact))
 			}
 			res.Release()
 		}
 	}
-	return connFigures{warm: median(lat), first: median(first), recall: mean(rec), scored: mean(scored), byIndex: mean(byIndex), exact: mean(byExact)}
+	return connFigures{warm: median(lat), first: median(first), recall: mean(rec), scored: mean(scored), approx: mean(approx), byIndex: mean(byIndex), exact: mean(byExact)}
 }

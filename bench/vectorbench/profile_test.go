@@ -26,7 +26,8 @@ import (
 // force and ivf figures under that filter, and writes the test process's
 // own CPU profile (the connector) to <out>.connector;
 // LAKEWEED_BENCH_PROFILE_FASHION=1 does the same on the label-partitioned
-// Fashion-MNIST table under label IN (3, 7).
+// Fashion-MNIST table under label IN (3, 7). LAKEWEED_BENCH_PROFILE_PQ=1
+// also builds ivf_pq, which the plans then search.
 func TestWarmVectorPlanProfile(t *testing.T) {
 	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
 	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
@@ -62,6 +63,11 @@ func TestWarmVectorPlanProfile(t *testing.T) {
 	if ok, err := c.Iceberg(t).CheckTableExists(context.Background(), table.Identifier{ns, tn}); err != nil || !ok {
 		ds.load(t, c)
 		createIVF(t, c, ds)
+	}
+	if os.Getenv("LAKEWEED_BENCH_PROFILE_PQ") != "" {
+		// ivf_pq beside ivf: plans search ivf_pq (an index already
+		// there is rebuilt, which is cheap next to loading the table)
+		createIndex(t, c, ds, "ivf_pq")
 	}
 	ds.readRows(t, c)
 	for _, q := range ds.queries {

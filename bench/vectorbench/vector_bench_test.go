@@ -14,7 +14,8 @@
 //	both clusters: load ─▶ (2 cores) exact plans, client scans
 //	               ─▶ BuildIndexes ×3, alternating 1 core / 2 cores
 //	2 cores: index create ivf -wait ─▶ 3 runs: restart (cold caches) ─▶ cold plan
-//	         ─▶ warm plans, recall vs the oracle
+//	         ─▶ warm plans, recall vs the oracle ─▶ through the connector
+//	         ─▶ index create ivf_pq -wait ─▶ the same runs and connector figures
 package vectorbench
 
 import (
@@ -477,8 +478,12 @@ func buildWalls(t *testing.T, c *harness.Cluster, name string, runs int) []float
 
 // figures are one query kind's measurements over the runs.
 type figures struct {
-	warm, recall, scored, maskRows, byIndex, exact []float64
+	warm, recall, scored, approx, maskRows, byIndex, exact []float64
 }
+
+// indexKinds are the vector index kinds measured, in order: ivf, then
+// ivf_pq built beside it (a plan searches ivf_pq when both exist).
+var indexKinds = []string{"ivf", "ivf_pq"}
 
 func TestVectorBenchmark(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {
@@ -499,8 +504,9 @@ func TestVectorBenchmark(t *testing.T) {
 	exact := map[string]map[string]float64{}
 	exactScored := map[string]int64{}
 	scan := map[string][2]float64{}
-	cold := map[string]map[string][]float64{} // dataset / query kind
-	got := map[string]map[string]*figures{}
+	cold := map[string]map[string]map[string][]float64{} // index kind / dataset / query kind
+	got := map[string]map[string]map[string]*figures{}
+	pqBuild := map[string]float64{} // dataset: seconds of index create ivf_pq -wait
 
 	// Two cores, and one (GOMAXPROCS=1) beside it: builds alternate between
 	// the two so both see the same load from the machine's other users.
@@ -550,77 +556,101 @@ func TestVectorBenchmark(t *testing.T) {
 	}
 	c1.Proc.Stop(20 * time.Second)
 	dir := c.Dir
-	for r := range runs {
-		// A restart empties every cache: the first plan is cold.
-		c.Proc.Stop(20 * time.Second)
-		c = harness.StartMini(t, harness.MiniOptions{Dir: dir})
-		for _, ds := range sets {
-			if cold[ds.name] == nil {
-				cold[ds.name] = map[string][]float64{}
-			}
-			// Partitioned: each filter's first plan reads only its own
-			// files (disjoint tenants or labels), all cold; the
-			// unfiltered plan after them would not be.
-			coldKinds := []filter{{name: "unfiltered"}}
-			if ds.partitioned {
-				coldKinds = ds.filters
-			}
-			for _, f := range coldKinds {
-				_, d := plan(t, c, ds.table, ds.queries[0], f.pred)
-				cold[ds.name][f.name] = append(cold[ds.name][f.name], ms(d))
-			}
-			if got[ds.name] == nil {
-				got[ds.name] = map[string]*figures{}
-			}
-			kinds := append([]filter{{name: "unfiltered"}}, ds.filters...)
-			for _, f := range kinds {
-				fig := got[ds.name][f.name]
-				if fig == nil {
-					fig = &figures{}
-					got[ds.name][f.name] = fig
+	// measure takes the cold and warm plan figures of every dataset over
+	// the runs, each run after a restart, with the index kind the plans
+	// search.
+	measure := func(kind string) {
+		cold[kind], got[kind] = map[string]map[string][]float64{}, map[string]map[string]*figures{}
+		for r := range runs {
+			// A restart empties every cache: the first plan is cold.
+			c.Proc.Stop(20 * time.Second)
+			c = harness.StartMini(t, harness.MiniOptions{Dir: dir})
+			for _, ds := range sets {
+				if cold[kind][ds.name] == nil {
+					cold[kind][ds.name] = map[string][]float64{}
 				}
-				var lat, rec, scored, mask, byIndex, byExact []float64
-				for qi, q := range ds.queries {
-					plan(t, c, ds.table, q, f.pred) // warms this query's predicate answer
-					resp, d := plan(t, c, ds.table, q, f.pred)
-					lat = append(lat, ms(d))
-					rec = append(rec, recall(resp, ds.truthOf(qi, f)))
-					vs := resp.GetStats().GetVector()
-					scored = append(scored, float64(vs.GetVectorsScored()))
-					mask = append(mask, float64(vs.GetMaskRows()))
-					byIndex, byExact = append(byIndex, float64(vs.GetFilesByIndex())), append(byExact, float64(vs.GetFilesExact()))
+				// Partitioned: each filter's first plan reads only its own
+				// files (disjoint tenants or labels), all cold; the
+				// unfiltered plan after them would not be.
+				coldKinds := []filter{{name: "unfiltered"}}
+				if ds.partitioned {
+					coldKinds = ds.filters
 				}
-				fig.warm = append(fig.warm, median(lat))
-				fig.recall = append(fig.recall, mean(rec))
-				fig.scored = append(fig.scored, mean(scored))
-				fig.maskRows = append(fig.maskRows, mean(mask))
-				fig.byIndex, fig.exact = append(fig.byIndex, mean(byIndex)), append(fig.exact, mean(byExact))
-				t.Logf("run %d %s %s: warm p50 %.2f ms, recall@10 %.3f, %.0f vectors scored, masks %.0f rows", r, ds.name, f.name,
-					median(lat), mean(rec), mean(scored), mean(mask))
+				for _, f := range coldKinds {
+					_, d := plan(t, c, ds.table, ds.queries[0], f.pred)
+					cold[kind][ds.name][f.name] = append(cold[kind][ds.name][f.name], ms(d))
+				}
+				if got[kind][ds.name] == nil {
+					got[kind][ds.name] = map[string]*figures{}
+				}
+				for _, f := range append([]filter{{name: "unfiltered"}}, ds.filters...) {
+					fig := got[kind][ds.name][f.name]
+					if fig == nil {
+						fig = &figures{}
+						got[kind][ds.name][f.name] = fig
+					}
+					var lat, rec, scored, approx, mask, byIndex, byExact []float64
+					for qi, q := range ds.queries {
+						plan(t, c, ds.table, q, f.pred) // warms this query's predicate answer
+						resp, d := plan(t, c, ds.table, q, f.pred)
+						lat = append(lat, ms(d))
+						rec = append(rec, recall(resp, ds.truthOf(qi, f)))
+						vs := resp.GetStats().GetVector()
+						scored, approx = append(scored, float64(vs.GetVectorsScored())), append(approx, float64(vs.GetVectorsApprox()))
+						mask = append(mask, float64(vs.GetMaskRows()))
+						byIndex, byExact = append(byIndex, float64(vs.GetFilesByIndex())), append(byExact, float64(vs.GetFilesExact()))
+					}
+					fig.warm = append(fig.warm, median(lat))
+					fig.recall = append(fig.recall, mean(rec))
+					fig.scored, fig.approx = append(fig.scored, mean(scored)), append(fig.approx, mean(approx))
+					fig.maskRows = append(fig.maskRows, mean(mask))
+					fig.byIndex, fig.exact = append(fig.byIndex, mean(byIndex)), append(fig.exact, mean(byExact))
+					t.Logf("%s run %d %s %s: warm p50 %.2f ms, recall@10 %.3f, %.0f vectors scored (+ %.0f PQ), masks %.0f rows", kind, r, ds.name, f.name,
+						median(lat), mean(rec), mean(scored), mean(approx), mean(mask))
+				}
 			}
 		}
 	}
+	measure("ivf")
 	// Through the connector: its exact brute force and its answer from
 	// the plan's fused top-k (warm cluster): unfiltered, and each filter
 	// of a partitioned table (all its queries; also at nprobe
 	// partitionedNprobe: [2] of the figures).
-	conn := map[string]map[string][3]connFigures{}
-	for _, ds := range sets {
-		conn[ds.name] = map[string][3]connFigures{}
-		kinds, queries := []filter{{name: "unfiltered"}}, scanQueries
-		if ds.partitioned {
-			kinds, queries = ds.filters, len(ds.queries)
-		}
-		for _, f := range kinds {
-			cf := [3]connFigures{connectorLatency(t, c, ds, f, queries, true, 0), connectorLatency(t, c, ds, f, queries, false, 0)}
-			if ds.partitioned {
-				cf[2] = connectorLatency(t, c, ds, f, queries, false, partitionedNprobe)
-				t.Logf("%s %s nprobe %d: connector ivf %.2f ms (%.0f×), recall %.3f", ds.name, f.name, partitionedNprobe, cf[2].warm, cf[0].warm/cf[2].warm, cf[2].recall)
+	// ([0] exact, [1 + 2i] the index kind indexKinds[i] at the default
+	// nprobe, [2 + 2i] at partitionedNprobe; ivf_pq after it is built).
+	conn := map[string]map[string][1 + 2*2]connFigures{}
+	connect := func(ki int) {
+		for _, ds := range sets {
+			if conn[ds.name] == nil {
+				conn[ds.name] = map[string][1 + 2*2]connFigures{}
 			}
-			conn[ds.name][f.name] = cf
-			t.Logf("%s %s: connector exact %.1f ms, connector ivf %.2f ms (%.0f×), recall %.3f", ds.name, f.name, cf[0].warm, cf[1].warm, cf[0].warm/cf[1].warm, cf[1].recall)
+			kinds, queries := []filter{{name: "unfiltered"}}, scanQueries
+			if ds.partitioned {
+				kinds, queries = ds.filters, len(ds.queries)
+			}
+			for _, f := range kinds {
+				cf := conn[ds.name][f.name]
+				if ki == 0 {
+					cf[0] = connectorLatency(t, c, ds, f, queries, true, 0)
+				}
+				cf[1+2*ki] = connectorLatency(t, c, ds, f, queries, false, 0)
+				if ds.partitioned {
+					cf[2+2*ki] = connectorLatency(t, c, ds, f, queries, false, partitionedNprobe)
+					t.Logf("%s %s %s nprobe %d: connector %.2f ms (%.0f×), recall %.3f", indexKinds[ki], ds.name, f.name, partitionedNprobe, cf[2+2*ki].warm, cf[0].warm/cf[2+2*ki].warm, cf[2+2*ki].recall)
+				}
+				conn[ds.name][f.name] = cf
+				t.Logf("%s %s %s: connector exact %.1f ms, connector index %.2f ms (%.0f×), recall %.3f", indexKinds[ki], ds.name, f.name, cf[0].warm, cf[1+2*ki].warm, cf[0].warm/cf[1+2*ki].warm, cf[1+2*ki].recall)
+			}
 		}
 	}
+	connect(0)
+	for _, ds := range sets {
+		t0 := time.Now()
+		createIndex(t, c, ds, "ivf_pq")
+		pqBuild[ds.name] = time.Since(t0).Seconds()
+	}
+	measure("ivf_pq")
+	connect(1)
 	c.Proc.Stop(20 * time.Second)
 
 	var md strings.Builder
@@ -636,37 +666,46 @@ func TestVectorBenchmark(t *testing.T) {
 		"**Through the connector** (`SELECT id … ORDER BY embedding <-> q LIMIT 10`, warm: each query vector asked for the first time, after a warm-up query with another vector (its elements reversed) on one connector, median of the same queries): "+
 		"`connector exact` is `ExactVectors` / `-no-pushdown` (every vector read through the connector's planned read and scored there: the issue's brute force), "+
 		"`connector ivf` the connector's answer from the plan's fused top-k. "+
+		"**ivf_pq**: after the ivf figures, `index create -kind ivf_pq` beside ivf on every table (plans then search ivf_pq: PQ distances of the probed lists' codes from one ADC table per query, "+
+		"the best k × 16 re-ranked exactly from the cached vectors), measured the same way (3 restarts, cold and warm plans, then through the connector); "+
+		"vectors scored are the exact distances + the PQ ones. "+
 		"Recall@10 against an oracle over the rows read back with arrow-go (the matching rows for filtered queries).\n\n", runs, scanQueries)
 	for _, ds := range sets {
 		fmt.Fprintf(&md, "## %s\n\n%s; %d rows read back.\n\n", ds.name, ds.desc, len(ds.rows))
 		if ds.partitioned {
-			writePartitioned(&md, ds, exact[ds.name], cold[ds.name], got[ds.name], conn[ds.name])
+			fmt.Fprintf(&md, "index create ivf_pq -wait (the ivf index already there): %.1f s.\n\n", pqBuild[ds.name])
+			writePartitioned(&md, ds, exact[ds.name], cold, got, conn[ds.name])
 			continue
 		}
 		b := builds[ds.name]
 		fmt.Fprintf(&md, "ivf build of every file, one volume BuildIndexes call, 1-core and 2-core clusters running side by side with builds alternating: "+
 			"1 core %s s, 2 cores %s s, speed-up %.2f× (medians; per run %s).\n\n",
 			spread(b[0], "%.2f"), spread(b[1], "%.2f"), median(b[0])/median(b[1]), ratios(b[0], b[1]))
+		fmt.Fprintf(&md, "index create ivf_pq -wait on the 2-core cluster (the ivf index already there): %.1f s.\n\n", pqBuild[ds.name])
 		sc := scan[ds.name]
 		fmt.Fprintf(&md, "| query | warm plan p50 ms | vs exact plan | vs client scan | recall@10 | vectors scored | mask rows |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		fmt.Fprintf(&md, "| client scan, unfiltered | %.1f | | 1× | %.3f | %d | all |\n", sc[0], sc[1], len(ds.rows))
 		fmt.Fprintf(&md, "| exact plan, unfiltered | %.2f | 1× | %.1f× | 1.000 | %d | all |\n", exact[ds.name]["unfiltered"], sc[0]/exact[ds.name]["unfiltered"], exactScored[ds.name])
 		cn := conn[ds.name]["unfiltered"]
 		fmt.Fprintf(&md, "| connector exact (brute force through the connector), unfiltered | %.1f | | | exact | %d | all |\n", cn[0].warm, len(ds.rows))
-		fmt.Fprintf(&md, "| connector ivf (fused top-k), unfiltered | %.2f | | | %.3f | | all |\n\nConnector ivf against connector exact: **%.0f×** lower warm latency.\n\n"+
-			"| query | warm plan p50 ms | vs exact plan | vs client scan | recall@10 | vectors scored | mask rows |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", cn[1].warm, cn[1].recall, cn[0].warm/cn[1].warm)
+		fmt.Fprintf(&md, "| connector ivf (fused top-k), unfiltered | %.2f | | | %.3f | | all |\n", cn[1].warm, cn[1].recall)
+		fmt.Fprintf(&md, "| connector ivf_pq (fused top-k), unfiltered | %.2f | | | %.3f | | all |\n\nConnector ivf / ivf_pq against connector exact: **%s** / **%s** lower warm latency.\n\n"+
+			"| query | warm plan p50 ms | vs exact plan | vs client scan | recall@10 | vectors scored (+ PQ) | mask rows |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+			cn[3].warm, cn[3].recall, times(cn[0].warm/cn[1].warm), times(cn[0].warm/cn[3].warm))
 		for _, f := range ds.filters {
 			fmt.Fprintf(&md, "| exact plan, %s | %.2f | 1× | | 1.000 | | |\n", f.name, exact[ds.name][f.name])
 		}
-		fmt.Fprintf(&md, "| ivf, unfiltered, cold | %s | | | | | |\n", spread(cold[ds.name]["unfiltered"], "%.1f"))
-		for _, f := range append([]filter{{name: "unfiltered"}}, ds.filters...) {
-			fig := got[ds.name][f.name]
-			mask, vsScan := "all", fmt.Sprintf("%.0f×", sc[0]/median(fig.warm))
-			if f.pred != "" {
-				mask, vsScan = fmt.Sprintf("%.0f", fig.maskRows[0]), ""
+		for _, kind := range indexKinds {
+			fmt.Fprintf(&md, "| %s, unfiltered, cold | %s | | | | | |\n", kind, spread(cold[kind][ds.name]["unfiltered"], "%.1f"))
+			for _, f := range append([]filter{{name: "unfiltered"}}, ds.filters...) {
+				fig := got[kind][ds.name][f.name]
+				mask, vsScan := "all", fmt.Sprintf("%.0f×", sc[0]/median(fig.warm))
+				if f.pred != "" {
+					mask, vsScan = fmt.Sprintf("%.0f", fig.maskRows[0]), ""
+				}
+				fmt.Fprintf(&md, "| %s, %s | %s | %.1f× | %s | %s | %s | %s |\n", kind, f.name, spread(fig.warm, "%.2f"), exact[ds.name][f.name]/median(fig.warm),
+					vsScan, spread(fig.recall, "%.3f"), scoredOf(fig), mask)
 			}
-			fmt.Fprintf(&md, "| ivf, %s | %s | %.1f× | %s | %s | %.0f | %s |\n", f.name, spread(fig.warm, "%.2f"), exact[ds.name][f.name]/median(fig.warm),
-				vsScan, spread(fig.recall, "%.3f"), fig.scored[0], mask)
 		}
 		md.WriteString("\n")
 	}
@@ -677,11 +716,15 @@ func TestVectorBenchmark(t *testing.T) {
 }
 
 // createIVF builds the ivf index of the table's embedding and waits for it.
-func createIVF(t *testing.T, c *harness.Cluster, ds *dataset) {
+func createIVF(t *testing.T, c *harness.Cluster, ds *dataset) { createIndex(t, c, ds, "ivf") }
+
+// createIndex builds an index of the kind (ivf or ivf_pq) on the table's
+// embedding and waits for it; a plan searches ivf_pq when both exist.
+func createIndex(t *testing.T, c *harness.Cluster, ds *dataset, kind string) {
 	e := c.Endpoints()
 	if out, errOut, err := harness.Weed(t, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3,
-		"-warehouse", e.Warehouse, "-table", ds.table, "-column", "embedding", "-kind", "ivf", "-wait"); err != nil {
-		t.Fatalf("index create %s: %v\n%s%s", ds.table, err, out, errOut)
+		"-warehouse", e.Warehouse, "-table", ds.table, "-column", "embedding", "-kind", kind, "-wait"); err != nil {
+		t.Fatalf("index create %s %s: %v\n%s%s", kind, ds.table, err, out, errOut)
 	}
 }
 
@@ -694,7 +737,8 @@ func createIVF(t *testing.T, c *harness.Cluster, ds *dataset) {
 // small single-tenant file spread over more lists.
 const partitionedNprobe = 64
 
-func writePartitioned(md *strings.Builder, ds *dataset, exact map[string]float64, cold map[string][]float64, got map[string]*figures, conn map[string][3]connFigures) {
+func writePartitioned(md *strings.Builder, ds *dataset, exact map[string]float64, cold map[string]map[string]map[string][]float64,
+	got map[string]map[string]map[string]*figures, conn map[string][1 + 2*2]connFigures) {
 	share := func(f filter) string {
 		n := 0
 		for _, r := range ds.rows {
@@ -704,33 +748,47 @@ func writePartitioned(md *strings.Builder, ds *dataset, exact map[string]float64
 		}
 		return fmt.Sprintf("%.4f", float64(n)/float64(max(1, len(ds.rows))))
 	}
-	fmt.Fprintf(md, "| query | rows matching | ivf warm plan p50 ms | ivf cold plan ms | exact plan warm ms | vs exact plan | recall@10 | vectors scored | files by index / exactly |\n"+
+	fmt.Fprintf(md, "| query | rows matching | warm plan p50 ms | cold plan ms | exact plan warm ms | vs exact plan | recall@10 | vectors scored (+ PQ) | files by index / exactly |\n"+
 		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, f := range append([]filter{{name: "unfiltered", match: func(*row) bool { return true }}}, ds.filters...) {
-		fig := got[f.name]
-		c := "(warm files)"
-		if cs, ok := cold[f.name]; ok {
-			c = spread(cs, "%.1f")
+	for _, kind := range indexKinds {
+		for _, f := range append([]filter{{name: "unfiltered", match: func(*row) bool { return true }}}, ds.filters...) {
+			fig := got[kind][ds.name][f.name]
+			c := "(warm files)"
+			if cs, ok := cold[kind][ds.name][f.name]; ok {
+				c = spread(cs, "%.1f")
+			}
+			fmt.Fprintf(md, "| %s, %s | %s | %s | %s | %.2f | %.1f× | %s | %s | %.1f / %.1f |\n", kind, f.name, share(f), spread(fig.warm, "%.2f"), c,
+				exact[f.name], exact[f.name]/median(fig.warm), spread(fig.recall, "%.3f"), scoredOf(fig), fig.byIndex[0], fig.exact[0])
 		}
-		fmt.Fprintf(md, "| ivf, %s | %s | %s | %s | %.2f | %.1f× | %s | %.0f | %.1f / %.1f |\n", f.name, share(f), spread(fig.warm, "%.2f"), c,
-			exact[f.name], exact[f.name]/median(fig.warm), spread(fig.recall, "%.3f"), fig.scored[0], fig.byIndex[0], fig.exact[0])
 	}
 	fmt.Fprintf(md, "\nThrough the connector (`SELECT id … WHERE <filter> ORDER BY embedding <-> q LIMIT 10`, all %d queries; warm: each query vector asked for the first time after a warm-up query with another vector on one connector, "+
 		"first: the warm-up query, the connector's caches empty, the cluster warm). Brute force is `ExactVectors` under the same filter: the plan prunes the same partitions, "+
 		"every matching vector is read and scored in the connector.\n\n"+
-		"| filter | nprobe | connector exact warm ms (first) | connector ivf warm ms (first) | exact / ivf | recall@10 (ivf) | vectors scored exact / ivf | files by index / exactly (ivf) |\n"+
-		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", len(ds.queries))
+		"| filter | index | nprobe | connector exact warm ms (first) | connector index warm ms (first) | exact / index | recall@10 (index) | vectors scored exact / index (+ PQ) | files by index / exactly (index) |\n"+
+		"| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n", len(ds.queries))
 	for _, f := range ds.filters {
 		cf := conn[f.name]
-		for i, np := range []string{1: "default", 2: strconv.Itoa(partitionedNprobe)} {
-			if i == 0 {
-				continue
+		for ki, kind := range indexKinds {
+			for j, np := range []string{"default", strconv.Itoa(partitionedNprobe)} {
+				x := cf[1+2*ki+j]
+				pq := ""
+				if x.approx > 0 {
+					pq = fmt.Sprintf(" (+ %.0f)", x.approx)
+				}
+				fmt.Fprintf(md, "| %s | %s | %s | %.1f (%.1f) | %.2f (%.2f) | **%s** | %.3f | %.0f / %.0f%s | %.1f / %.1f |\n", f.name, kind, np, cf[0].warm, cf[0].first, x.warm, x.first,
+					times(cf[0].warm/x.warm), x.recall, cf[0].scored, x.scored, pq, x.byIndex, x.exact)
 			}
-			fmt.Fprintf(md, "| %s | %s | %.1f (%.1f) | %.2f (%.2f) | **%s** | %.3f | %.0f / %.0f | %.1f / %.1f |\n", f.name, np, cf[0].warm, cf[0].first, cf[i].warm, cf[i].first,
-				times(cf[0].warm/cf[i].warm), cf[i].recall, cf[0].scored, cf[i].scored, cf[i].byIndex, cf[i].exact)
 		}
 	}
 	md.WriteString("\n")
+}
+
+// scoredOf renders run 1's exact distances and, for ivf_pq, the PQ ones.
+func scoredOf(fig *figures) string {
+	if fig.approx[0] > 0 {
+		return fmt.Sprintf("%.0f + %.0f PQ", fig.scored[0], fig.approx[0])
+	}
+	return fmt.Sprintf("%.0f", fig.scored[0])
 }
 
 // times renders a ratio: one decimal below 10.

@@ -26,7 +26,8 @@ import (
 // below min_rows valid vectors gets no lists and is searched exactly.
 //
 // Params: "nlist" (default 2^ceil(log2(4·sqrt(rows))), capped at rows/39),
-// "m" (ivf_pq subspaces, default dim/4), "min_rows" (default 1000),
+// "m" (ivf_pq subspaces, default vector.DefaultSubspaces: the most of at
+// least 4 dimensions dividing dim, at most 64), "min_rows" (default 1000),
 // "seed" (default 1), "iterations" (k-means, default 10).
 type ivfKind struct{ pq bool }
 

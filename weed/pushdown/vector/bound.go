@@ -71,7 +71,7 @@ type listBounds struct {
 }
 
 func newListBounds(q Query, pk *Packed) *listBounds {
-	if pk == nil || len(pk.Radii) != len(pk.Data) || (q.Metric != L2 && q.Metric != Dot) {
+	if pk == nil || len(pk.Radii) == 0 || (q.Metric != L2 && q.Metric != Dot) {
 		return nil
 	}
 	return &listBounds{m: q.Metric, qnorm: math.Sqrt(float64(dot(q.Vector, q.Vector))), radii: pk.Radii}
@@ -108,12 +108,12 @@ func prunes(lo float64, b *Bound) bool {
 // LowerBound is a lower bound of the distance from q to any row of the
 // file (the minimum over its lists; q.Centroids used when set), -Inf when
 // none is known: no lists,
-// no packed lists (their radii), ivf_pq, or the cosine metric. A file
+// no packed lists or radii (Pack, PackRadii), or the cosine metric. A file
 // whose bound exceeds the Bound of the query's other files holds no row
 // of its top-K.
 func (ix *Index) LowerBound(pk *Packed, q Query) float64 {
 	lbs := newListBounds(q, pk)
-	if lbs == nil || ix.PQ != nil || ix.NList() == 0 || len(q.Vector) != ix.Dim || len(pk.Radii) != ix.NList() {
+	if lbs == nil || ix.NList() == 0 || len(q.Vector) != ix.Dim || len(pk.Radii) != ix.NList() {
 		return math.Inf(-1)
 	}
 	ds := ix.centroidDistances(newScorer(q.Metric, q.Vector), q.Centroids)

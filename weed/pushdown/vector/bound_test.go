@@ -67,6 +67,36 @@ func searchFiles(t *testing.T, files []*Matrix, ixs []*Index, pks []*Packed, q Q
 	return out, scored, pruned
 }
 
+// boundFiles are count files of gen, every step-th row (from the file's
+// number) NULL, with their indexes (ivf, or ivf_pq) and packed lists (ivf)
+// or list radii (ivf_pq).
+func boundFiles(t *testing.T, count, step int, gen func(f int) *Matrix, pq bool) ([]*Matrix, []*Index, []*Packed) {
+	t.Helper()
+	var files []*Matrix
+	var ixs []*Index
+	var pks []*Packed
+	for f := range count {
+		m := gen(f)
+		for p := int64(f); p < m.Rows(); p += int64(step) {
+			m.Valid[p] = false // NULL vectors are never returned
+		}
+		ix, err := Build(m, BuildOptions{PQ: pq, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pack := ix.Pack
+		if pq {
+			pack = ix.PackRadii
+		}
+		pk, err := pack(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, ixs, pks = append(files, m), append(ixs, ix), append(pks, pk)
+	}
+	return files, ixs, pks
+}
+
 // Files of tight, well separated blobs (the tenant-partitioned demo's
 // shape) and of one gaussian (lists abutting): the lists of the files far from the
 // query are skipped, and the merged top-K is exactly what searching every
@@ -80,24 +110,7 @@ func TestABoundSharedByAQuerysFilesSkipsFarListsAndKeepsTheTopKExactlyTheSame(t 
 		{"tight blobs", func(f int) *Matrix { return tightBlobs(n, dim, uint64(100+f)) }},
 		{"one gaussian", func(f int) *Matrix { return gaussian(n, dim, uint64(200+f)) }},
 	} {
-		var files []*Matrix
-		var ixs []*Index
-		var pks []*Packed
-		for f := range 6 {
-			m := data.gen(f)
-			for p := f; p < n; p += 101 {
-				m.Valid[p] = false // NULL vectors are never returned
-			}
-			ix, err := Build(m, BuildOptions{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pk, err := ix.Pack(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files, ixs, pks = append(files, m), append(ixs, ix), append(pks, pk)
-		}
+		files, ixs, pks := boundFiles(t, 6, 101, data.gen, false)
 		half := roaring64.New()
 		for p := range uint64(n) {
 			if p%2 == 0 {

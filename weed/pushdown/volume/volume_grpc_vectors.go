@@ -236,7 +236,7 @@ type fileSearch struct {
 	q        vector.Query // with the file's mask
 	mat      *vector.Matrix
 	ix       *vector.Index  // nil: searched exactly
-	pk       *vector.Packed // ivf's packed lists (nil: none)
+	pk       *vector.Packed // ivf's packed lists, ivf_pq's list radii (nil: none)
 	lower    float64        // lower bound of its rows' distances (-Inf: none known)
 	done     bool           // nothing to search (an empty mask)
 	hits     []vector.Hit
@@ -303,7 +303,7 @@ func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFi
 			res.IndexState, res.Reason = indexing.StateFailed, fmt.Sprintf("%s is not a vector index kind", perr.Quote(kind))
 		default:
 			o.ix = vi.Vectors()
-			if o.ix.PQ == nil && o.ix.NList() > 0 {
+			if o.ix.NList() > 0 {
 				o.pk = s.packedLists(f, identity, field.ID, o.ix, mat)
 			}
 		}
@@ -347,8 +347,10 @@ func (o *fileSearch) search(bound *vector.Bound) error {
 }
 
 // packedLists returns the file's vectors in the ivf index's list layout
-// from the cache, else packs them (a copy of the matrix, list by list);
-// nil when they do not fit the index (the search then gathers rows).
+// from the cache, else packs them (a copy of the matrix, list by list;
+// for ivf_pq only the lists' radii, which let the batch's Bound skip its
+// lists and the file); nil when they do not fit the index (the search
+// then gathers rows, and skips nothing).
 func (s *Service) packedLists(f *pushdown_pb.VectorSearchFile, identity string, fieldID int, ix *vector.Index, mat *vector.Matrix) *vector.Packed {
 	key := fmt.Sprintf("%s\x00%s\x00%d\x00packed\x00%s\x00%s", f.GetPath(), identity, fieldID, f.GetIndexKind(), f.GetIndexIdentity())
 	cache := s.vectorCache()
@@ -356,7 +358,11 @@ func (s *Service) packedLists(f *pushdown_pb.VectorSearchFile, identity string, 
 		return v.(cachedValue).v.(*vector.Packed)
 	}
 	loaded := freshness.Now()
-	pk, err := ix.Pack(mat)
+	pack := ix.Pack
+	if ix.PQ != nil {
+		pack = ix.PackRadii
+	}
+	pk, err := pack(mat)
 	if err != nil {
 		return nil
 	}
