@@ -143,6 +143,7 @@ type Footer struct {
 	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
 	chunkMemoMu  sync.Mutex
 	smallMemo    atomic.Pointer[chunkMemoEntry] // SmallMemo's chain
+	attachment   atomic.Pointer[any]            // see Attachment
 	// bloomRefs[rg*columns+col] weakly references the bloom cache's entry
 	// of that chunk (Cache.BloomFilter's fast path); allocated on first use
 	bloomRefs []atomic.Pointer[weak.Pointer[entry]]
@@ -162,6 +163,21 @@ func (f *Footer) bloomSlot(rg, col int) *atomic.Pointer[weak.Pointer[entry]] {
 	refs := f.bloomRefs
 	f.chunkMemoMu.Unlock()
 	return &refs[rg*ncols+col]
+}
+
+// Attachment returns the one value attached to this footer, attaching
+// build's result on first use: the planner's per-file state, reached with
+// one load (no tag comparison) by every plan of the file. It lives and
+// dies with the footer.
+func (f *Footer) Attachment(build func() any) any {
+	if v := f.attachment.Load(); v != nil {
+		return *v
+	}
+	v := build()
+	if f.attachment.CompareAndSwap(nil, &v) {
+		return v
+	}
+	return *f.attachment.Load()
 }
 
 // smallMemoMax bounds SmallMemo's chain; further tags go to Memo.

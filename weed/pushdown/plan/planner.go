@@ -59,11 +59,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	t0 := time.Now()
 	workers := max(1, runtime.GOMAXPROCS(0))
 	plans := make([]*FilePlan, len(req.Files))
+	planSlab := make([]FilePlan, len(req.Files)) // one allocation for every file's plan
 	cachedFooter := make([]bool, len(req.Files))
 	manifestOn := hasPredicate && !o.Disable[TierManifest]
 	forEachIndex(len(req.Files), workers, func(i int) {
 		f := &req.Files[i]
-		fp := &FilePlan{File: f}
+		fp := &planSlab[i]
+		fp.File = f
 		plans[i] = fp
 		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
 			fp.Skip, fp.SkipTier = true, TierManifest
@@ -190,7 +192,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
 			local := newTierCounters()
-			hashes := &bloomHashMemo{}
+			fc := &fileContext{hashes: &bloomHashMemo{}}
 			defer func() {
 				mu.Lock()
 				for t, c := range local {
@@ -202,7 +204,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			}()
 			for i := w; i < len(live); i += tierWorkers {
 				fp := live[i]
-				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, hashes); err != nil {
+				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
 					return err
 				}
 				if fp.Skip {
@@ -220,9 +222,18 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.output = outs[i]
 	}
 
+	// One allocation each for every file's PlannedFile and FileRanges.
+	nranges := 0
+	for _, out := range outs {
+		if out != nil && out.rowGroupsLeft > 0 {
+			nranges += len(out.ranges)
+		}
+	}
+	plannedSlab := make([]pushdown_pb.PlannedFile, 0, len(live))
+	rangeSlab := make([]pushdown_pb.FileRange, nranges)
 	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
 		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
-		FileRanges: make([]*pushdown_pb.FileRange, 0, len(live))}
+		FileRanges: make([]*pushdown_pb.FileRange, 0, nranges)}
 	st := resp.Stats
 	used, missing := map[string]bool{}, map[string]int{}
 	var rowsPlanned, rowsTotal, survivingFileBytes int64
@@ -258,19 +269,20 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		rowsPlanned += out.rowsPlanned
 		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
 		resp.Pages = append(resp.Pages, out.pages...)
-		frs := make([]pushdown_pb.FileRange, len(out.ranges)) // one allocation for the file's ranges
-		for i, r := range out.ranges {
-			fr := &frs[i]
+		for _, r := range out.ranges {
+			fr := &rangeSlab[0]
+			rangeSlab = rangeSlab[1:]
 			fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
 			resp.FileRanges = append(resp.FileRanges, fr)
 			st.BytesPlanned += r.Len
 		}
-		resp.Files = append(resp.Files, &pushdown_pb.PlannedFile{
+		plannedSlab = append(plannedSlab, pushdown_pb.PlannedFile{
 			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
 			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
 			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
 			HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
 		})
+		resp.Files = append(resp.Files, &plannedSlab[len(plannedSlab)-1])
 	}
 	for _, t := range Tiers {
 		c := tiers[t]
@@ -320,18 +332,19 @@ func isTrue(e predicate.Expr) bool {
 
 // planFile runs the footer tiers over one file, counting into local (the
 // calling worker's counters).
-func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, hashes *bloomHashMemo) error {
+// fc is the worker's file context, reset for this file.
+func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, fc *fileContext) error {
 	md := fp.Footer.Meta
-	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
+	fp.state = fileStateOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
+	fp.Columns = fp.state.columns
+	fc.reset(&req.Table, fp.Footer, fp.state)
 	if !fp.Columns.Mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
-	fp.RowGroups = make([]RowGroupPlan, md.NumRowGroups())
+	fp.RowGroups = fc.rowGroups.take(md.NumRowGroups())
 	if !hasPredicate {
 		return p.applyDeletes(fp, local)
 	}
-	fc := newFileContext(&req.Table, fp.Footer, fp.Columns)
-	fc.hashes = hashes
 	o := req.Options
 	alive := md.NumRowGroups()
 	lastTier := ""
@@ -382,12 +395,8 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	if alive == 0 && lastTier != "" {
 		local[lastTier].files++
 	}
-	for _, m := range fc.missing {
-		fp.Missing = append(fp.Missing, m.String())
-	}
-	for _, u := range fc.used {
-		fp.Used = append(fp.Used, u.String())
-	}
+	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+	fp.Used = fc.noteStrings(fp.Used, fc.used)
 	if !o.Disable[TierSideIndex] {
 		p.applySideIndex(fp, local)
 	}
@@ -471,21 +480,6 @@ func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (De
 	return st, nil
 }
 
-// columnRefsOf returns the (memoized) ColumnRef of every leaf column of a
-// file under its column map. The refs are shared by every response that
-// names those columns: nothing may modify them.
-func columnRefsOf(fp *FilePlan) []*pushdown_pb.ColumnRef {
-	type key struct{ cm *ColumnMap }
-	return fp.Footer.SmallMemo(key{fp.Columns}, func() any {
-		md := fp.Footer.Meta
-		refs := make([]*pushdown_pb.ColumnRef, md.Schema.NumColumns())
-		for col := range refs {
-			refs[col] = &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
-		}
-		return refs
-	}).([]*pushdown_pb.ColumnRef)
-}
-
 // projectionOf returns the (memoized) leaf columns of a projection.
 func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 	type key struct {
@@ -494,18 +488,6 @@ func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 	}
 	k := key{cm: fp.Columns, ids: idsKey}
 	return fp.Footer.SmallMemo(k, func() any { return fp.Columns.Projection(fp.Footer.Meta, ids) }).([]int)
-}
-
-// columnMapOf returns the (memoized) column map of a footer under a name
-// mapping; parsed table metadata is cached, so the same mapping is the same
-// slice across plans.
-// columnMapOf memoizes a footer's column map per name mapping, keyed by the
-// mapping's content (nmKey, see nameMappingKey): table metadata is parsed
-// anew per request, so a key by address would miss every time and grow the
-// memo without bound.
-func columnMapOf(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *ColumnMap {
-	type key struct{ nameMapping string }
-	return f.SmallMemo(key{nmKey}, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
 }
 
 // nameMappingKey is a digest of a name mapping's content ("" for none).

@@ -15,20 +15,69 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
-// fileContext is what the footer-based tiers share for one file.
+// fileContext is what the footer-based tiers share for one file. A
+// planning worker reuses one for each of its files (reset).
 type fileContext struct {
 	table   *Table
 	footer  *footer.Footer
 	md      *metadata.FileMetaData
 	columns *ColumnMap
-	// decoders by field id (nil decoder: statistics of that field not
-	// usable); a predicate names few fields, so a slice beats a map
-	decoders []fieldDecoder
-	missing  noteSet
-	used     noteSet
+	state   *fileState
+	// leaves by field id (nil leaf state: the field has no leaf column);
+	// a predicate names few fields, so a slice beats a map
+	leaves  []fieldLeaf
+	missing noteSet
+	used    noteSet
 	// hashes memoizes bloom hashes of predicate literals (the planning
 	// worker's; nil: computed each time)
 	hashes *bloomHashMemo
+	// the worker's: note strings made once per plan, and storage the
+	// files' row group plans and note lists are cut from
+	strs      map[note]string
+	rowGroups slab[RowGroupPlan]
+	strSlab   slab[string]
+}
+
+// noteStrings appends the strings of notes to dst (from the worker's
+// storage when dst is empty).
+func (fc *fileContext) noteStrings(dst []string, notes noteSet) []string {
+	if len(notes) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = fc.strSlab.take(len(notes))[:0]
+	}
+	for _, n := range notes {
+		str, ok := fc.strs[n]
+		if !ok {
+			if fc.strs == nil {
+				fc.strs = map[note]string{}
+			}
+			str = n.String()
+			fc.strs[n] = str
+		}
+		dst = append(dst, str)
+	}
+	return dst
+}
+
+// slab hands out short slices cut from larger allocations, so a plan of
+// many files allocates their small slices a few times instead of once per
+// file. A slice handed out has no spare capacity: appending to it copies.
+type slab[T any] struct{ buf []T }
+
+func (s *slab[T]) take(n int) []T {
+	if n > cap(s.buf)-len(s.buf) {
+		s.buf = make([]T, 0, max(n, 512))
+	}
+	i := len(s.buf)
+	s.buf = s.buf[:i+n]
+	return s.buf[i : i+n : i+n]
+}
+
+type fieldLeaf struct {
+	id int
+	ls *leafState
 }
 
 // bloomHashMemo remembers the bloom filter hash of a predicate literal as
@@ -75,11 +124,6 @@ func sameLogicalType(a, b schema.LogicalType) bool {
 	return a.Equals(b)
 }
 
-type fieldDecoder struct {
-	id int
-	d  *value.StatDecoder
-}
-
 // noteSet is a small set of notes (a file gathers a handful).
 type noteSet []note
 
@@ -108,38 +152,45 @@ func (n note) String() string {
 	return s
 }
 
-func newFileContext(t *Table, f *footer.Footer, cm *ColumnMap) *fileContext {
-	return &fileContext{table: t, footer: f, md: f.Meta, columns: cm}
+func newFileContext(t *Table, f *footer.Footer, s *fileState) *fileContext {
+	fc := &fileContext{}
+	fc.reset(t, f, s)
+	return fc
+}
+
+// reset points fc at another file, keeping its slices' storage.
+func (fc *fileContext) reset(t *Table, f *footer.Footer, s *fileState) {
+	fc.table, fc.footer, fc.md, fc.columns, fc.state = t, f, f.Meta, s.columns, s
+	fc.leaves, fc.missing, fc.used = fc.leaves[:0], fc.missing[:0], fc.used[:0]
+}
+
+// leaf returns the leaf column state of a predicate field (ok false: the
+// field has no leaf column in the file).
+func (fc *fileContext) leaf(l *predicate.Leaf) (*leafState, bool) {
+	for _, fl := range fc.leaves {
+		if fl.id == l.FieldID && fl.ls != nil && fl.ls.typ == l.Type {
+			return fl.ls, true
+		}
+	}
+	col, ok := fc.columns.Leaf(l.FieldID)
+	if !ok {
+		return nil, false
+	}
+	ls := fc.state.leaf(fc.footer, col, l.Type)
+	if ls.err != nil {
+		fc.missing.add(note{"statistics", l.Name, ls.err.Error()})
+	}
+	fc.leaves = append(fc.leaves, fieldLeaf{l.FieldID, ls})
+	return ls, true
 }
 
 // decoder returns the statistics decoder of a predicate field, or nil.
 func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool) {
-	col, ok := fc.columns.Leaf(l.FieldID)
+	ls, ok := fc.leaf(l)
 	if !ok {
 		return nil, -1, false
 	}
-	for _, fd := range fc.decoders {
-		if fd.id == l.FieldID {
-			return fd.d, col, true
-		}
-	}
-	type key struct {
-		col int
-		typ iceberg.Type
-	}
-	type built struct {
-		d   *value.StatDecoder
-		err error
-	}
-	b := fc.footer.SmallMemo(key{col, l.Type}, func() any {
-		d, err := value.NewStatDecoder(fc.md.Schema.Column(col), l.Type)
-		return built{d, err}
-	}).(built)
-	if b.err != nil {
-		fc.missing.add(note{"statistics", l.Name, b.err.Error()})
-	}
-	fc.decoders = append(fc.decoders, fieldDecoder{l.FieldID, b.d})
-	return b.d, col, true
+	return ls.d, ls.col, true
 }
 
 // absentField reports whether a predicate field is not stored in the file:
@@ -172,27 +223,18 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 	return prune.AllNull(), true
 }
 
-// Tags of the per-chunk memos: a chunk's statistics and its page
-// statistics, as read for one Iceberg type.
-type (
-	chunkStatsTag struct{ typ iceberg.Type }
-	pageStatsTag  struct{ typ iceberg.Type }
-)
-
 // PruneRowGroupByStats decides row group rg from the footer's zone maps.
 func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verdict {
 	return prune.EvaluateWith(e, func(l *predicate.Leaf) prune.Verdict {
 		if s, absent := fc.absentStats(l); absent {
 			return prune.EvaluateLeaf(l, s)
 		}
-		d, col, _ := fc.decoder(l)
-		s := fc.footer.ChunkMemo(rg, col, chunkStatsTag{l.Type}, func() any {
-			return chunkStats(fc.footer.Chunks[rg][col], d)
-		}).(prune.ColumnStats)
+		ls, _ := fc.leaf(l)
+		s := &ls.chunks[rg]
 		if s.HasBounds {
 			fc.used.add(note{"footer_stats", l.Name, ""})
 		}
-		return prune.EvaluateLeaf(l, s)
+		return prune.EvaluateLeaf(l, *s)
 	})
 }
 
