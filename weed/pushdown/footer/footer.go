@@ -146,7 +146,7 @@ type Footer struct {
 	attachment   atomic.Pointer[any]            // see Attachment
 	// bloomRefs[rg*columns+col] weakly references the bloom cache's entry
 	// of that chunk (Cache.BloomFilter's fast path); allocated on first use
-	bloomRefs []atomic.Pointer[weak.Pointer[entry]]
+	bloomRefs atomic.Pointer[[]atomic.Pointer[weak.Pointer[entry]]]
 }
 
 // bloomSlot is the bloom reference slot of chunk (rg, col); nil when out
@@ -156,13 +156,13 @@ func (f *Footer) bloomSlot(rg, col int) *atomic.Pointer[weak.Pointer[entry]] {
 	if rg < 0 || col < 0 || rg >= len(f.Chunks) || col >= ncols {
 		return nil
 	}
-	f.chunkMemoMu.Lock()
-	if f.bloomRefs == nil {
-		f.bloomRefs = make([]atomic.Pointer[weak.Pointer[entry]], len(f.Chunks)*ncols)
+	refs := f.bloomRefs.Load()
+	if refs == nil { // first use: allocate, or take the one another goroutine did
+		fresh := make([]atomic.Pointer[weak.Pointer[entry]], len(f.Chunks)*ncols)
+		f.bloomRefs.CompareAndSwap(nil, &fresh)
+		refs = f.bloomRefs.Load()
 	}
-	refs := f.bloomRefs
-	f.chunkMemoMu.Unlock()
-	return &refs[rg*ncols+col]
+	return &(*refs)[rg*ncols+col]
 }
 
 // Attachment returns the one value attached to this footer, attaching

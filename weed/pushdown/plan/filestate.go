@@ -3,6 +3,7 @@ package plan
 import (
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -38,10 +39,12 @@ type fileState struct {
 
 // leafState is one predicate column of a file read as one Iceberg type.
 type leafState struct {
-	col int
-	typ iceberg.Type
-	d   *value.StatDecoder // nil: statistics of the column not usable as typ
-	err error              // why d is nil
+	col   int
+	typ   iceberg.Type
+	descr *schema.Column
+	class int                // hashClassOf(descr)
+	d     *value.StatDecoder // nil: statistics of the column not usable as typ
+	err   error              // why d is nil
 	// chunks[rg] are the footer statistics of row group rg
 	chunks []prune.ColumnStats
 	// pages[rg] are the page statistics of row group rg (nil: not built)
@@ -107,8 +110,9 @@ func (s *fileState) leaf(f *footer.Footer, col int, typ iceberg.Type) *leafState
 }
 
 func newLeafState(f *footer.Footer, col int, typ iceberg.Type) *leafState {
-	d, err := value.NewStatDecoder(f.Meta.Schema.Column(col), typ)
-	ls := &leafState{col: col, typ: typ, d: d, err: err,
+	descr := f.Meta.Schema.Column(col)
+	d, err := value.NewStatDecoder(descr, typ)
+	ls := &leafState{col: col, typ: typ, descr: descr, class: hashClassOf(descr), d: d, err: err,
 		chunks: make([]prune.ColumnStats, len(f.Chunks)), pages: make([]atomic.Pointer[pageStats], len(f.Chunks))}
 	for rg := range f.Chunks {
 		ls.chunks[rg] = chunkStats(f.Chunks[rg][col], d)

@@ -26,6 +26,9 @@ type Planner struct {
 	Cache *footer.Cache
 }
 
+// peekBatch is how many footers a plan looks up in the cache per lock.
+const peekBatch = 1024
+
 // tierCounter accumulates one tier's figures.
 type tierCounter struct {
 	files, rowGroups, pages int64
@@ -54,13 +57,12 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fieldIDs = nil // every column
 	}
 
-	// a. manifest tier, and a footer cache lookup for each survivor: pure
-	// CPU per file, spread over the cores.
+	// a. manifest tier (pure CPU per file, spread over the cores), then
+	// one batch of footer cache lookups for the survivors.
 	t0 := time.Now()
 	workers := max(1, runtime.GOMAXPROCS(0))
 	plans := make([]*FilePlan, len(req.Files))
 	planSlab := make([]FilePlan, len(req.Files)) // one allocation for every file's plan
-	cachedFooter := make([]bool, len(req.Files))
 	manifestOn := hasPredicate && !o.Disable[TierManifest]
 	forEachIndex(len(req.Files), workers, func(i int) {
 		f := &req.Files[i]
@@ -69,25 +71,27 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		plans[i] = fp
 		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
 			fp.Skip, fp.SkipTier = true, TierManifest
-			return
-		}
-		if ft := p.Cache.Peek(footer.Identity{Path: f.Path, Size: f.Size}); ft != nil {
-			fp.Footer = ft
-			cachedFooter[i] = true
 		}
 	})
-	var live []*FilePlan
-	var hits, misses int64
-	var cold []*FilePlan
-	for i, fp := range plans {
+	live := make([]*FilePlan, 0, len(plans))
+	ids := make([]footer.Identity, 0, len(plans))
+	for _, fp := range plans {
 		if fp.Skip {
 			tiers[TierManifest].files++
 			continue
 		}
 		live = append(live, fp)
-		if cachedFooter[i] {
-			hits++
-		} else {
+		ids = append(ids, footer.Identity{Path: fp.File.Path, Size: fp.File.Size})
+	}
+	cached := make([]*footer.Footer, len(ids))
+	var hits, misses int64
+	for lo := 0; lo < len(ids); lo += peekBatch { // the cache's lock held for a batch at a time
+		hi := min(lo+peekBatch, len(ids))
+		hits += int64(p.Cache.PeekMany(ids[lo:hi], cached[lo:hi]))
+	}
+	var cold []*FilePlan
+	for i, fp := range live {
+		if fp.Footer = cached[i]; fp.Footer == nil {
 			cold = append(cold, fp)
 		}
 	}
@@ -192,7 +196,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
 			local := newTierCounters()
-			fc := &fileContext{hashes: &bloomHashMemo{}}
+			fc := &fileContext{hashes: &bloomHashMemo{}, lookups: p.Cache.Lookups()}
+			defer fc.lookups.Flush()
 			defer func() {
 				mu.Lock()
 				for t, c := range local {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/apache/iceberg-go"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -31,6 +32,9 @@ type fileContext struct {
 	// hashes memoizes bloom hashes of predicate literals (the planning
 	// worker's; nil: computed each time)
 	hashes *bloomHashMemo
+	// lookups batches the worker's bloom filter lookups (nil: each counted
+	// on the cache)
+	lookups *footer.Lookups
 	// the worker's: note strings made once per plan, and storage the
 	// files' row group plans and note lists are cut from
 	strs      map[note]string
@@ -81,9 +85,10 @@ type fieldLeaf struct {
 }
 
 // bloomHashMemo remembers the bloom filter hash of a predicate literal as
-// a column of a given physical and logical type stores it: the files of a
-// table mostly share their column types, so one worker computes each hash
-// once per plan instead of once per file. Not safe for concurrent use.
+// a column of a given hash class (physical and logical type, see
+// hashClassOf) stores it: the files of a table mostly share their column
+// types, so one worker computes each hash once per plan instead of once
+// per file. Not safe for concurrent use.
 type bloomHashMemo struct {
 	entries []bloomHashEntry
 }
@@ -91,30 +96,64 @@ type bloomHashMemo struct {
 type bloomHashEntry struct {
 	leaf   *predicate.Leaf
 	lit    int
-	phys   parquet.Type
-	length int
-	lt     schema.LogicalType
+	class  int
 	hasher metadata.Hasher
 	h      uint64
 	ok     bool
 }
 
-// hash is value.BloomHash(col, l.Type, l.Lits[i], hasher), memoized.
-func (m *bloomHashMemo) hash(col *schema.Column, l *predicate.Leaf, i int, hasher metadata.Hasher) (uint64, bool) {
-	if m == nil {
-		return value.BloomHash(col, l.Type, l.Lits[i], hasher)
+// hash is value.BloomHash(ls's column, l.Type, l.Lits[i], hasher),
+// memoized.
+func (m *bloomHashMemo) hash(ls *leafState, l *predicate.Leaf, i int, hasher metadata.Hasher) (uint64, bool) {
+	if m == nil || ls.class < 0 {
+		return value.BloomHash(ls.descr, l.Type, l.Lits[i], hasher)
 	}
-	phys, length, lt := col.PhysicalType(), col.TypeLength(), col.LogicalType()
 	for _, e := range m.entries {
-		if e.leaf == l && e.lit == i && e.phys == phys && e.length == length && e.hasher == hasher && sameLogicalType(e.lt, lt) {
+		if e.leaf == l && e.lit == i && e.class == ls.class && e.hasher == hasher {
 			return e.h, e.ok
 		}
 	}
-	h, ok := value.BloomHash(col, l.Type, l.Lits[i], hasher)
+	h, ok := value.BloomHash(ls.descr, l.Type, l.Lits[i], hasher)
 	if len(m.entries) < 64 {
-		m.entries = append(m.entries, bloomHashEntry{l, i, phys, length, lt, hasher, h, ok})
+		m.entries = append(m.entries, bloomHashEntry{l, i, ls.class, hasher, h, ok})
 	}
 	return h, ok
+}
+
+// hashClasses numbers the distinct (physical type, type length, logical
+// type) of the columns planned, so that a bloom hash memoized for one
+// file's column is found for another file's column of the same class by
+// comparing numbers, not logical types.
+var hashClasses struct {
+	mu   sync.Mutex
+	list []hashClass
+}
+
+type hashClass struct {
+	phys   parquet.Type
+	length int
+	lt     schema.LogicalType
+}
+
+// maxHashClasses bounds hashClasses; columns of further classes are not
+// memoized (-1).
+const maxHashClasses = 1024
+
+// hashClassOf is the hash class of col (-1: none).
+func hashClassOf(col *schema.Column) int {
+	c := hashClass{col.PhysicalType(), col.TypeLength(), col.LogicalType()}
+	hashClasses.mu.Lock()
+	defer hashClasses.mu.Unlock()
+	for i, x := range hashClasses.list {
+		if x.phys == c.phys && x.length == c.length && sameLogicalType(x.lt, c.lt) {
+			return i
+		}
+	}
+	if len(hashClasses.list) >= maxHashClasses {
+		return -1
+	}
+	hashClasses.list = append(hashClasses.list, c)
+	return len(hashClasses.list) - 1
 }
 
 func sameLogicalType(a, b schema.LogicalType) bool {
@@ -197,6 +236,11 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 // then every row reads NULL for it (or its initial default, which the
 // statistics cannot describe).
 func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) {
+	for _, fl := range fc.leaves {
+		if fl.id == l.FieldID { // resolved to a leaf column before
+			return prune.ColumnStats{}, false
+		}
+	}
 	if !fc.columns.Mapped || fc.columns.ByName {
 		// Only field ids prove a column absent; a name that did not resolve
 		// may still be there under another spelling.
@@ -278,17 +322,23 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		if l.Negated || (l.Op != predicate.OpEq && l.Op != predicate.OpIn) || ctxErr != nil {
 			return prune.MightMatch
 		}
-		d, col, ok := fc.decoder(l)
-		_ = d
+		ls, ok := fc.leaf(l)
 		if !ok {
 			return prune.MightMatch
 		}
-		ch := fc.footer.Chunks[rg][col]
+		col := ls.col
+		ch := &fc.footer.Chunks[rg][col]
 		if ch.BloomOffset <= 0 && !ch.DictionaryOnly {
 			fc.missing.add(note{"bloom_filter", l.Name, ""})
 			return prune.MightMatch
 		}
-		bf, err := cache.BloomFilter(ctx, fc.footer, rg, col)
+		var bf footer.BloomFilter
+		var err error
+		if fc.lookups != nil {
+			bf, err = fc.lookups.BloomFilter(ctx, fc.footer, rg, col)
+		} else {
+			bf, err = cache.BloomFilter(ctx, fc.footer, rg, col)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				ctxErr = ctx.Err()
@@ -307,9 +357,9 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		} else {
 			fc.used.add(note{"bloom_filter", l.Name, ""})
 		}
-		descr := fc.md.Schema.Column(col)
+		hasher := bf.Hasher()
 		for i := range l.Lits {
-			h, ok := fc.hashes.hash(descr, l, i, bf.Hasher())
+			h, ok := fc.hashes.hash(ls, l, i, hasher)
 			if !ok || bf.CheckHash(h) {
 				return prune.MightMatch
 			}
