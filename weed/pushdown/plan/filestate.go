@@ -122,12 +122,12 @@ func newLeafState(f *footer.Footer, col int, typ iceberg.Type) *leafState {
 
 // pageStatsOf returns the page statistics of row group rg, building them
 // from cpi on first use.
-func (ls *leafState) pageStatsOf(rg int, cpi footer.ColumnPageIndex) []prune.ColumnStats {
+func (ls *leafState) pageStatsOf(rg int, cpi *footer.ColumnPageIndex) []prune.ColumnStats {
 	slot := &ls.pages[rg]
 	if ps := slot.Load(); ps != nil {
 		return ps.stats
 	}
-	ps := &pageStats{stats: pageColumnStats(cpi, ls.d)}
+	ps := &pageStats{stats: pageColumnStats(*cpi, ls.d)}
 	if slot.CompareAndSwap(nil, ps) {
 		return ps.stats
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -192,6 +193,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		tierWorkers = o.Concurrency
 	}
 	outs := make([]*fileOutput, len(live))
+	// every surviving file's PlannedFile, filled by its worker (one allocation)
+	plannedSlab := make([]pushdown_pb.PlannedFile, len(live))
 	g, gctx = errgroup.WithContext(ctx)
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
@@ -215,7 +218,16 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 				if fp.Skip {
 					continue
 				}
-				outs[i] = fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
+				out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
+				outs[i] = out
+				if out.rowGroupsLeft > 0 {
+					plannedSlab[i] = pushdown_pb.PlannedFile{
+						File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
+						FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
+						RowGroupsTotal: int32(len(fp.RowGroups)), RowGroupsPlanned: int32(out.rowGroupsLeft),
+						HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
+					}
+				}
 			}
 			return nil
 		})
@@ -227,14 +239,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.output = outs[i]
 	}
 
-	// One allocation each for every file's PlannedFile and FileRanges.
+	// One allocation for every file's FileRanges.
 	nranges := 0
 	for _, out := range outs {
 		if out != nil && out.rowGroupsLeft > 0 {
 			nranges += len(out.ranges)
 		}
 	}
-	plannedSlab := make([]pushdown_pb.PlannedFile, 0, len(live))
 	rangeSlab := make([]pushdown_pb.FileRange, nranges)
 	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
 		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
@@ -242,6 +253,11 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	st := resp.Stats
 	used, missing := map[string]bool{}, map[string]int{}
 	var rowsPlanned, rowsTotal, survivingFileBytes int64
+	// Files mostly carry the same notes (the same strings, see
+	// noteStrings): a run of equal lists is counted once.
+	var lastUsed, lastMissing []string
+	missingRun := 0
+	li := -1 // index in live
 	for _, fp := range plans {
 		st.FilesTotal++
 		rowsTotal += fp.File.RecordCount
@@ -253,19 +269,27 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
 			continue
 		}
-		md := fp.Footer.Meta
-		st.RowGroupsTotal += int64(md.NumRowGroups())
+		li++
+		nrg := len(fp.RowGroups)
+		st.RowGroupsTotal += int64(nrg)
 		st.BytesTotal += out.bytesTotal
 		st.BytesPlainScan += out.bytesTotal
 		st.PagesTotal += out.pagesTotal
 		st.PagesPruned += out.pagesTotal - out.pagesPlanned
-		st.RowGroupsPruned += int64(md.NumRowGroups() - out.rowGroupsLeft)
-		for _, u := range fp.Used {
-			used[u] = true
+		st.RowGroupsPruned += int64(nrg - out.rowGroupsLeft)
+		if !slices.Equal(fp.Used, lastUsed) {
+			for _, u := range fp.Used {
+				used[u] = true
+			}
+			lastUsed = fp.Used
 		}
-		for _, m := range fp.Missing {
-			missing[m]++
+		if !slices.Equal(fp.Missing, lastMissing) {
+			for _, m := range lastMissing {
+				missing[m] += missingRun
+			}
+			lastMissing, missingRun = fp.Missing, 0
 		}
+		missingRun++
 		if out.rowGroupsLeft == 0 {
 			st.FilesPruned++
 			continue
@@ -281,13 +305,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			resp.FileRanges = append(resp.FileRanges, fr)
 			st.BytesPlanned += r.Len
 		}
-		plannedSlab = append(plannedSlab, pushdown_pb.PlannedFile{
-			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
-			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
-			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
-			HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
-		})
-		resp.Files = append(resp.Files, &plannedSlab[len(plannedSlab)-1])
+		resp.Files = append(resp.Files, &plannedSlab[li])
+	}
+	for _, m := range lastMissing {
+		missing[m] += missingRun
 	}
 	for _, t := range Tiers {
 		c := tiers[t]

@@ -38,6 +38,7 @@ type fileContext struct {
 	// the worker's: note strings made once per plan, and storage the
 	// files' row group plans and note lists are cut from
 	strs      map[note]string
+	allRows   RowSet // SelectRowsByPageIndex's scratch
 	rowGroups slab[RowGroupPlan]
 	strSlab   slab[string]
 }

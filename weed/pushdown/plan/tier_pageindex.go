@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"slices"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -29,8 +30,10 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 		fc.missing.add(note{"page_index", "", ""})
 		return nil, nil
 	}
-	numRows := fc.md.RowGroup(rg).NumRows()
-	all := All(numRows)
+	numRows := fc.footer.RowGroupRows(rg)
+	// every row, in the worker's scratch (never handed out, see below)
+	all := append(fc.allRows[:0], RowRange{0, numRows})
+	fc.allRows = all
 	narrowed := false
 	var sel func(predicate.Expr) RowSet
 	sel = func(e predicate.Expr) RowSet {
@@ -68,6 +71,9 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 	if !narrowed && rows.Covers(numRows) {
 		return nil, nil
 	}
+	if len(rows) > 0 && &rows[0] == &all[0] {
+		rows = slices.Clone(rows)
+	}
 	return rows, nil
 }
 
@@ -82,7 +88,7 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 	if ls.d == nil || ls.col >= len(idx.Columns) {
 		return nil, false
 	}
-	cpi := idx.Columns[ls.col]
+	cpi := &idx.Columns[ls.col]
 	if cpi.Column == nil || cpi.Offset == nil {
 		fc.missing.add(note{"page_index", l.Name, ""})
 		return nil, false
