@@ -37,8 +37,10 @@ type fileState struct {
 	output, skipped atomic.Pointer[outputMemo]
 }
 
-// leafState is one predicate column of a file read as one Iceberg type.
+// leafState is one predicate field's leaf column of a file read as one
+// Iceberg type.
 type leafState struct {
+	field int // the field id
 	col   int
 	typ   iceberg.Type
 	descr *schema.Column
@@ -85,34 +87,45 @@ func newFileState(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *fileS
 	return &fileState{nmKey: nmKey, columns: cm, refs: refs}
 }
 
-// leaf returns the state of leaf column col read as typ, building it on
-// first use.
-func (s *fileState) leaf(f *footer.Footer, col int, typ iceberg.Type) *leafState {
+// leaf returns the state of field id's leaf column read as typ (ok false:
+// the field has no leaf column in the file), building it on first use.
+func (s *fileState) leaf(f *footer.Footer, id int, typ iceberg.Type) (*leafState, bool) {
+	if cur := s.leaves.Load(); cur != nil {
+		for _, ls := range *cur {
+			if ls.field == id && ls.typ == typ {
+				return ls, true
+			}
+		}
+	}
+	col, ok := s.columns.Leaf(id)
+	if !ok {
+		return nil, false
+	}
 	for {
 		cur := s.leaves.Load()
 		if cur != nil {
 			for _, ls := range *cur {
-				if ls.col == col && ls.typ == typ {
-					return ls
+				if ls.field == id && ls.typ == typ {
+					return ls, true
 				}
 			}
 		}
-		ls := newLeafState(f, col, typ)
+		ls := newLeafState(f, id, col, typ)
 		var next []*leafState
 		if cur != nil {
 			next = append(next, *cur...)
 		}
 		next = append(next, ls)
 		if s.leaves.CompareAndSwap(cur, &next) {
-			return ls
+			return ls, true
 		}
 	}
 }
 
-func newLeafState(f *footer.Footer, col int, typ iceberg.Type) *leafState {
+func newLeafState(f *footer.Footer, id, col int, typ iceberg.Type) *leafState {
 	descr := f.Meta.Schema.Column(col)
 	d, err := value.NewStatDecoder(descr, typ)
-	ls := &leafState{col: col, typ: typ, descr: descr, class: hashClassOf(descr), d: d, err: err,
+	ls := &leafState{field: id, col: col, typ: typ, descr: descr, class: hashClassOf(descr), d: d, err: err,
 		chunks: make([]prune.ColumnStats, len(f.Chunks)), pages: make([]atomic.Pointer[pageStats], len(f.Chunks))}
 	for rg := range f.Chunks {
 		ls.chunks[rg] = chunkStats(f.Chunks[rg][col], d)

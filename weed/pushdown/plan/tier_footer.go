@@ -212,11 +212,10 @@ func (fc *fileContext) leaf(l *predicate.Leaf) (*leafState, bool) {
 			return fl.ls, true
 		}
 	}
-	col, ok := fc.columns.Leaf(l.FieldID)
+	ls, ok := fc.state.leaf(fc.footer, l.FieldID, l.Type)
 	if !ok {
 		return nil, false
 	}
-	ls := fc.state.leaf(fc.footer, col, l.Type)
 	if ls.err != nil {
 		fc.missing.add(note{"statistics", l.Name, ls.err.Error()})
 	}
@@ -237,10 +236,8 @@ func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool
 // then every row reads NULL for it (or its initial default, which the
 // statistics cannot describe).
 func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) {
-	for _, fl := range fc.leaves {
-		if fl.id == l.FieldID { // resolved to a leaf column before
-			return prune.ColumnStats{}, false
-		}
+	if _, ok := fc.leaf(l); ok { // stored as a leaf column
+		return prune.ColumnStats{}, false
 	}
 	if !fc.columns.Mapped || fc.columns.ByName {
 		// Only field ids prove a column absent; a name that did not resolve
