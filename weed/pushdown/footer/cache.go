@@ -95,24 +95,27 @@ type entry struct {
 const promoteEvery = int64(time.Second)
 
 // promote moves el to the front of l unless it moved there recently.
-func promote(l *list.List, el *list.Element) {
+func promote(l *list.List, el *list.Element) { promoteAt(l, el, time.Now().UnixNano()) }
+
+// promoteAt is promote with the clock read (now, unix ns).
+func promoteAt(l *list.List, el *list.Element, now int64) {
 	e := el.Value.(*entry)
-	if now := time.Now().UnixNano(); now-e.promoted.Load() >= promoteEvery {
+	if now-e.promoted.Load() >= promoteEvery {
 		l.MoveToFront(el)
 		e.promoted.Store(now)
 	}
 }
 
-// touch promotes e (found without the lock, through a footer's bloom
+// touchAt promotes e (found without the lock, through a footer's bloom
 // reference) if it is still in l and was not promoted recently.
-func (l *lruBytes) touch(e *entry) {
-	if time.Now().UnixNano()-e.promoted.Load() < promoteEvery {
+func (l *lruBytes) touchAt(e *entry, now int64) {
+	if now-e.promoted.Load() < promoteEvery {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if el, ok := l.items[e.key]; ok && el == e.el {
-		promote(l.lru, el)
+		promoteAt(l.lru, el, now)
 	}
 }
 
@@ -246,9 +249,33 @@ func (c *Cache) Peek(id Identity) *Footer {
 	return nil
 }
 
+// PeekMany is Peek of every identity of ids into out (index-aligned; nil
+// where not cached), under one lock and one clock reading: a plan of many
+// files looks them all up at once. It returns the number found.
+func (c *Cache) PeekMany(ids []Identity, out []*Footer) int {
+	found := 0
+	now := time.Now().UnixNano()
+	c.mu.Lock()
+	for i, id := range ids {
+		if out[i] = c.lookupLocked(id.key(), now); out[i] != nil {
+			found++
+		}
+	}
+	c.mu.Unlock()
+	c.hits.Add(int64(found))
+	c.mHit.Add(float64(found))
+	return found
+}
+
 func (c *Cache) lookup(key cacheKey) *Footer {
+	now := time.Now().UnixNano()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.lookupLocked(key, now)
+}
+
+// lookupLocked is lookup with c.mu held; now is the clock for promotion.
+func (c *Cache) lookupLocked(key cacheKey, now int64) *Footer {
 	if el, ok := c.items[key]; ok {
 		e := el.Value.(*entry)
 		if !c.Tracker.Fresh(key.Path, e.loaded) {
@@ -257,7 +284,7 @@ func (c *Cache) lookup(key cacheKey) *Footer {
 			c.bytes -= e.size
 			return nil
 		}
-		promote(c.lru, el)
+		promoteAt(c.lru, el, now)
 		return e.footer
 	}
 	return nil
@@ -312,15 +339,49 @@ func (c *Cache) recordRead(n int64) {
 // when the chunk has neither or it cannot be read (a "maybe" for the
 // caller; the error says why).
 func (c *Cache) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
+	return c.bloomFilter(ctx, f, rg, col, nil)
+}
+
+// Lookups are one goroutine's bloom filter lookups of a plan over many
+// files: hits are counted locally and recency is kept with one clock
+// reading (LRU order at plan granularity), so the lookups share no cache
+// line written per lookup. Flush adds the counts to the cache.
+type Lookups struct {
+	c         *Cache
+	now       int64
+	bloomHits int64
+}
+
+// Lookups starts a batch of lookups.
+func (c *Cache) Lookups() *Lookups { return &Lookups{c: c, now: time.Now().UnixNano()} }
+
+// BloomFilter is Cache.BloomFilter, counted in the batch.
+func (l *Lookups) BloomFilter(ctx context.Context, f *Footer, rg, col int) (BloomFilter, error) {
+	return l.c.bloomFilter(ctx, f, rg, col, l)
+}
+
+// Flush adds the batch's counts to the cache's.
+func (l *Lookups) Flush() {
+	l.c.bloomHits.Add(l.bloomHits)
+	l.c.mBloomHit.Add(float64(l.bloomHits))
+	l.bloomHits = 0
+}
+
+func (c *Cache) bloomFilter(ctx context.Context, f *Footer, rg, col int, lk *Lookups) (BloomFilter, error) {
 	// Fast path: the footer's weak reference to the cached entry (no key
 	// hashing, no lock); a collected or foreign entry falls through.
 	slot := f.bloomSlot(rg, col)
 	if slot != nil && f.cache == c {
 		if ref := slot.Load(); ref != nil {
 			if e := ref.Value(); e != nil {
-				c.blooms.touch(e)
-				c.bloomHits.Add(1)
-				c.mBloomHit.Inc()
+				if lk != nil {
+					c.blooms.touchAt(e, lk.now)
+					lk.bloomHits++
+				} else {
+					c.blooms.touchAt(e, time.Now().UnixNano())
+					c.bloomHits.Add(1)
+					c.mBloomHit.Inc()
+				}
 				return e.bloom.bf, e.bloom.err
 			}
 		}

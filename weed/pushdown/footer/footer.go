@@ -143,9 +143,10 @@ type Footer struct {
 	chunkMemo    []atomic.Pointer[chunkMemoEntry] // by rg*columns+col; allocated on first use
 	chunkMemoMu  sync.Mutex
 	smallMemo    atomic.Pointer[chunkMemoEntry] // SmallMemo's chain
+	attachment   atomic.Pointer[any]            // see Attachment
 	// bloomRefs[rg*columns+col] weakly references the bloom cache's entry
 	// of that chunk (Cache.BloomFilter's fast path); allocated on first use
-	bloomRefs []atomic.Pointer[weak.Pointer[entry]]
+	bloomRefs atomic.Pointer[[]atomic.Pointer[weak.Pointer[entry]]]
 }
 
 // bloomSlot is the bloom reference slot of chunk (rg, col); nil when out
@@ -155,13 +156,28 @@ func (f *Footer) bloomSlot(rg, col int) *atomic.Pointer[weak.Pointer[entry]] {
 	if rg < 0 || col < 0 || rg >= len(f.Chunks) || col >= ncols {
 		return nil
 	}
-	f.chunkMemoMu.Lock()
-	if f.bloomRefs == nil {
-		f.bloomRefs = make([]atomic.Pointer[weak.Pointer[entry]], len(f.Chunks)*ncols)
+	refs := f.bloomRefs.Load()
+	if refs == nil { // first use: allocate, or take the one another goroutine did
+		fresh := make([]atomic.Pointer[weak.Pointer[entry]], len(f.Chunks)*ncols)
+		f.bloomRefs.CompareAndSwap(nil, &fresh)
+		refs = f.bloomRefs.Load()
 	}
-	refs := f.bloomRefs
-	f.chunkMemoMu.Unlock()
-	return &refs[rg*ncols+col]
+	return &(*refs)[rg*ncols+col]
+}
+
+// Attachment returns the one value attached to this footer, attaching
+// build's result on first use: the planner's per-file state, reached with
+// one load (no tag comparison) by every plan of the file. It lives and
+// dies with the footer.
+func (f *Footer) Attachment(build func() any) any {
+	if v := f.attachment.Load(); v != nil {
+		return *v
+	}
+	v := build()
+	if f.attachment.CompareAndSwap(nil, &v) {
+		return v
+	}
+	return *f.attachment.Load()
 }
 
 // smallMemoMax bounds SmallMemo's chain; further tags go to Memo.

@@ -314,6 +314,18 @@ func TestBloomFiltersAreServedFromTheFootersReferenceUntilTheCacheLetsThemGo(t *
 	if st.BloomHits < 100 {
 		t.Fatalf("bloom hits %d, want ≥ 100", st.BloomHits)
 	}
+	// A batch of lookups serves the same filter and counts on Flush.
+	lk := c.Lookups()
+	for i := 0; i < 10; i++ {
+		if bf, err := lk.BloomFilter(ctx, f, 1, 0); err != nil || bf != first {
+			t.Fatalf("batched lookup %d: %v %v (not the cached filter)", i, bf, err)
+		}
+	}
+	lk.Flush()
+	if got := c.Stats().BloomHits - st.BloomHits; got != 10 {
+		t.Fatalf("a flushed batch of 10 lookups counted %d bloom hits", got)
+	}
+	st = c.Stats()
 	// Evicted from the bloom LRU and collected: the reference is empty and
 	// the next lookup reads the filter again, correctly.
 	c.blooms.mu.Lock()

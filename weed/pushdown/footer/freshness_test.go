@@ -113,3 +113,29 @@ func TestACanceledPlanDoesNotFailConcurrentPlansOfTheSameFile(t *testing.T) {
 		t.Fatalf("the file was opened %d more times; want one shared load", len(opened))
 	}
 }
+
+func TestPeekManyServesOnlyFreshCachedFootersAndCountsTheirHits(t *testing.T) {
+	a, b := parquetFile(t, 100, 50, false), parquetFile(t, 120, 50, false)
+	files := map[string][]byte{"s3://w/a.parquet": a, "s3://w/b.parquet": b}
+	c, _, _ := newTestCache(files, 64<<20)
+	c.Tracker = freshness.New(16)
+	ida, idb := Identity{Path: "s3://w/a.parquet", Size: int64(len(a))}, Identity{Path: "s3://w/b.parquet", Size: int64(len(b))}
+	fa, _, err := c.Get(context.Background(), ida)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []Identity{ida, idb, {Path: ida.Path, Size: ida.Size + 1}}
+	out := make([]*Footer, len(ids))
+	hits := c.Stats().Hits
+	if n := c.PeekMany(ids, out); n != 1 || out[0] != fa || out[1] != nil || out[2] != nil {
+		t.Fatalf("PeekMany found %d: %v; want only a's footer (b not loaded, a of another size is another file)", n, out)
+	}
+	if got := c.Stats().Hits - hits; got != 1 {
+		t.Fatalf("PeekMany counted %d hits, want 1", got)
+	}
+	time.Sleep(time.Millisecond)
+	c.Tracker.Changed("/buckets/w/a.parquet")
+	if n := c.PeekMany(ids[:1], out[:1]); n != 0 || out[0] != nil {
+		t.Fatalf("PeekMany served a footer of a file changed since it was loaded")
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -37,20 +36,8 @@ func dictFile(t *testing.T, n, rg int64, dictPage int64) []byte {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(512),
-		parquet.WithDictionaryDefault(true), parquet.WithDictionaryPageSizeLimit(dictPage), parquet.WithStats(false))
-	fw, err := pqarrow.NewFileWriter(as, &buf, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return parquetBytes(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(512),
+		parquet.WithDictionaryDefault(true), parquet.WithDictionaryPageSizeLimit(dictPage), parquet.WithStats(false)))
 }
 
 func xIn(vs ...int64) predicate.Expr {

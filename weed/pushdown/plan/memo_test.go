@@ -23,9 +23,10 @@ func planSummary(resp *pushdown_pb.ParquetPushdownResponse) string {
 	return s
 }
 
-// Whole-file outputs are shared between plans of the same projection; a
-// plan with deletes, another projection, pruned row groups or a fresh
-// planner must still see exactly what a plan from scratch sees.
+// Whole-file outputs (read whole, or pruned whole) are shared between
+// plans of the same projection; a plan with deletes, another projection,
+// pruned row groups or a fresh planner must still see exactly what a plan
+// from scratch sees.
 func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T) {
 	cols := genColumns()
 	_, schema := genSchemas(cols)
@@ -50,6 +51,9 @@ func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T)
 		{"another projection", Request{Table: Table{Schema: schema}, Files: files, Projection: []int{2, 19}, Options: DefaultOptions()}},
 		{"deletes", Request{Table: Table{Schema: schema}, Files: withDeletes, Projection: []int{1, 2, 5}, Options: DefaultOptions(), Deletes: fixedDeletes{deleted}}},
 		{"pruning predicate", Request{Table: Table{Schema: schema}, Files: files, Predicate: xBetweenField(t, schema, 1, 100, 200), Projection: []int{1, 2, 5}, Options: DefaultOptions()}},
+		{"every row group pruned by blooms", Request{Table: Table{Schema: schema}, Files: files, Predicate: bindOrFail(t, schema, eqString(19, "purple")), Projection: []int{1, 2, 5}, Options: DefaultOptions()}},
+		{"pruned, deletes", Request{Table: Table{Schema: schema}, Files: withDeletes, Predicate: bindOrFail(t, schema, eqString(19, "purple")), Projection: []int{1, 2, 5}, Options: DefaultOptions(), Deletes: fixedDeletes{deleted}}},
+		{"unselective equality", Request{Table: Table{Schema: schema}, Files: files, Predicate: bindOrFail(t, schema, eqString(19, "blue")), Projection: []int{2, 19}, Options: DefaultOptions()}},
 	}
 	shared := &Planner{Cache: footer.NewCache("shared", 1<<30, mem.open)}
 	for round := 0; round < 2; round++ {

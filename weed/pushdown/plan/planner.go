@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ import (
 type Planner struct {
 	Cache *footer.Cache
 }
+
+// peekBatch is how many footers a plan looks up in the cache per lock.
+const peekBatch = 1024
 
 // tierCounter accumulates one tier's figures.
 type tierCounter struct {
@@ -54,38 +58,41 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fieldIDs = nil // every column
 	}
 
-	// a. manifest tier, and a footer cache lookup for each survivor: pure
-	// CPU per file, spread over the cores.
+	// a. manifest tier (pure CPU per file, spread over the cores), then
+	// one batch of footer cache lookups for the survivors.
 	t0 := time.Now()
 	workers := max(1, runtime.GOMAXPROCS(0))
 	plans := make([]*FilePlan, len(req.Files))
-	cachedFooter := make([]bool, len(req.Files))
+	planSlab := make([]FilePlan, len(req.Files)) // one allocation for every file's plan
 	manifestOn := hasPredicate && !o.Disable[TierManifest]
 	forEachIndex(len(req.Files), workers, func(i int) {
 		f := &req.Files[i]
-		fp := &FilePlan{File: f}
+		fp := &planSlab[i]
+		fp.File = f
 		plans[i] = fp
 		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
 			fp.Skip, fp.SkipTier = true, TierManifest
-			return
-		}
-		if ft := p.Cache.Peek(footer.Identity{Path: f.Path, Size: f.Size}); ft != nil {
-			fp.Footer = ft
-			cachedFooter[i] = true
 		}
 	})
-	var live []*FilePlan
-	var hits, misses int64
-	var cold []*FilePlan
-	for i, fp := range plans {
+	live := make([]*FilePlan, 0, len(plans))
+	ids := make([]footer.Identity, 0, len(plans))
+	for _, fp := range plans {
 		if fp.Skip {
 			tiers[TierManifest].files++
 			continue
 		}
 		live = append(live, fp)
-		if cachedFooter[i] {
-			hits++
-		} else {
+		ids = append(ids, footer.Identity{Path: fp.File.Path, Size: fp.File.Size})
+	}
+	cached := make([]*footer.Footer, len(ids))
+	var hits, misses int64
+	for lo := 0; lo < len(ids); lo += peekBatch { // the cache's lock held for a batch at a time
+		hi := min(lo+peekBatch, len(ids))
+		hits += int64(p.Cache.PeekMany(ids[lo:hi], cached[lo:hi]))
+	}
+	var cold []*FilePlan
+	for i, fp := range live {
+		if fp.Footer = cached[i]; fp.Footer == nil {
 			cold = append(cold, fp)
 		}
 	}
@@ -186,11 +193,14 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		tierWorkers = o.Concurrency
 	}
 	outs := make([]*fileOutput, len(live))
+	// every surviving file's PlannedFile, filled by its worker (one allocation)
+	plannedSlab := make([]pushdown_pb.PlannedFile, len(live))
 	g, gctx = errgroup.WithContext(ctx)
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
 			local := newTierCounters()
-			hashes := &bloomHashMemo{}
+			fc := &fileContext{hashes: &bloomHashMemo{}, lookups: p.Cache.Lookups()}
+			defer fc.lookups.Flush()
 			defer func() {
 				mu.Lock()
 				for t, c := range local {
@@ -202,13 +212,22 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			}()
 			for i := w; i < len(live); i += tierWorkers {
 				fp := live[i]
-				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, hashes); err != nil {
+				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
 					return err
 				}
 				if fp.Skip {
 					continue
 				}
-				outs[i] = fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
+				out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
+				outs[i] = out
+				if out.rowGroupsLeft > 0 {
+					plannedSlab[i] = pushdown_pb.PlannedFile{
+						File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
+						FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
+						RowGroupsTotal: int32(len(fp.RowGroups)), RowGroupsPlanned: int32(out.rowGroupsLeft),
+						HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
+					}
+				}
 			}
 			return nil
 		})
@@ -220,12 +239,25 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.output = outs[i]
 	}
 
+	// One allocation for every file's FileRanges.
+	nranges := 0
+	for _, out := range outs {
+		if out != nil && out.rowGroupsLeft > 0 {
+			nranges += len(out.ranges)
+		}
+	}
+	rangeSlab := make([]pushdown_pb.FileRange, nranges)
 	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
 		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
-		FileRanges: make([]*pushdown_pb.FileRange, 0, len(live))}
+		FileRanges: make([]*pushdown_pb.FileRange, 0, nranges)}
 	st := resp.Stats
 	used, missing := map[string]bool{}, map[string]int{}
 	var rowsPlanned, rowsTotal, survivingFileBytes int64
+	// Files mostly carry the same notes (the same strings, see
+	// noteStrings): a run of equal lists is counted once.
+	var lastUsed, lastMissing []string
+	missingRun := 0
+	li := -1 // index in live
 	for _, fp := range plans {
 		st.FilesTotal++
 		rowsTotal += fp.File.RecordCount
@@ -237,19 +269,27 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
 			continue
 		}
-		md := fp.Footer.Meta
-		st.RowGroupsTotal += int64(md.NumRowGroups())
+		li++
+		nrg := len(fp.RowGroups)
+		st.RowGroupsTotal += int64(nrg)
 		st.BytesTotal += out.bytesTotal
 		st.BytesPlainScan += out.bytesTotal
 		st.PagesTotal += out.pagesTotal
 		st.PagesPruned += out.pagesTotal - out.pagesPlanned
-		st.RowGroupsPruned += int64(md.NumRowGroups() - out.rowGroupsLeft)
-		for _, u := range fp.Used {
-			used[u] = true
+		st.RowGroupsPruned += int64(nrg - out.rowGroupsLeft)
+		if !slices.Equal(fp.Used, lastUsed) {
+			for _, u := range fp.Used {
+				used[u] = true
+			}
+			lastUsed = fp.Used
 		}
-		for _, m := range fp.Missing {
-			missing[m]++
+		if !slices.Equal(fp.Missing, lastMissing) {
+			for _, m := range lastMissing {
+				missing[m] += missingRun
+			}
+			lastMissing, missingRun = fp.Missing, 0
 		}
+		missingRun++
 		if out.rowGroupsLeft == 0 {
 			st.FilesPruned++
 			continue
@@ -258,19 +298,17 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		rowsPlanned += out.rowsPlanned
 		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
 		resp.Pages = append(resp.Pages, out.pages...)
-		frs := make([]pushdown_pb.FileRange, len(out.ranges)) // one allocation for the file's ranges
-		for i, r := range out.ranges {
-			fr := &frs[i]
+		for _, r := range out.ranges {
+			fr := &rangeSlab[0]
+			rangeSlab = rangeSlab[1:]
 			fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
 			resp.FileRanges = append(resp.FileRanges, fr)
 			st.BytesPlanned += r.Len
 		}
-		resp.Files = append(resp.Files, &pushdown_pb.PlannedFile{
-			File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
-			FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
-			RowGroupsTotal: int32(md.NumRowGroups()), RowGroupsPlanned: int32(out.rowGroupsLeft),
-			HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
-		})
+		resp.Files = append(resp.Files, &plannedSlab[li])
+	}
+	for _, m := range lastMissing {
+		missing[m] += missingRun
 	}
 	for _, t := range Tiers {
 		c := tiers[t]
@@ -320,18 +358,19 @@ func isTrue(e predicate.Expr) bool {
 
 // planFile runs the footer tiers over one file, counting into local (the
 // calling worker's counters).
-func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, hashes *bloomHashMemo) error {
+// fc is the worker's file context, reset for this file.
+func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, fc *fileContext) error {
 	md := fp.Footer.Meta
-	fp.Columns = columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
+	fp.state = fileStateOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
+	fp.Columns = fp.state.columns
+	fc.reset(&req.Table, fp.Footer, fp.state)
 	if !fp.Columns.Mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
-	fp.RowGroups = make([]RowGroupPlan, md.NumRowGroups())
+	fp.RowGroups = fc.rowGroups.take(md.NumRowGroups())
 	if !hasPredicate {
 		return p.applyDeletes(fp, local)
 	}
-	fc := newFileContext(&req.Table, fp.Footer, fp.Columns)
-	fc.hashes = hashes
 	o := req.Options
 	alive := md.NumRowGroups()
 	lastTier := ""
@@ -382,12 +421,8 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	if alive == 0 && lastTier != "" {
 		local[lastTier].files++
 	}
-	for _, m := range fc.missing {
-		fp.Missing = append(fp.Missing, m.String())
-	}
-	for _, u := range fc.used {
-		fp.Used = append(fp.Used, u.String())
-	}
+	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+	fp.Used = fc.noteStrings(fp.Used, fc.used)
 	if !o.Disable[TierSideIndex] {
 		p.applySideIndex(fp, local)
 	}
@@ -471,21 +506,6 @@ func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (De
 	return st, nil
 }
 
-// columnRefsOf returns the (memoized) ColumnRef of every leaf column of a
-// file under its column map. The refs are shared by every response that
-// names those columns: nothing may modify them.
-func columnRefsOf(fp *FilePlan) []*pushdown_pb.ColumnRef {
-	type key struct{ cm *ColumnMap }
-	return fp.Footer.SmallMemo(key{fp.Columns}, func() any {
-		md := fp.Footer.Meta
-		refs := make([]*pushdown_pb.ColumnRef, md.Schema.NumColumns())
-		for col := range refs {
-			refs[col] = &pushdown_pb.ColumnRef{FieldId: int32(fp.Columns.FieldOf(col)), Path: md.Schema.Column(col).Path()}
-		}
-		return refs
-	}).([]*pushdown_pb.ColumnRef)
-}
-
 // projectionOf returns the (memoized) leaf columns of a projection.
 func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 	type key struct {
@@ -494,18 +514,6 @@ func projectionOf(fp *FilePlan, ids []int, idsKey string) []int {
 	}
 	k := key{cm: fp.Columns, ids: idsKey}
 	return fp.Footer.SmallMemo(k, func() any { return fp.Columns.Projection(fp.Footer.Meta, ids) }).([]int)
-}
-
-// columnMapOf returns the (memoized) column map of a footer under a name
-// mapping; parsed table metadata is cached, so the same mapping is the same
-// slice across plans.
-// columnMapOf memoizes a footer's column map per name mapping, keyed by the
-// mapping's content (nmKey, see nameMappingKey): table metadata is parsed
-// anew per request, so a key by address would miss every time and grow the
-// memo without bound.
-func columnMapOf(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *ColumnMap {
-	type key struct{ nameMapping string }
-	return f.SmallMemo(key{nmKey}, func() any { return NewColumnMap(f.Meta.Schema, nm) }).(*ColumnMap)
 }
 
 // nameMappingKey is a digest of a name mapping's content ("" for none).

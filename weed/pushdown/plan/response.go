@@ -70,30 +70,50 @@ type fileOutput struct {
 
 // fileOutputOf is buildFile's output for fp's projection. A file read
 // whole (no row group pruned, no row ranges, no deletes) plans the same
-// every time for a projection, so that output is memoized on its footer
-// and shared by every response naming it: nothing may modify it or the
-// refs it holds (as with columnRefsOf). Warm plans of many files that
-// every query visits then do no per-file assembly.
+// every time for a projection, and so does a file whose every row group
+// was pruned: those outputs are memoized on its footer and shared by every
+// response naming it: nothing may modify them or the refs they hold (the
+// file state's). Warm plans of many files that every query visits then do
+// no per-file assembly; the last projection's outputs are reached straight
+// from the file state.
 func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileOutput {
-	refs := columnRefsOf(fp)
-	build := func() *fileOutput {
-		return buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, gap)
-	}
-	if fp.Deleted != nil || fp.File.Path != fp.Footer.ID.Path {
-		return build()
-	}
+	skipped, whole := 0, 0
 	for _, rg := range fp.RowGroups {
-		if rg.Skip || rg.Rows != nil || rg.RowsExact { // RowsExact: of this predicate only
-			return build()
+		switch {
+		case rg.Skip:
+			skipped++
+		case rg.Rows == nil && !rg.RowsExact: // RowsExact: of this predicate only
+			whole++
 		}
 	}
-	type key struct {
-		cm   *ColumnMap
-		ids  string
-		gap  int64
-		side int32 // the page counts change when side page indexes attach
+	allSkipped := skipped == len(fp.RowGroups)
+	if (!allSkipped && whole < len(fp.RowGroups)) || (!allSkipped && fp.Deleted != nil) || fp.File.Path != fp.Footer.ID.Path {
+		return buildFileOf(fp, fieldIDs, idsKey, gap)
 	}
-	return fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, fp.Footer.SidePageColumns()}, func() any { return build() }).(*fileOutput)
+	side := fp.Footer.SidePageColumns() // the page counts change when side page indexes attach
+	slot := &fp.state.output
+	if allSkipped {
+		slot = &fp.state.skipped
+	}
+	if m := slot.Load(); m != nil && m.ids == idsKey && m.gap == gap && m.side == side {
+		return m.out
+	}
+	type key struct {
+		cm      *ColumnMap
+		ids     string
+		gap     int64
+		side    int32
+		skipped bool
+	}
+	out := fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, side, allSkipped}, func() any { return buildFileOf(fp, fieldIDs, idsKey, gap) }).(*fileOutput)
+	slot.Store(&outputMemo{ids: idsKey, gap: gap, side: side, out: out})
+	return out
+}
+
+// buildFileOf is buildFile over fp's projection with the file state's refs.
+func buildFileOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileOutput {
+	refs := fp.state.refs
+	return buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, gap)
 }
 
 // buildFile assembles the refs and byte ranges of one file plan.

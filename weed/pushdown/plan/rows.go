@@ -1,6 +1,10 @@
 package plan
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // RowRange is a half-open range [Start, End) of row positions local to a
 // row group.
@@ -31,16 +35,27 @@ func (s RowSet) Covers(n int64) bool {
 	return len(s) == 1 && s[0].Start <= 0 && s[0].End >= n
 }
 
-// normalize sorts and merges ranges.
+// normalize sorts and merges ranges (in is not modified).
 func normalize(in []RowRange) RowSet {
-	var rs []RowRange
-	for _, r := range in {
-		if r.End > r.Start {
-			rs = append(rs, r)
+	rs := in
+	for i, r := range in {
+		if r.End <= r.Start { // drop empty ranges, into a copy
+			rs = append(make([]RowRange, 0, len(in)), in[:i]...)
+			for _, r := range in[i+1:] {
+				if r.End > r.Start {
+					rs = append(rs, r)
+				}
+			}
+			break
 		}
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
-	out := RowSet{}
+	if !slices.IsSortedFunc(rs, byStart) {
+		if len(rs) > 0 && &rs[0] == &in[0] {
+			rs = slices.Clone(rs)
+		}
+		slices.SortFunc(rs, byStart)
+	}
+	out := make(RowSet, 0, len(rs))
 	for _, r := range rs {
 		if n := len(out); n > 0 && r.Start <= out[n-1].End {
 			if r.End > out[n-1].End {
@@ -52,6 +67,8 @@ func normalize(in []RowRange) RowSet {
 	}
 	return out
 }
+
+func byStart(a, b RowRange) int { return cmp.Compare(a.Start, b.Start) }
 
 // Union of two sets.
 func Union(a, b RowSet) RowSet {

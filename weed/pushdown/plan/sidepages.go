@@ -54,7 +54,7 @@ func attachSidePageIndexes(ctx context.Context, src SidePageIndexSource, req *Re
 		if fp.Footer.HasNativePageIndex() {
 			continue
 		}
-		cm := columnMapOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
+		cm := fileStateOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey).columns
 		indexed := sidePageColumns(cm, fp.Footer.Meta.Schema, wanted)
 		var fields []int
 		byField := map[int]int{}

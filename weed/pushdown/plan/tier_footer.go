@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/apache/iceberg-go"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -15,26 +16,80 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
-// fileContext is what the footer-based tiers share for one file.
+// fileContext is what the footer-based tiers share for one file. A
+// planning worker reuses one for each of its files (reset).
 type fileContext struct {
 	table   *Table
 	footer  *footer.Footer
 	md      *metadata.FileMetaData
 	columns *ColumnMap
-	// decoders by field id (nil decoder: statistics of that field not
-	// usable); a predicate names few fields, so a slice beats a map
-	decoders []fieldDecoder
-	missing  noteSet
-	used     noteSet
+	state   *fileState
+	// leaves by field id (nil leaf state: the field has no leaf column);
+	// a predicate names few fields, so a slice beats a map
+	leaves  []fieldLeaf
+	missing noteSet
+	used    noteSet
 	// hashes memoizes bloom hashes of predicate literals (the planning
 	// worker's; nil: computed each time)
 	hashes *bloomHashMemo
+	// lookups batches the worker's bloom filter lookups (nil: each counted
+	// on the cache)
+	lookups *footer.Lookups
+	// the worker's: note strings made once per plan, and storage the
+	// files' row group plans and note lists are cut from
+	strs      map[note]string
+	allRows   RowSet // SelectRowsByPageIndex's scratch
+	rowGroups slab[RowGroupPlan]
+	strSlab   slab[string]
+}
+
+// noteStrings appends the strings of notes to dst (from the worker's
+// storage when dst is empty).
+func (fc *fileContext) noteStrings(dst []string, notes noteSet) []string {
+	if len(notes) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = fc.strSlab.take(len(notes))[:0]
+	}
+	for _, n := range notes {
+		str, ok := fc.strs[n]
+		if !ok {
+			if fc.strs == nil {
+				fc.strs = map[note]string{}
+			}
+			str = n.String()
+			fc.strs[n] = str
+		}
+		dst = append(dst, str)
+	}
+	return dst
+}
+
+// slab hands out short slices cut from larger allocations, so a plan of
+// many files allocates their small slices a few times instead of once per
+// file. A slice handed out has no spare capacity: appending to it copies.
+type slab[T any] struct{ buf []T }
+
+func (s *slab[T]) take(n int) []T {
+	if n > cap(s.buf)-len(s.buf) {
+		s.buf = make([]T, 0, max(n, 512))
+	}
+	i := len(s.buf)
+	s.buf = s.buf[:i+n]
+	return s.buf[i : i+n : i+n]
+}
+
+type fieldLeaf struct {
+	id int
+	ls *leafState
 }
 
 // bloomHashMemo remembers the bloom filter hash of a predicate literal as
-// a column of a given physical and logical type stores it: the files of a
-// table mostly share their column types, so one worker computes each hash
-// once per plan instead of once per file. Not safe for concurrent use.
+// a column of a given hash class (physical and logical type, see
+// hashClassOf) stores it: the files of a table mostly share their column
+// types, so one worker computes each hash once per plan instead of once
+// per file. Not safe for concurrent use.
 type bloomHashMemo struct {
 	entries []bloomHashEntry
 }
@@ -42,30 +97,64 @@ type bloomHashMemo struct {
 type bloomHashEntry struct {
 	leaf   *predicate.Leaf
 	lit    int
-	phys   parquet.Type
-	length int
-	lt     schema.LogicalType
+	class  int
 	hasher metadata.Hasher
 	h      uint64
 	ok     bool
 }
 
-// hash is value.BloomHash(col, l.Type, l.Lits[i], hasher), memoized.
-func (m *bloomHashMemo) hash(col *schema.Column, l *predicate.Leaf, i int, hasher metadata.Hasher) (uint64, bool) {
-	if m == nil {
-		return value.BloomHash(col, l.Type, l.Lits[i], hasher)
+// hash is value.BloomHash(ls's column, l.Type, l.Lits[i], hasher),
+// memoized.
+func (m *bloomHashMemo) hash(ls *leafState, l *predicate.Leaf, i int, hasher metadata.Hasher) (uint64, bool) {
+	if m == nil || ls.class < 0 {
+		return value.BloomHash(ls.descr, l.Type, l.Lits[i], hasher)
 	}
-	phys, length, lt := col.PhysicalType(), col.TypeLength(), col.LogicalType()
 	for _, e := range m.entries {
-		if e.leaf == l && e.lit == i && e.phys == phys && e.length == length && e.hasher == hasher && sameLogicalType(e.lt, lt) {
+		if e.leaf == l && e.lit == i && e.class == ls.class && e.hasher == hasher {
 			return e.h, e.ok
 		}
 	}
-	h, ok := value.BloomHash(col, l.Type, l.Lits[i], hasher)
+	h, ok := value.BloomHash(ls.descr, l.Type, l.Lits[i], hasher)
 	if len(m.entries) < 64 {
-		m.entries = append(m.entries, bloomHashEntry{l, i, phys, length, lt, hasher, h, ok})
+		m.entries = append(m.entries, bloomHashEntry{l, i, ls.class, hasher, h, ok})
 	}
 	return h, ok
+}
+
+// hashClasses numbers the distinct (physical type, type length, logical
+// type) of the columns planned, so that a bloom hash memoized for one
+// file's column is found for another file's column of the same class by
+// comparing numbers, not logical types.
+var hashClasses struct {
+	mu   sync.Mutex
+	list []hashClass
+}
+
+type hashClass struct {
+	phys   parquet.Type
+	length int
+	lt     schema.LogicalType
+}
+
+// maxHashClasses bounds hashClasses; columns of further classes are not
+// memoized (-1).
+const maxHashClasses = 1024
+
+// hashClassOf is the hash class of col (-1: none).
+func hashClassOf(col *schema.Column) int {
+	c := hashClass{col.PhysicalType(), col.TypeLength(), col.LogicalType()}
+	hashClasses.mu.Lock()
+	defer hashClasses.mu.Unlock()
+	for i, x := range hashClasses.list {
+		if x.phys == c.phys && x.length == c.length && sameLogicalType(x.lt, c.lt) {
+			return i
+		}
+	}
+	if len(hashClasses.list) >= maxHashClasses {
+		return -1
+	}
+	hashClasses.list = append(hashClasses.list, c)
+	return len(hashClasses.list) - 1
 }
 
 func sameLogicalType(a, b schema.LogicalType) bool {
@@ -73,11 +162,6 @@ func sameLogicalType(a, b schema.LogicalType) bool {
 		return a == nil && b == nil
 	}
 	return a.Equals(b)
-}
-
-type fieldDecoder struct {
-	id int
-	d  *value.StatDecoder
 }
 
 // noteSet is a small set of notes (a file gathers a handful).
@@ -108,44 +192,53 @@ func (n note) String() string {
 	return s
 }
 
-func newFileContext(t *Table, f *footer.Footer, cm *ColumnMap) *fileContext {
-	return &fileContext{table: t, footer: f, md: f.Meta, columns: cm}
+func newFileContext(t *Table, f *footer.Footer, s *fileState) *fileContext {
+	fc := &fileContext{}
+	fc.reset(t, f, s)
+	return fc
+}
+
+// reset points fc at another file, keeping its slices' storage.
+func (fc *fileContext) reset(t *Table, f *footer.Footer, s *fileState) {
+	fc.table, fc.footer, fc.md, fc.columns, fc.state = t, f, f.Meta, s.columns, s
+	fc.leaves, fc.missing, fc.used = fc.leaves[:0], fc.missing[:0], fc.used[:0]
+}
+
+// leaf returns the leaf column state of a predicate field (ok false: the
+// field has no leaf column in the file).
+func (fc *fileContext) leaf(l *predicate.Leaf) (*leafState, bool) {
+	for _, fl := range fc.leaves {
+		if fl.id == l.FieldID && fl.ls != nil && fl.ls.typ == l.Type {
+			return fl.ls, true
+		}
+	}
+	ls, ok := fc.state.leaf(fc.footer, l.FieldID, l.Type)
+	if !ok {
+		return nil, false
+	}
+	if ls.err != nil {
+		fc.missing.add(note{"statistics", l.Name, ls.err.Error()})
+	}
+	fc.leaves = append(fc.leaves, fieldLeaf{l.FieldID, ls})
+	return ls, true
 }
 
 // decoder returns the statistics decoder of a predicate field, or nil.
 func (fc *fileContext) decoder(l *predicate.Leaf) (*value.StatDecoder, int, bool) {
-	col, ok := fc.columns.Leaf(l.FieldID)
+	ls, ok := fc.leaf(l)
 	if !ok {
 		return nil, -1, false
 	}
-	for _, fd := range fc.decoders {
-		if fd.id == l.FieldID {
-			return fd.d, col, true
-		}
-	}
-	type key struct {
-		col int
-		typ iceberg.Type
-	}
-	type built struct {
-		d   *value.StatDecoder
-		err error
-	}
-	b := fc.footer.SmallMemo(key{col, l.Type}, func() any {
-		d, err := value.NewStatDecoder(fc.md.Schema.Column(col), l.Type)
-		return built{d, err}
-	}).(built)
-	if b.err != nil {
-		fc.missing.add(note{"statistics", l.Name, b.err.Error()})
-	}
-	fc.decoders = append(fc.decoders, fieldDecoder{l.FieldID, b.d})
-	return b.d, col, true
+	return ls.d, ls.col, true
 }
 
 // absentField reports whether a predicate field is not stored in the file:
 // then every row reads NULL for it (or its initial default, which the
 // statistics cannot describe).
 func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) {
+	if _, ok := fc.leaf(l); ok { // stored as a leaf column
+		return prune.ColumnStats{}, false
+	}
 	if !fc.columns.Mapped || fc.columns.ByName {
 		// Only field ids prove a column absent; a name that did not resolve
 		// may still be there under another spelling.
@@ -172,27 +265,18 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 	return prune.AllNull(), true
 }
 
-// Tags of the per-chunk memos: a chunk's statistics and its page
-// statistics, as read for one Iceberg type.
-type (
-	chunkStatsTag struct{ typ iceberg.Type }
-	pageStatsTag  struct{ typ iceberg.Type }
-)
-
 // PruneRowGroupByStats decides row group rg from the footer's zone maps.
 func (fc *fileContext) PruneRowGroupByStats(rg int, e predicate.Expr) prune.Verdict {
 	return prune.EvaluateWith(e, func(l *predicate.Leaf) prune.Verdict {
 		if s, absent := fc.absentStats(l); absent {
 			return prune.EvaluateLeaf(l, s)
 		}
-		d, col, _ := fc.decoder(l)
-		s := fc.footer.ChunkMemo(rg, col, chunkStatsTag{l.Type}, func() any {
-			return chunkStats(fc.footer.Chunks[rg][col], d)
-		}).(prune.ColumnStats)
+		ls, _ := fc.leaf(l)
+		s := &ls.chunks[rg]
 		if s.HasBounds {
 			fc.used.add(note{"footer_stats", l.Name, ""})
 		}
-		return prune.EvaluateLeaf(l, s)
+		return prune.EvaluateLeaf(l, *s)
 	})
 }
 
@@ -236,17 +320,23 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		if l.Negated || (l.Op != predicate.OpEq && l.Op != predicate.OpIn) || ctxErr != nil {
 			return prune.MightMatch
 		}
-		d, col, ok := fc.decoder(l)
-		_ = d
+		ls, ok := fc.leaf(l)
 		if !ok {
 			return prune.MightMatch
 		}
-		ch := fc.footer.Chunks[rg][col]
+		col := ls.col
+		ch := &fc.footer.Chunks[rg][col]
 		if ch.BloomOffset <= 0 && !ch.DictionaryOnly {
 			fc.missing.add(note{"bloom_filter", l.Name, ""})
 			return prune.MightMatch
 		}
-		bf, err := cache.BloomFilter(ctx, fc.footer, rg, col)
+		var bf footer.BloomFilter
+		var err error
+		if fc.lookups != nil {
+			bf, err = fc.lookups.BloomFilter(ctx, fc.footer, rg, col)
+		} else {
+			bf, err = cache.BloomFilter(ctx, fc.footer, rg, col)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				ctxErr = ctx.Err()
@@ -265,9 +355,9 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 		} else {
 			fc.used.add(note{"bloom_filter", l.Name, ""})
 		}
-		descr := fc.md.Schema.Column(col)
+		hasher := bf.Hasher()
 		for i := range l.Lits {
-			h, ok := fc.hashes.hash(descr, l, i, bf.Hasher())
+			h, ok := fc.hashes.hash(ls, l, i, hasher)
 			if !ok || bf.CheckHash(h) {
 				return prune.MightMatch
 			}

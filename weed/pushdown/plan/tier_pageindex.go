@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"slices"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -29,8 +30,10 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 		fc.missing.add(note{"page_index", "", ""})
 		return nil, nil
 	}
-	numRows := fc.md.RowGroup(rg).NumRows()
-	all := All(numRows)
+	numRows := fc.footer.RowGroupRows(rg)
+	// every row, in the worker's scratch (never handed out, see below)
+	all := append(fc.allRows[:0], RowRange{0, numRows})
+	fc.allRows = all
 	narrowed := false
 	var sel func(predicate.Expr) RowSet
 	sel = func(e predicate.Expr) RowSet {
@@ -53,7 +56,7 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 			}
 			return out
 		case *predicate.Leaf:
-			rows, ok := fc.leafRows(rg, x, idx, numRows)
+			rows, ok := fc.leafRows(rg, x, idx, all)
 			if !ok {
 				return all
 			}
@@ -68,20 +71,24 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 	if !narrowed && rows.Covers(numRows) {
 		return nil, nil
 	}
+	if len(rows) > 0 && &rows[0] == &all[0] {
+		rows = slices.Clone(rows)
+	}
 	return rows, nil
 }
 
 // leafRows returns the rows of the pages whose ColumnIndex entry might
 // satisfy leaf l; ok is false when the column has no usable page index.
-func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupIndex, numRows int64) (RowSet, bool) {
+// all is the set of every row of the row group.
+func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupIndex, all RowSet) (RowSet, bool) {
 	if _, absent := fc.absentStats(l); absent {
 		return nil, false
 	}
-	d, col, _ := fc.decoder(l)
-	if d == nil || col >= len(idx.Columns) {
+	ls, _ := fc.leaf(l)
+	if ls.d == nil || ls.col >= len(idx.Columns) {
 		return nil, false
 	}
-	cpi := idx.Columns[col]
+	cpi := &idx.Columns[ls.col]
 	if cpi.Column == nil || cpi.Offset == nil {
 		fc.missing.add(note{"page_index", l.Name, ""})
 		return nil, false
@@ -91,20 +98,39 @@ func (fc *fileContext) leafRows(rg int, l *predicate.Leaf, idx *footer.RowGroupI
 		return nil, false
 	}
 	spans := cpi.Pages
-	pageStats := fc.footer.ChunkMemo(rg, col, pageStatsTag{l.Type}, func() any {
-		return pageColumnStats(cpi, d)
-	}).([]prune.ColumnStats)
+	pageStats := ls.pageStatsOf(rg, cpi)
 	if pageStats == nil {
 		fc.missing.add(note{"page_index", l.Name, "column index does not match the offset index"})
 		return nil, false
 	}
 	fc.used.add(note{"page_index", l.Name, ""})
+	// Most often every page or none might match: then no list is built.
 	var kept []RowRange
+	n := 0
 	for i, pg := range spans {
 		if prune.EvaluateLeaf(l, pageStats[i]) == prune.MightMatch {
-			start, end := pg.HeldRows()
-			kept = append(kept, RowRange{start, end})
+			if n < i && kept == nil {
+				kept = make([]RowRange, 0, len(spans)-i)
+			}
+			if kept != nil {
+				start, end := pg.HeldRows()
+				kept = append(kept, RowRange{start, end})
+			}
+			n++
+		} else if kept == nil && n > 0 {
+			kept = make([]RowRange, 0, len(spans))
+			for _, p := range spans[:i] {
+				start, end := p.HeldRows()
+				kept = append(kept, RowRange{start, end})
+			}
 		}
+	}
+	switch {
+	case n == 0:
+		return RowSet{}, true
+	case n == len(spans):
+		// the pages of a validated offset index cover the row group
+		return all, true
 	}
 	return normalize(kept), true
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -34,21 +33,9 @@ func sortedFile(t *testing.T, n, rg int64, pageIndex, bloom, stats bool) []byte 
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(256), parquet.WithBatchSize(16),
+	return parquetBytes(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(256), parquet.WithBatchSize(16),
 		parquet.WithPageIndexEnabled(pageIndex), parquet.WithBloomFilterEnabledFor("x", bloom), parquet.WithStats(stats),
-		parquet.WithDictionaryDefault(false))
-	fw, err := pqarrow.NewFileWriter(as, &buf, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+		parquet.WithDictionaryDefault(false)))
 }
 
 func tierSchema() *iceberg.Schema {

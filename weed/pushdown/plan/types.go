@@ -136,6 +136,7 @@ type FilePlan struct {
 	File      *DataFile
 	Footer    *footer.Footer
 	Columns   *ColumnMap
+	state     *fileState // the footer's per-file state (set with Columns)
 	Skip      bool
 	SkipTier  string
 	RowGroups []RowGroupPlan
