@@ -131,9 +131,12 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}
 	sem := make(chan struct{}, workers)
 	// under a LIMIT one unit runs at first: each unit taken without
-	// meeting it lets one more run at once, up to workers
-	narrowed := 0
-	if p.q.Limit > 0 {
+	// meeting it lets one more run at once, up to workers; a unit's slot
+	// is freed when it is taken, not when it ends, so no unit starts
+	// that the LIMIT may not need (started, it would be cancelled before
+	// its reads reach the range cache: read again by each query)
+	narrowed, limited := 0, p.q.Limit > 0
+	if limited {
 		for ; narrowed < workers-1; narrowed++ {
 			sem <- struct{}{}
 		}
@@ -157,7 +160,10 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			}
 			wg.Add(1)
 			go func(u *unit) {
-				defer func() { <-sem; wg.Done() }()
+				defer wg.Done()
+				if !limited {
+					defer func() { <-sem }()
+				}
 				u.out <- c.safeReadUnit(ctx, p, u)
 			}(u)
 		}
@@ -216,6 +222,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		remaining -= rec.NumRows()
 		res.Records = append(res.Records, rec)
 		budget.release(u.file.cost) // taken: the next may start
+		if limited {
+			<-sem
+		}
 		if narrowed > 0 {
 			<-sem
 			narrowed--
