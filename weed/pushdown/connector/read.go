@@ -529,17 +529,20 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 // them without evaluating it. The slice is rowScratch's: the caller
 // releases it when done.
 func (c *Connector) keepRows(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column) ([]int64, error) {
-	rows := candidates(r)
 	k, isConst := p.expr.(predicate.Const)
 	switch {
 	case isConst && k.Value:
-		return rows, nil // no predicate: every candidate
+		return candidates(r), nil // no predicate: every candidate
 	case r.exact && !isConst:
 		if n, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); n != nil {
 			n.Add(1)
 		}
-		return rows, nil // the planned rows are exactly the matching ones
+		return candidates(r), nil // the planned rows are exactly the matching ones
 	}
+	if keep, ok := denseLeafRows(p, fl, r, cols); ok {
+		return keep, nil
+	}
+	rows := candidates(r)
 	defer rowScratch.put(rows)
 	sel, err := (&filter{expr: p.expr, scratch: true}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
 	if err != nil {
