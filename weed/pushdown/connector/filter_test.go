@@ -276,17 +276,7 @@ func TestVectorizedResidualSelectsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.
 		}
 		var want []int32
 		for i, p := range pos {
-			row := func(id int) (value.Value, bool) {
-				a := cols[id-1].arr
-				if a.IsNull(int(p)) {
-					return value.Value{}, true
-				}
-				v, err := oracle.ArrowValue(a, int(p), cols[id-1].typ)
-				if err != nil {
-					t.Fatalf("seed %d: oracle: %v", seed, err)
-				}
-				return v, false
-			}
+			row := func(id int) (value.Value, bool) { return rowWiseValue(t, seed, cols[id-1], int(p)) }
 			if predicate.Eval(e, row, predicate.IEEE) == predicate.True {
 				want = append(want, int32(i))
 			}
@@ -465,16 +455,7 @@ func TestOneLeafTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.
 			applied++
 			var want []int64
 			for p := 0; p < n; p++ {
-				row := func(int) (value.Value, bool) {
-					if g.arr.IsNull(p) {
-						return value.Value{}, true
-					}
-					v, err := oracle.ArrowValue(g.arr, p, g.typ)
-					if err != nil {
-						t.Fatalf("seed %d: oracle: %v", seed, err)
-					}
-					return v, false
-				}
+				row := func(int) (value.Value, bool) { return rowWiseValue(t, seed, g, p) }
 				if predicate.Eval(l, row, predicate.IEEE) == predicate.True {
 					want = append(want, int64(p))
 				}
@@ -489,4 +470,17 @@ func TestOneLeafTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.
 	if applied < 1000 {
 		t.Fatalf("the in-place test applied to %d of 3000 leaves", applied)
 	}
+}
+
+// rowWiseValue is g's value at position p as the row-wise reading gives it.
+func rowWiseValue(t *testing.T, seed int64, g genColumn, p int) (value.Value, bool) {
+	t.Helper()
+	if g.arr.IsNull(p) {
+		return value.Value{}, true
+	}
+	v, err := oracle.ArrowValue(g.arr, p, g.typ)
+	if err != nil {
+		t.Fatalf("seed %d: oracle: %v", seed, err)
+	}
+	return v, false
 }
