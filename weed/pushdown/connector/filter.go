@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -874,6 +875,19 @@ func leafRowsOf(l *predicate.Leaf, typ iceberg.Type, arr arrow.Array) (keep []in
 		dres, err := dictionaryResults(l, typ, d)
 		if err != nil {
 			return nil, false
+		}
+		if !slices.Contains(dres, predicate.True) && !(nullKept && d.NullN() > 0) {
+			return rowScratch.get(0), true // no value of the dictionary matches
+		}
+		if ix, isInt32 := d.Indices().(*array.Int32); isInt32 && d.NullN() == 0 {
+			// the hot case: each row's index looked up, no call per row
+			keep = rowScratch.get(d.Len())[:0]
+			for p, k := range ix.Int32Values() {
+				if dres[k] == predicate.True {
+					keep = append(keep, int64(p))
+				}
+			}
+			return keep, true
 		}
 		index := dictIndex(d)
 		match = func(p int) bool { return dres[index(p)] == predicate.True }

@@ -181,11 +181,14 @@ func genArray(rng *rand.Rand, kind, n int) genColumn {
 			g.lits = append(g.lits, value.OfDecimal(big.NewInt(v*50), scale), value.OfDecimal(big.NewInt(v*5), scale-1+int32(rng.Intn(3))))
 		}
 	case 16:
-		// dictionary-encoded strings
-		db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
+		// dictionary-encoded strings: int16 or (as pqarrow decodes them)
+		// int32 indices, NULLs or none
+		index := []arrow.DataType{arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32}[rng.Intn(2)]
+		db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: index, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
 		words := []string{"ok", "error", "warn", ""}
+		noNulls := rng.Intn(3) == 0
 		for i := 0; i < n; i++ {
-			if null() {
+			if !noNulls && null() {
 				db.AppendNull()
 			} else {
 				_ = db.AppendString(words[rng.Intn(len(words))])
