@@ -244,8 +244,9 @@ func shortCount(n int64) string {
 }
 
 // sideMode is the table written like "none" (no page index, no bloom
-// filters) with side indexes built beside it: btree(id), bloom(tenant_id)
-// and page_index on every column the queries read.
+// filters) with side indexes built beside it: btree(id), bloom(tenant_id),
+// bitmap(tenant_id), bitmap(status) and page_index on every column the
+// queries read.
 const sideMode = "side"
 
 // peerModes are the tables measured: all, half, none and side, or the
@@ -258,7 +259,7 @@ func peerModes() []string {
 }
 
 func createSideIndexes(t *testing.T, c *harness.Cluster, name string) {
-	kindq.CreateIndexes(t, c, name, [2]string{"id", "btree"}, [2]string{"tenant_id", "bloom"}, [2]string{"id", "page_index"},
+	kindq.CreateIndexes(t, c, name, [2]string{"id", "btree"}, [2]string{"tenant_id", "bloom"}, [2]string{"tenant_id", "bitmap"}, [2]string{"status", "bitmap"}, [2]string{"id", "page_index"},
 		[2]string{"ts", "page_index"}, [2]string{"tenant_id", "page_index"}, [2]string{"status", "page_index"}, [2]string{"message", "page_index"})
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
-	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 )
 
@@ -19,20 +18,18 @@ import (
 // this process) answering the warm point lookup and 100-id IN of the
 // iceberg-go-writer table with a btree on id and side page indexes on the
 // projection (LAKEWEED_BENCH_PROFILE=prefix: prefix.point.pprof,
-// prefix.in.pprof; LAKEWEED_BENCH_ROWS: table size, default 1,000,000):
+// prefix.in.pprof, and the cluster's over the same seconds beside them as
+// prefix.point.cluster.pprof, prefix.in.cluster.pprof; LAKEWEED_BENCH_ROWS:
+// table size, default 1,000,000):
 //
 //	LAKEWEED_BENCH=1 LAKEWEED_BENCH_PROFILE=/tmp/igo go test -run TestIcebergGoWarmQueryProfile -v ./bench/sideindexbench/
 func TestIcebergGoWarmQueryProfile(t *testing.T) {
-	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
-	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
-		t.Skip("profile: set LAKEWEED_BENCH=1 and LAKEWEED_BENCH_PROFILE")
-	}
+	c, port, out := benchutil.ProfiledMini(t)
 	rows := int64(1_000_000)
 	if v, err := strconv.ParseInt(os.Getenv("LAKEWEED_BENCH_ROWS"), 10, 64); err == nil && v > 0 {
 		rows = v
 	}
 	ctx := context.Background()
-	c := harness.StartMini(t, harness.MiniOptions{})
 	const name = "bench.igo"
 	benchutil.CreateIcebergGoTable(t, c, "bench", "igo", rows)
 	kindq.CreateIndexes(t, c, name, [2]string{"id", "btree"})
@@ -72,6 +69,14 @@ func TestIcebergGoWarmQueryProfile(t *testing.T) {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			t.Fatal(err)
 		}
+		cluster := make(chan []byte, 1)
+		go func() { // the cluster's profile over the same 10 s
+			b, err := benchutil.FetchCPUProfile(port, 10)
+			if err != nil {
+				t.Logf("cluster profile: %v", err)
+			}
+			cluster <- b
+		}()
 		var lat []float64
 		for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
 			t1 := time.Now()
@@ -80,6 +85,10 @@ func TestIcebergGoWarmQueryProfile(t *testing.T) {
 		}
 		pprof.StopCPUProfile()
 		f.Close()
-		t.Logf("%s: %d warm queries, median %.1f ms (under load); profile %s", names[i], len(lat), benchutil.Median(lat), files[i])
+		clusterFile := strings.TrimSuffix(files[i], ".pprof") + ".cluster.pprof"
+		if err := os.WriteFile(clusterFile, <-cluster, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d warm queries, median %.1f ms (under load); profiles %s (connector), %s (cluster)", names[i], len(lat), benchutil.Median(lat), files[i], clusterFile)
 	}
 }

@@ -18,15 +18,18 @@ import (
 // side indexes. Where every leaf is answered exactly (bitmap, label_list)
 // the connector reads the planned rows without evaluating the predicate;
 // ngram's candidates are rechecked; rows deleted afterwards (position
-// deletes) stay out either way.
+// deletes) stay out either way. The exact row groups' rows come decoded
+// from the volume holding each file (ReadRows), the same rows as reading
+// their pages here (-volumeRows=false) or through the S3 gateway.
 func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *testing.T) {
 	const name = "side_kinds.events"
+	const cols = "id, ts, tenant_id, status, tags"
 	c := sharedCluster(t)
 	weed := pushdownCLI(t, c)
 	weed("demo", "-table", name, "-rows", "20000", "-files", "4", "-rowGroupRows", "2500", "-indexed", "none")
 	query := func(where string, extra ...string) ([]string, float64) {
 		t.Helper()
-		return queryRowsAndBytes(t, weed, "SELECT id FROM "+name+" WHERE "+where, extra...)
+		return queryRowsAndBytes(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+where, extra...)
 	}
 	queries := []string{
 		"message LIKE '%timeout%'",
@@ -61,9 +64,13 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 		if strings.Contains(q, "LIKE") && n > 0 || exact[q] && n == 0 {
 			t.Fatalf("%s: %.0f row groups read without evaluating the predicate", q, n)
 		}
+		v, _ := st["volume_row_groups"].(float64)
+		if v > n || exact[q] && v == 0 {
+			t.Fatalf("%s: %.0f row groups' rows decoded by the volume, %.0f exact", q, v, n)
+		}
 	}
 	for _, q := range queries {
-		got, st := queryRowsAndStats(t, weed, "SELECT id FROM "+name+" WHERE "+q)
+		got, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q)
 		after := st["bytes_read"].(float64)
 		if strings.Join(got, ",") != strings.Join(plain[q], ",") {
 			t.Fatalf("%s: %d rows with side indexes, the plain read has %d", q, len(got), len(plain[q]))
@@ -88,16 +95,34 @@ func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *te
 	removed := 0
 	for _, q := range queries {
 		want, _ := query(q, "-no-pushdown")
-		got, st := queryRowsAndStats(t, weed, "SELECT id FROM "+name+" WHERE "+q)
+		got, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q)
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("%s after deletes: %d rows with side indexes, the plain read has %d", q, len(got), len(want))
 		}
 		removed += len(plain[q]) - len(want)
 		checkExact(q, st)
+		for _, local := range [][]string{{"-volumeRows=false"}, {"-read", "s3"}} {
+			here, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q, local...)
+			if strings.Join(here, ",") != strings.Join(want, ",") || st["volume_row_groups"] != nil {
+				t.Fatalf("%s after deletes, %v: %d rows (%d wanted), %v row groups' rows from the volume", q, local, len(here), len(want), st["volume_row_groups"])
+			}
+		}
 		t.Logf("%-62s rows %5d after deletes (of %d)", q, len(got), len(plain[q]))
 	}
 	if removed == 0 {
 		t.Fatal("the deletes removed no row any query returns")
+	}
+	// under a LIMIT an exact row group's first rows are its answer: only
+	// those are read from the volume
+	q := "tenant_id = 'tenant-042' AND status = 'timeout'"
+	all, _ := query(q, "-no-pushdown")
+	in := map[string]bool{}
+	for _, row := range all {
+		in[row] = true
+	}
+	got, st := queryRowsAndStats(t, weed, "SELECT "+cols+" FROM "+name+" WHERE "+q+" LIMIT 3")
+	if len(all) < 3 || len(got) != 3 || !in[got[0]] || !in[got[1]] || !in[got[2]] || st["volume_row_groups"] == nil {
+		t.Fatalf("%s LIMIT 3: %q of %d matching rows, %v row groups' rows from the volume", q, got, len(all), st["volume_row_groups"])
 	}
 }
 
@@ -239,15 +264,18 @@ func TestListPagesOfAPageIndexSideIndexNarrowArrayContainsToThePagesOfItsRows(t 
 	}
 	weed("index", "create", "-table", name, "-column", "tags", "-kind", "label_list", "-wait")
 	weed("index", "create", "-table", name, "-column", "id", "-kind", "page_index", "-wait")
+	// pages read here (-volumeRows=false): exact row groups would
+	// otherwise come from the volume as rows, no pages read at all
 	before := map[string]float64{}
 	for _, q := range queries {
-		_, before[q] = query(q)
+		_, before[q] = query(q, "-volumeRows=false")
 	}
 	weed("index", "create", "-table", name, "-column", "tags", "-kind", "page_index", "-wait")
 	for _, q := range queries {
-		got, after := query(q)
-		if len(plain[q]) == 0 || strings.Join(got, "\n") != strings.Join(plain[q], "\n") {
-			t.Fatalf("%s: %d rows with list pages, the plain read has %d", q, len(got), len(plain[q]))
+		got, after := query(q, "-volumeRows=false")
+		rows, _ := query(q)
+		if len(plain[q]) == 0 || strings.Join(got, "\n") != strings.Join(plain[q], "\n") || strings.Join(rows, "\n") != strings.Join(plain[q], "\n") {
+			t.Fatalf("%s: %d rows with list pages (%d as rows from the volume), the plain read has %d", q, len(got), len(rows), len(plain[q]))
 		}
 		t.Logf("%-90s rows %5d  bytes with tags by row group %8.0f  by page %8.0f", q, len(got), before[q], after)
 		if after >= before[q] {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/seaweedfs/seaweedfs/weed/pb"
@@ -217,6 +219,66 @@ func TestVolumePushdownServiceAuthorizesEveryCallAndReadsOnlyTableBuckets(t *tes
 	req := &pushdown_pb.ComputeDeletesRequest{DataFiles: []*pushdown_pb.DataFileDescriptor{{Path: closedFile, SizeBytes: 100, RecordCount: 1}}}
 	_, err = v.ComputeDeletes(signed(alice, "ComputeDeletes", req), req)
 	wantDenied(t, "alice computes deletes of the closed table", err, `identity "alice" may not read`)
+
+	// ReadRows: the same doors, then bounds and the file's identity
+	// before a row is decoded; an allowed call gets exactly its rows.
+	openDF, closedDF := dataFileOf(t, open), dataFileOf(t, closed)
+	rows := func(df iceberg.DataFile, records int64, positions ...uint64) *pushdown_pb.ReadRowsRequest {
+		b, err := roaring64.BitmapOf(positions...).ToBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pushdown_pb.ReadRowsRequest{ProjectedFieldIds: []int32{1, 3}, Files: []*pushdown_pb.ReadRowsFile{{
+			Path: df.FilePath(), SizeBytes: df.FileSizeBytes(), RecordCount: records, Positions: b}}}
+	}
+	last := uint64(openDF.Count() - 1)
+	ok := rows(openDF, openDF.Count(), 0, last)
+	_, err = v.ReadRows(context.Background(), ok)
+	wantDenied(t, "an unsigned ReadRows", err, "signature was not accepted")
+	cl := rows(closedDF, closedDF.Count(), 0)
+	_, err = v.ReadRows(signed(alice, "ReadRows", cl), cl)
+	wantDenied(t, "alice reads rows of the closed table", err, `identity "alice" may not read`)
+	resp, err := v.ReadRows(signed(alice, "ReadRows", ok), ok)
+	if err != nil || len(resp.GetFiles()) != 1 || resp.Files[0].GetRows() != 2 {
+		t.Fatalf("alice reads two rows of the open table's file: %v, %v", resp, err)
+	}
+	rd, err := ipc.NewReader(bytes.NewReader(resp.Files[0].GetColumnsIpc()))
+	if err != nil || !rd.Next() || rd.RecordBatch().NumRows() != 2 || rd.RecordBatch().NumCols() != 2 ||
+		rd.RecordBatch().Schema().Field(0).Name != "id" || rd.RecordBatch().Schema().Field(1).Name != "val" {
+		t.Fatalf("ReadRows' Arrow IPC: want 2 rows of id, val: %v", err)
+	}
+	rd.Release()
+	changed := rows(openDF, openDF.Count(), 0)
+	changed.Files[0].Identity = "size-1-rows-1-not-this-one"
+	for _, tc := range []struct {
+		name string
+		req  *pushdown_pb.ReadRowsRequest
+		code codes.Code
+		msg  string
+	}{
+		{"a position past the file's rows", rows(openDF, openDF.Count(), last+1), codes.InvalidArgument, "past the file's"},
+		{"a record count the file does not have", rows(openDF, openDF.Count()+1, 0), codes.FailedPrecondition, "the file changed"},
+		{"an identity the file does not have", changed, codes.FailedPrecondition, "the file changed"},
+		{"no projected fields", &pushdown_pb.ReadRowsRequest{Files: ok.Files}, codes.InvalidArgument, "no projected field ids"},
+		{"positions that are not a bitmap", &pushdown_pb.ReadRowsRequest{ProjectedFieldIds: []int32{1}, Files: []*pushdown_pb.ReadRowsFile{{
+			Path: openDF.FilePath(), SizeBytes: openDF.FileSizeBytes(), RecordCount: openDF.Count(), Positions: []byte("not roaring")}}}, codes.InvalidArgument, "not a portable roaring64 bitmap"},
+		{"too many fields", &pushdown_pb.ReadRowsRequest{ProjectedFieldIds: make([]int32, 1025), Files: ok.Files}, codes.ResourceExhausted, "projected fields exceed"},
+	} {
+		_, err := v.ReadRows(signed(admin, "ReadRows", tc.req), tc.req)
+		if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.msg) {
+			t.Fatalf("ReadRows with %s: %v; want %s mentioning %q", tc.name, err, tc.code, tc.msg)
+		}
+	}
+}
+
+// dataFileOf is the first data file of tbl's current snapshot.
+func dataFileOf(t *testing.T, tbl *table.Table) iceberg.DataFile {
+	t.Helper()
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("plan files: %v (%d)", err, len(tasks))
+	}
+	return tasks[0].File
 }
 
 // Catalog → volume calls inside one cluster keep working with identities

@@ -4642,6 +4642,259 @@ func (x *VectorFilePlan) GetFiltered() bool {
 	return false
 }
 
+type ReadRowsFile struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SizeBytes   int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	RecordCount int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
+	// The identity the plan names (footer.IdentityDir); a file whose
+	// identity differs now is refused (FAILED_PRECONDITION).
+	Identity string `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`
+	// Portable roaring64 bitmap of the file-absolute row positions to return.
+	Positions     []byte `protobuf:"bytes,5,opt,name=positions,proto3" json:"positions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRowsFile) Reset() {
+	*x = ReadRowsFile{}
+	mi := &file_pushdown_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRowsFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRowsFile) ProtoMessage() {}
+
+func (x *ReadRowsFile) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRowsFile.ProtoReflect.Descriptor instead.
+func (*ReadRowsFile) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ReadRowsFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ReadRowsFile) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *ReadRowsFile) GetRecordCount() int64 {
+	if x != nil {
+		return x.RecordCount
+	}
+	return 0
+}
+
+func (x *ReadRowsFile) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *ReadRowsFile) GetPositions() []byte {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+type ReadRowsRequest struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Files             []*ReadRowsFile        `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	NameMappingJson   []byte                 `protobuf:"bytes,2,opt,name=name_mapping_json,json=nameMappingJson,proto3" json:"name_mapping_json,omitempty"` // for files written without field ids
+	ProjectedFieldIds []int32                `protobuf:"varint,3,rep,packed,name=projected_field_ids,json=projectedFieldIds,proto3" json:"projected_field_ids,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ReadRowsRequest) Reset() {
+	*x = ReadRowsRequest{}
+	mi := &file_pushdown_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRowsRequest) ProtoMessage() {}
+
+func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRowsRequest.ProtoReflect.Descriptor instead.
+func (*ReadRowsRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *ReadRowsRequest) GetFiles() []*ReadRowsFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *ReadRowsRequest) GetNameMappingJson() []byte {
+	if x != nil {
+		return x.NameMappingJson
+	}
+	return nil
+}
+
+func (x *ReadRowsRequest) GetProjectedFieldIds() []int32 {
+	if x != nil {
+		return x.ProjectedFieldIds
+	}
+	return nil
+}
+
+type ReadRowsFileResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Arrow IPC stream of the projected columns the file stores (in the
+	// file's order, its own Arrow types), one row per position, ascending.
+	ColumnsIpc    []byte `protobuf:"bytes,2,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
+	Rows          int64  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	CacheHit      bool   `protobuf:"varint,4,opt,name=cache_hit,json=cacheHit,proto3" json:"cache_hit,omitempty"` // every row group served decoded from memory
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRowsFileResult) Reset() {
+	*x = ReadRowsFileResult{}
+	mi := &file_pushdown_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRowsFileResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRowsFileResult) ProtoMessage() {}
+
+func (x *ReadRowsFileResult) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRowsFileResult.ProtoReflect.Descriptor instead.
+func (*ReadRowsFileResult) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ReadRowsFileResult) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ReadRowsFileResult) GetColumnsIpc() []byte {
+	if x != nil {
+		return x.ColumnsIpc
+	}
+	return nil
+}
+
+func (x *ReadRowsFileResult) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *ReadRowsFileResult) GetCacheHit() bool {
+	if x != nil {
+		return x.CacheHit
+	}
+	return false
+}
+
+type ReadRowsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*ReadRowsFileResult  `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRowsResponse) Reset() {
+	*x = ReadRowsResponse{}
+	mi := &file_pushdown_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRowsResponse) ProtoMessage() {}
+
+func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRowsResponse.ProtoReflect.Descriptor instead.
+func (*ReadRowsResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ReadRowsResponse) GetFiles() []*ReadRowsFileResult {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
 var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
@@ -5087,7 +5340,26 @@ const file_pushdown_proto_rawDesc = "" +
 	"candidates\x18\x06 \x01(\x03R\n" +
 	"candidates\x12\x1b\n" +
 	"\tmask_rows\x18\a \x01(\x03R\bmaskRows\x12\x1a\n" +
-	"\bfiltered\x18\b \x01(\bR\bfiltered*Z\n" +
+	"\bfiltered\x18\b \x01(\bR\bfiltered\"\x9e\x01\n" +
+	"\fReadRowsFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\frecord_count\x18\x03 \x01(\x03R\vrecordCount\x12\x1a\n" +
+	"\bidentity\x18\x04 \x01(\tR\bidentity\x12\x1c\n" +
+	"\tpositions\x18\x05 \x01(\fR\tpositions\"\x9e\x01\n" +
+	"\x0fReadRowsRequest\x12/\n" +
+	"\x05files\x18\x01 \x03(\v2\x19.pushdown_pb.ReadRowsFileR\x05files\x12*\n" +
+	"\x11name_mapping_json\x18\x02 \x01(\fR\x0fnameMappingJson\x12.\n" +
+	"\x13projected_field_ids\x18\x03 \x03(\x05R\x11projectedFieldIds\"z\n" +
+	"\x12ReadRowsFileResult\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1f\n" +
+	"\vcolumns_ipc\x18\x02 \x01(\fR\n" +
+	"columnsIpc\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x03R\x04rows\x12\x1b\n" +
+	"\tcache_hit\x18\x04 \x01(\bR\bcacheHit\"I\n" +
+	"\x10ReadRowsResponse\x125\n" +
+	"\x05files\x18\x01 \x03(\v2\x1f.pushdown_pb.ReadRowsFileResultR\x05files*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -5117,7 +5389,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x00\x12_\n" +
 	"\fBuildIndexes\x12%.pushdown_pb.BuildTableIndexesRequest\x1a&.pushdown_pb.BuildTableIndexesResponse\"\x00\x12R\n" +
-	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xf2\x04\n" +
+	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xbd\x05\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
@@ -5126,7 +5398,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\fBuildIndexes\x12 .pushdown_pb.BuildIndexesRequest\x1a!.pushdown_pb.BuildIndexesResponse\"\x00\x12^\n" +
 	"\x0fEvaluateIndexes\x12#.pushdown_pb.EvaluateIndexesRequest\x1a$.pushdown_pb.EvaluateIndexesResponse\"\x00\x12^\n" +
 	"\x0fReadPageIndexes\x12#.pushdown_pb.ReadPageIndexesRequest\x1a$.pushdown_pb.ReadPageIndexesResponse\"\x00\x12X\n" +
-	"\rSearchVectors\x12!.pushdown_pb.SearchVectorsRequest\x1a\".pushdown_pb.SearchVectorsResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"\rSearchVectors\x12!.pushdown_pb.SearchVectorsRequest\x1a\".pushdown_pb.SearchVectorsResponse\"\x00\x12I\n" +
+	"\bReadRows\x12\x1c.pushdown_pb.ReadRowsRequest\x1a\x1d.pushdown_pb.ReadRowsResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -5141,7 +5414,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -5198,9 +5471,13 @@ var file_pushdown_proto_goTypes = []any{
 	(*SearchVectorsResponse)(nil),     // 52: pushdown_pb.SearchVectorsResponse
 	(*VectorSearchStats)(nil),         // 53: pushdown_pb.VectorSearchStats
 	(*VectorFilePlan)(nil),            // 54: pushdown_pb.VectorFilePlan
-	nil,                               // 55: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 56: pushdown_pb.IndexProbe.ParamsEntry
-	nil,                               // 57: pushdown_pb.VectorSearchFile.IndexParamsEntry
+	(*ReadRowsFile)(nil),              // 55: pushdown_pb.ReadRowsFile
+	(*ReadRowsRequest)(nil),           // 56: pushdown_pb.ReadRowsRequest
+	(*ReadRowsFileResult)(nil),        // 57: pushdown_pb.ReadRowsFileResult
+	(*ReadRowsResponse)(nil),          // 58: pushdown_pb.ReadRowsResponse
+	nil,                               // 59: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 60: pushdown_pb.IndexProbe.ParamsEntry
+	nil,                               // 61: pushdown_pb.VectorSearchFile.IndexParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -5234,11 +5511,11 @@ var file_pushdown_proto_depIdxs = []int32{
 	13, // 28: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
 	6,  // 29: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	28, // 30: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	55, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	59, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
 	6,  // 32: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	31, // 33: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
 	33, // 34: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	56, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	60, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
 	35, // 36: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
 	0,  // 37: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
 	37, // 38: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
@@ -5249,40 +5526,44 @@ var file_pushdown_proto_depIdxs = []int32{
 	38, // 43: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
 	31, // 44: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
 	47, // 45: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	57, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	61, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
 	49, // 47: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
 	3,  // 48: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
 	0,  // 49: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
 	18, // 50: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
 	51, // 51: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
 	54, // 52: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
-	5,  // 53: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	21, // 54: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	44, // 55: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	46, // 56: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	21, // 57: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	26, // 58: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	27, // 59: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	32, // 60: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	36, // 61: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	40, // 62: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	50, // 63: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	10, // 64: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	24, // 65: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	45, // 66: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	48, // 67: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	25, // 68: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	30, // 69: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	29, // 70: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	34, // 71: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	39, // 72: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	43, // 73: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	52, // 74: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	64, // [64:75] is the sub-list for method output_type
-	53, // [53:64] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	55, // 53: pushdown_pb.ReadRowsRequest.files:type_name -> pushdown_pb.ReadRowsFile
+	57, // 54: pushdown_pb.ReadRowsResponse.files:type_name -> pushdown_pb.ReadRowsFileResult
+	5,  // 55: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	21, // 56: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	44, // 57: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	46, // 58: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	21, // 59: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	26, // 60: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	27, // 61: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	32, // 62: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	36, // 63: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	40, // 64: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	50, // 65: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	56, // 66: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
+	10, // 67: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	24, // 68: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	45, // 69: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	48, // 70: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	25, // 71: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	30, // 72: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	29, // 73: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	34, // 74: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	39, // 75: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	43, // 76: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	52, // 77: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	58, // 78: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
+	67, // [67:79] is the sub-list for method output_type
+	55, // [55:67] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -5298,7 +5579,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   53,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -267,6 +267,7 @@ const (
 	PushdownVolume_EvaluateIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/EvaluateIndexes"
 	PushdownVolume_ReadPageIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/ReadPageIndexes"
 	PushdownVolume_SearchVectors_FullMethodName   = "/pushdown_pb.PushdownVolume/SearchVectors"
+	PushdownVolume_ReadRows_FullMethodName        = "/pushdown_pb.PushdownVolume/ReadRows"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -299,6 +300,11 @@ type PushdownVolumeClient interface {
 	// this volume server (their IVF index when committed, else an exact scan)
 	// with the projected columns of exactly those rows.
 	SearchVectors(ctx context.Context, in *SearchVectorsRequest, opts ...grpc.CallOption) (*SearchVectorsResponse, error)
+	// ReadRows returns the projected columns of exactly the given rows of
+	// data files held by this volume server, decoded here (the fused
+	// projection a vector search uses, for the rows an exact side-index
+	// answer named), so a connector receives the rows instead of the pages.
+	ReadRows(ctx context.Context, in *ReadRowsRequest, opts ...grpc.CallOption) (*ReadRowsResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -379,6 +385,16 @@ func (c *pushdownVolumeClient) SearchVectors(ctx context.Context, in *SearchVect
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) ReadRows(ctx context.Context, in *ReadRowsRequest, opts ...grpc.CallOption) (*ReadRowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadRowsResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_ReadRows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -409,6 +425,11 @@ type PushdownVolumeServer interface {
 	// this volume server (their IVF index when committed, else an exact scan)
 	// with the projected columns of exactly those rows.
 	SearchVectors(context.Context, *SearchVectorsRequest) (*SearchVectorsResponse, error)
+	// ReadRows returns the projected columns of exactly the given rows of
+	// data files held by this volume server, decoded here (the fused
+	// projection a vector search uses, for the rows an exact side-index
+	// answer named), so a connector receives the rows instead of the pages.
+	ReadRows(context.Context, *ReadRowsRequest) (*ReadRowsResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -439,6 +460,9 @@ func (UnimplementedPushdownVolumeServer) ReadPageIndexes(context.Context, *ReadP
 }
 func (UnimplementedPushdownVolumeServer) SearchVectors(context.Context, *SearchVectorsRequest) (*SearchVectorsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchVectors not implemented")
+}
+func (UnimplementedPushdownVolumeServer) ReadRows(context.Context, *ReadRowsRequest) (*ReadRowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadRows not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -587,6 +611,24 @@ func _PushdownVolume_SearchVectors_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_ReadRows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadRowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).ReadRows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_ReadRows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).ReadRows(ctx, req.(*ReadRowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -621,6 +663,10 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SearchVectors",
 			Handler:    _PushdownVolume_SearchVectors_Handler,
+		},
+		{
+			MethodName: "ReadRows",
+			Handler:    _PushdownVolume_ReadRows_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

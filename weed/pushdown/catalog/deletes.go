@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // MaxFilesPerComputeDeletes bounds one ComputeDeletes call.
@@ -172,11 +172,9 @@ func (d *deleteSource) remote(ctx context.Context, addr string, files []*plan.Da
 		if f.GetPath() != files[batch[k]].Path {
 			return nil, perr.New(perr.Internal, "volume pushdown service %s answered %s for %s", addr, f.GetPath(), files[batch[k]].Path)
 		}
-		bm := roaring64.New()
-		if len(f.GetPositions()) > 0 {
-			if _, err := bm.ReadFrom(bytes.NewReader(f.GetPositions())); err != nil {
-				return nil, perr.New(perr.Internal, "volume pushdown service %s: deleted positions of %s do not decode: %v", addr, f.GetPath(), err)
-			}
+		bm, err := rowbits.Decode(f.GetPositions())
+		if err != nil {
+			return nil, perr.New(perr.Internal, "volume pushdown service %s: deleted positions of %s do not decode: %v", addr, f.GetPath(), err)
 		}
 		if bm.GetCardinality() != uint64(f.GetCardinality()) {
 			return nil, perr.New(perr.Internal, "volume pushdown service %s: %s: %d deleted positions decoded, %d announced", addr, f.GetPath(), bm.GetCardinality(), f.GetCardinality())

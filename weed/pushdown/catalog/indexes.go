@@ -1,9 +1,9 @@
 package catalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -20,6 +20,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
@@ -131,8 +132,11 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 				continue
 			}
 			p := batch[la.GetProbe()]
-			bm := roaring64.New()
-			if _, err := bm.ReadFrom(bytes.NewReader(la.GetPositions())); err != nil {
+			bm, err := rowbits.Decode(la.GetPositions())
+			if len(la.GetPositions()) == 0 && err == nil {
+				err = errors.New("no bytes") // an answer is never empty bytes: unknown, not "none match"
+			}
+			if err != nil {
 				glog.Warningf("pushdown: volume pushdown service %s answered undecodable positions for %s of %s; ignoring them", addr, p.spec.Key(), files[p.file].Path)
 				continue
 			}

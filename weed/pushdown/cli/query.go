@@ -162,6 +162,7 @@ func runQuery(args []string) error {
 	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
 	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
 	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
+	volumeRows := fs.Bool("volumeRows", true, "rows that side indexes name exactly (a few per row group) are decoded by the volume pushdown service holding the file and sent as rows, not read here as pages")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -196,7 +197,7 @@ func runQuery(args []string) error {
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
 	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
-		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp}
+		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

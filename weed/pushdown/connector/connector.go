@@ -83,6 +83,9 @@ type Options struct {
 	// RangeCacheBytes bounds the range cache of fetched bytes kept across
 	// queries (0: 256 MiB; negative: none, every query reads its bytes).
 	RangeCacheBytes int64
+	// NoVolumeRows reads exact row groups' pages here instead of asking the
+	// volume pushdown service for their matching rows (fetch_rows.go).
+	NoVolumeRows bool
 	// Workers decode and filter row groups in parallel (default: one per
 	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
 	// the one the result is waiting for (default 256 MiB; at least one
@@ -151,6 +154,10 @@ type Stats struct {
 	// answered exactly (every leaf of the predicate): read without
 	// evaluating the predicate.
 	ExactRowGroups int64 `json:"exact_row_groups,omitempty"`
+	// VolumeRowGroups counts the exact row groups whose matching rows the
+	// volume pushdown service holding the file decoded and sent
+	// (ReadRows): their pages were not read here.
+	VolumeRowGroups int64 `json:"volume_row_groups,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

@@ -93,7 +93,7 @@ func (v *fakeVolume) ReadRanges(ctx context.Context, req *pushdown_pb.ReadRanges
 // testFetcher is a fetcher without a range cache reading through fake S3
 // as accessKey and from the volume service at "volume" (v over bufconn;
 // any other address is dialled for real).
-func testFetcher(t *testing.T, path ReadPath, accessKey string, v *fakeVolume) (*fetcher, *fakeS3) {
+func testFetcher(t *testing.T, path ReadPath, accessKey string, v pushdown_pb.PushdownVolumeServer) (*fetcher, *fakeS3) {
 	t.Helper()
 	fs := &fakeS3{}
 	srv := httptest.NewServer(fs)

@@ -24,7 +24,6 @@ package connector
 // the LIMIT's rows.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -32,12 +31,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // fileRead is one planned file: what the plan says of it, and (prepared
@@ -117,12 +116,14 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sparse, decoded, exact atomic.Int64
+	var sparse, decoded, exact, volumeRows atomic.Int64
 	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
 	ctx = context.WithValue(ctx, decodedCountKey{}, &decoded)
 	ctx = context.WithValue(ctx, exactCountKey{}, &exact)
+	ctx = context.WithValue(ctx, volumeRowsKey{}, &volumeRows)
 	defer func() {
 		res.Stats.SparseColumns, res.Stats.RowsDecoded, res.Stats.ExactRowGroups = sparse.Load(), decoded.Load(), exact.Load()
+		res.Stats.VolumeRowGroups = volumeRows.Load()
 	}()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
@@ -355,8 +356,8 @@ func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*
 		return nil, fmt.Errorf("%s: the plan names row group %d of %d", f.pf.File, r.rg, len(f.fl.chunks))
 	}
 	if len(ref.DeletedPositions) > 0 {
-		r.deleted = roaring64.New()
-		if _, err := r.deleted.ReadFrom(bytes.NewReader(ref.DeletedPositions)); err != nil {
+		var err error
+		if r.deleted, err = rowbits.Decode(ref.DeletedPositions); err != nil {
 			return nil, fmt.Errorf("%s row group %d: the plan's deleted positions do not decode: %w", f.pf.File, ref.RowGroup, err)
 		}
 	}
@@ -409,6 +410,10 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	r, err := c.rowGroupReadOf(f, u.ref)
 	if err != nil {
 		return nil, err
+	}
+	// fetch: an exact row group's few rows from the volume holding them
+	if rec, ok, err := c.volumeRows(ctx, p, f, r); ok || err != nil {
+		return rec, err
 	}
 	pageAware := c.opts.Mode == PageAware
 	now := n.tops

@@ -14,6 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // Deletion vectors: a Puffin blob of type deletion-vector-v1,
@@ -185,8 +186,10 @@ func decodePortable(b []byte, maxKey uint32) (bm *roaring64.Bitmap, err error) {
 		}
 		b = clean
 	}
-	bm = roaring64.New()
-	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {
+	if len(b) == 0 {
+		return nil, perr.New(perr.Corrupt, "roaring bitmap is malformed: no bytes")
+	}
+	if bm, err = rowbits.Decode(b); err != nil {
 		return nil, perr.New(perr.Corrupt, "roaring bitmap is malformed: %v", err)
 	}
 	return bm, nil

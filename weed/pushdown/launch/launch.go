@@ -153,7 +153,7 @@ func install(cmd *command.Command, k kind) {
 		}
 		f.indexLeftoverAge = cmd.Flag.Duration("pushdown.index.leftoverAge", volume.LeftoverAge, "temporary side-index payloads older than this, left by builds that did not finish, are removed when a build next writes beside them")
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
-		f.vectorCacheMB = cmd.Flag.Int("pushdown.vectorCacheMB", 1024, "memory for the data files' vectors cached by vector searches on the volume pushdown service")
+		f.vectorCacheMB = cmd.Flag.Int("pushdown.vectorCacheMB", 1024, "memory for the data files' vectors and the decoded row groups (vector searches, ReadRows) cached on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run
 	cmd.Run = func(c *command.Command, args []string) bool {

@@ -45,7 +45,15 @@ type btreeIndex struct {
 type decodedGroup struct {
 	keys arrow.Array
 	pos  []int64
+	// enc[off[r]:off[r+1]] is row r's key encoding (empty for a NULL),
+	// computed once when the group is verified, so a lookup compares
+	// bytes instead of boxing each key it visits.
+	enc []byte
+	off []uint32
 }
+
+// key is the encoding of row r's (non-null) key.
+func (dg *decodedGroup) key(r int) []byte { return dg.enc[dg.off[r]:dg.off[r+1]:dg.off[r+1]] }
 
 type btreeNode struct {
 	btreeGroup
@@ -147,7 +155,7 @@ func openPayloadParquet(payload []byte) (rdr *file.Reader, err error) {
 // keys and positions in memory take about the payload's size again plus 16
 // bytes a row.
 func (b *btreeIndex) Bytes() int64 {
-	n := 2*int64(len(b.payload)) + 16*b.h.Rows + 256
+	n := 2*int64(len(b.payload)) + 32*b.h.Rows + 256 // decoded keys, positions, key encodings
 	for _, g := range b.groups {
 		n += int64(len(g.first)+len(g.last)) + 128
 	}
@@ -357,8 +365,9 @@ func (b *btreeIndex) decodeGroup(ctx context.Context, fr *pqarrow.FileReader, gi
 		dg.pos = append(dg.pos, pos.Int64Values()...)
 	}
 	var gd groupDigest
-	var key []byte
 	nulls := int64(0)
+	dg.off = make([]uint32, 1, keys.Len()+1)
+	dg.enc = make([]byte, 0, 9*keys.Len())
 	for r := 0; r < keys.Len(); r++ {
 		if keys.IsNull(r) {
 			if int64(r) != nulls {
@@ -366,12 +375,18 @@ func (b *btreeIndex) decodeGroup(ctx context.Context, fr *pqarrow.FileReader, gi
 			}
 			nulls++
 			gd.add(nil, dg.pos[r])
+			dg.off = append(dg.off, uint32(len(dg.enc)))
 			continue
 		}
-		if key, err = b.keyAt(key[:0], dg, r); err != nil {
+		at := len(dg.enc)
+		if dg.enc, err = b.keyAt(dg.enc, dg, r); err != nil {
 			return nil, err
 		}
-		gd.add(key, dg.pos[r])
+		if len(dg.enc) > math.MaxUint32 {
+			return nil, errors.New("key encodings of a payload row group exceed 4 GiB")
+		}
+		gd.add(dg.enc[at:], dg.pos[r])
+		dg.off = append(dg.off, uint32(len(dg.enc)))
 	}
 	if gd.sum() != b.groups[gi].SHA256 {
 		return nil, errors.New("content does not match its checksum: the payload is corrupt")
@@ -410,37 +425,27 @@ func (b *btreeIndex) matchGroup(dg *decodedGroup, gi int, l *predicate.Leaf, rs 
 			out.Add(uint64(dg.pos[r]))
 		}
 	}
-	var key, lastKey []byte
-	var keyErr error
+	var lastKey []byte
+	first, last := b.groups[gi].first, b.groups[gi].last
 	for _, rg := range rs {
+		if first == nil || rg.hi != nil && bytes.Compare(rg.hi, first) < 0 || rg.lo != nil && bytes.Compare(rg.lo, last) > 0 {
+			continue // the range misses every key of the group
+		}
 		start := nulls
 		if rg.lo != nil {
 			start = nulls + sort.Search(n-nulls, func(i int) bool {
-				k, err := b.keyAt(key[:0], dg, nulls+i)
-				if err != nil {
-					keyErr = err
-					return true
-				}
-				key = k
-				return bytes.Compare(k, rg.lo) >= 0
+				return bytes.Compare(dg.key(nulls+i), rg.lo) >= 0
 			})
-			if keyErr != nil {
-				return keyErr
-			}
 		}
 		lastMatch, seen := false, false
 		for r := start; r < n; r++ {
-			k, err := b.keyAt(key[:0], dg, r)
-			if err != nil {
-				return err
-			}
-			key = k
+			k := dg.key(r)
 			if rg.hi != nil && bytes.Compare(k, rg.hi) > 0 {
 				break
 			}
 			if !seen || !bytes.Equal(k, lastKey) {
 				seen = true
-				lastKey = append(lastKey[:0], k...)
+				lastKey = k
 				v, err := oracle.ArrowValue(dg.keys, r, b.typ)
 				if err != nil {
 					return err

@@ -12,6 +12,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -25,6 +26,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
@@ -211,7 +213,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		if len(perFile[i]) == 0 || len(req.GetProjectedFieldIds()) == 0 {
 			continue
 		}
-		ipcBytes, err := s.projectRows(ctx, req.GetFiles()[i], o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
+		ipcBytes, _, err := s.projectRows(ctx, o.result.Path, o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
 		if err != nil {
 			if perr.IsContext(err) {
 				return nil, err
@@ -366,11 +368,9 @@ func candidates(f *pushdown_pb.VectorSearchFile) (*roaring64.Bitmap, error) {
 	if !f.GetHasCandidates() {
 		return nil, nil
 	}
-	m := roaring64.New()
-	if len(f.GetCandidates()) > 0 {
-		if _, err := m.ReadFrom(bytes.NewReader(f.GetCandidates())); err != nil {
-			return nil, perr.New(perr.InvalidArgument, "candidates are not a portable roaring64 bitmap: %v", err)
-		}
+	m, err := rowbits.Decode(f.GetCandidates())
+	if err != nil {
+		return nil, perr.New(perr.InvalidArgument, "candidates are not a portable roaring64 bitmap: %v", err)
 	}
 	return m, nil
 }
@@ -410,6 +410,31 @@ func (s *Service) fileVectors(ctx context.Context, path, identity string, ft *fo
 }
 
 // tableBytes is the size of a table's buffers.
+// decodedRowGroup is a row group's projected columns, each one array (its
+// chunks concatenated once, when cached), so a read takes rows from it.
+type decodedRowGroup struct {
+	schema *arrow.Schema
+	cols   []arrow.Array
+}
+
+func newDecodedRowGroup(t arrow.Table) (*decodedRowGroup, error) {
+	g := &decodedRowGroup{schema: t.Schema(), cols: make([]arrow.Array, t.NumCols())}
+	for c := range int(t.NumCols()) {
+		chunks := t.Column(c).Data().Chunks()
+		if len(chunks) == 1 {
+			chunks[0].Retain()
+			g.cols[c] = chunks[0]
+			continue
+		}
+		a, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if err != nil {
+			return nil, perr.New(perr.Internal, "%v", err)
+		}
+		g.cols[c] = a
+	}
+	return g, nil
+}
+
 func tableBytes(t arrow.Table) int64 {
 	var n int64
 	var add func(d arrow.ArrayData)
@@ -445,13 +470,15 @@ func rowGroupOf(ft *footer.Footer, pos int64) int {
 
 // projectRows reads the projected columns of the row groups holding
 // positions and returns exactly those rows, in the order given, as an
-// Arrow IPC stream.
-func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFile, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, err error) {
+// Arrow IPC stream; cached tells whether every row group came decoded
+// from the vector cache.
+func (s *Service) projectRows(ctx context.Context, path, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, cached bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = nil, perr.New(perr.Corrupt, "decode: %v", p)
+			out, cached, err = nil, false, perr.New(perr.Corrupt, "decode: %v", p)
 		}
 	}()
+	cached = true
 	fids := make([]int, len(ids))
 	for i, id := range ids {
 		fids[i] = int(id)
@@ -460,11 +487,11 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 	var fr *pqarrow.FileReader // opened on the first row group not cached
 	readRowGroup := func(rg int) (arrow.Table, error) {
 		if fr == nil {
-			fh, err := s.Reader.Open(ctx, f.GetPath())
+			fh, err := s.Reader.Open(ctx, path)
 			if err != nil {
 				return nil, classifyOpen(err)
 			}
-			rdr, err := sideindex.OpenParquet(ctx, f.GetPath(), ft, sourceOf(fh))
+			rdr, err := sideindex.OpenParquet(ctx, path, ft, sourceOf(fh))
 			if err != nil {
 				return nil, perr.New(perr.Corrupt, "%v", err)
 			}
@@ -483,55 +510,84 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 		firsts[rg+1] = firsts[rg] + ft.Meta.RowGroup(rg).NumRows()
 	}
 	// A row group's projected columns are decoded once and kept in the
-	// vector cache (warm queries whose winners fall in it decode nothing);
-	// cached tables are never released (Go-allocated, the collector frees
-	// them once evicted).
-	tables := map[int]arrow.Table{}
-	cache := s.vectorCache()
-	var schema *arrow.Schema
-	slicesPerCol := [][]arrow.Array{}
+	// vector cache, one array a column (warm queries whose rows fall in it
+	// decode nothing); cached arrays are never released (Go-allocated, the
+	// collector frees them once evicted). Consecutive positions of one row
+	// group are taken at once (arrow's take kernel), in the order given.
+	type segment struct {
+		rg  int
+		idx []int64 // row-group-local rows, in the order given
+	}
+	var segs []segment
 	for _, p := range positions {
 		rg := rowGroupOf(ft, p)
-		t, ok := tables[rg]
+		if len(segs) == 0 || segs[len(segs)-1].rg != rg {
+			segs = append(segs, segment{rg: rg})
+		}
+		segs[len(segs)-1].idx = append(segs[len(segs)-1].idx, p-firsts[rg])
+	}
+	cache := s.vectorCache()
+	groups := map[int]*decodedRowGroup{}
+	var schema *arrow.Schema
+	var parts [][]arrow.Array // per column: one taken array per segment
+	defer func() {
+		for _, ps := range parts {
+			for _, a := range ps {
+				a.Release()
+			}
+		}
+	}()
+	for _, sg := range segs {
+		g, ok := groups[sg.rg]
 		if !ok {
-			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", f.GetPath(), identity, rg, cols)
+			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", path, identity, sg.rg, cols)
 			if v, hit := cache.Get(key); hit {
-				t = v.(cachedValue).v.(arrow.Table)
+				g = v.(cachedValue).v.(*decodedRowGroup)
 			} else {
 				loaded := freshness.Now()
-				if t, err = readRowGroup(rg); err != nil {
-					return nil, err
+				cached = false
+				t, err := readRowGroup(sg.rg)
+				if err != nil {
+					return nil, false, err
+				}
+				if g, err = newDecodedRowGroup(t); err != nil {
+					return nil, false, err
 				}
 				n := tableBytes(t)
-				cache.Add(key, f.GetPath(), loaded, cachedValue{t, n}, n)
+				t.Release()
+				cache.Add(key, path, loaded, cachedValue{g, n}, n)
 			}
-			tables[rg] = t
+			groups[sg.rg] = g
 			if schema == nil {
-				schema = t.Schema()
-				slicesPerCol = make([][]arrow.Array, schema.NumFields())
+				schema = g.schema
+				parts = make([][]arrow.Array, len(g.cols))
 			}
 		}
-		local := p - firsts[rg]
-		for c := range schema.NumFields() {
-			ch := t.Column(c).Data()
-			off := int64(0)
-			for _, a := range ch.Chunks() {
-				if local < off+int64(a.Len()) {
-					slicesPerCol[c] = append(slicesPerCol[c], array.NewSlice(a, local-off, local-off+1))
-					break
-				}
-				off += int64(a.Len())
+		idx := array.NewInt64Builder(memory.DefaultAllocator)
+		idx.AppendValues(sg.idx, nil)
+		ia := idx.NewInt64Array()
+		idx.Release()
+		for c, col := range g.cols {
+			taken, err := compute.TakeArray(ctx, col, ia)
+			if err != nil {
+				ia.Release()
+				return nil, false, perr.New(perr.Internal, "take: %v", err)
 			}
+			parts[c] = append(parts[c], taken)
 		}
+		ia.Release()
 	}
-	arrs := make([]arrow.Array, len(slicesPerCol))
-	for c, parts := range slicesPerCol {
-		a, err := array.Concatenate(parts, memory.DefaultAllocator)
-		for _, p := range parts {
-			p.Release()
-		}
-		if err != nil {
-			return nil, perr.New(perr.Internal, "%v", err)
+	arrs := make([]arrow.Array, len(parts))
+	for c, ps := range parts {
+		var a arrow.Array
+		if len(ps) == 1 {
+			a = ps[0]
+			a.Retain()
+		} else {
+			var err error
+			if a, err = array.Concatenate(ps, memory.DefaultAllocator); err != nil {
+				return nil, false, perr.New(perr.Internal, "%v", err)
+			}
 		}
 		arrs[c] = a
 		defer a.Release()
@@ -541,10 +597,10 @@ func (s *Service) projectRows(ctx context.Context, f *pushdown_pb.VectorSearchFi
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
 	if err := w.Write(rec); err != nil {
-		return nil, perr.New(perr.Internal, "%v", err)
+		return nil, false, perr.New(perr.Internal, "%v", err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, perr.New(perr.Internal, "%v", err)
+		return nil, false, perr.New(perr.Internal, "%v", err)
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), cached, nil
 }

@@ -1,0 +1,170 @@
+package connector
+
+// Rows next to the data: when side indexes answered a row group's
+// predicate exactly (RowGroupRef.rows_exact) and few rows match, the fetch
+// stage asks the volume pushdown service holding the file for those rows'
+// projected columns (ReadRows), decoded there, instead of fetching and
+// decoding their pages here:
+//
+//	exact rows of a row group (deletes taken out; under a LIMIT the first
+//	rows up to it), at most volumeRowsMax
+//	   │ ReadRows, signed like ReadRanges
+//	   ├─ ok: Arrow IPC of exactly those rows ─▶ project
+//	   └─ any failure or a column not as this file's layout types it
+//	      ─▶ the pages, fetched and decoded here (a fallback, counted)
+//
+// The volume keeps the row groups it decoded in memory, so warm reads of
+// the same row groups decode nothing anywhere. Bytes received count as
+// bytes read from the volume.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+)
+
+// volumeRowsMax bounds the rows of one row group read as rows from the
+// volume (under a LIMIT, the rows up to it): past it, decoding the pages
+// here in parallel is as cheap.
+const volumeRowsMax = 8192
+
+// volumeRowsKey keys the query's count of row groups read with ReadRows
+// (Stats.VolumeRowGroups) in its context.
+type volumeRowsKey struct{}
+
+// volumeRows answers an exact row group with rows the volume decoded; ok
+// false: read it here (not exact, too many rows, no volume route, or the
+// call failed — counted as a read fallback).
+func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
+	if c.opts.NoVolumeRows || !r.exact || r.rows == nil {
+		return nil, false, nil
+	}
+	// under a LIMIT an exact row group's first rows are its answer
+	want := r.rows.Rows()
+	if p.q.Limit > 0 {
+		want = min(want, p.q.Limit)
+	}
+	if want > volumeRowsMax {
+		return nil, false, nil
+	}
+	addr, routed, err := c.fetch.volumeRoute(f.pf)
+	if err != nil || !routed {
+		return nil, false, err
+	}
+	fl, n := f.fl, f.need
+	all := candidates(r)
+	defer rowScratch.put(all)
+	if len(all) == 0 {
+		return nil, false, nil
+	}
+	keep := all[:min(int64(len(all)), want)]
+	var ids []int32
+	tops := map[string]int{} // the file's top-level name → top
+	for i, top := range n.outTops {
+		if top >= 0 {
+			ids = append(ids, int32(p.selectIDs[i]))
+			tops[fl.arrow.Field(top).Name] = top
+		}
+	}
+	cols := map[int]*column{}
+	defer func() {
+		for _, col := range cols {
+			col.arr.Release()
+		}
+	}()
+	if len(ids) > 0 {
+		if err := c.fetch.readRows(ctx, addr, f.pf, fl, r, keep, ids, tops, cols); err != nil {
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			c.fetch.fellBack(addr, f.pf, err)
+			return nil, false, nil
+		}
+	}
+	if k, _ := ctx.Value(volumeRowsKey{}).(*atomic.Int64); k != nil {
+		k.Add(1)
+	}
+	if k, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); k != nil {
+		k.Add(1)
+	}
+	rec, err = project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
+	return rec, err == nil, err
+}
+
+// readRows calls ReadRows for the rows keep of row group r and puts each
+// returned column of a wanted top, typed as the file's layout types it,
+// into cols.
+func (ft *fetcher) readRows(ctx context.Context, addr string, pf *pushdown_pb.PlannedFile, fl *fileLayout, r *rowGroupRead, keep []int64, ids []int32, want map[string]int, cols map[int]*column) error {
+	bm := roaring64.New()
+	for _, row := range keep {
+		bm.Add(uint64(r.firstRow + row))
+	}
+	positions, err := bm.ToBytes()
+	if err != nil {
+		return err
+	}
+	req := &pushdown_pb.ReadRowsRequest{ProjectedFieldIds: ids, Files: []*pushdown_pb.ReadRowsFile{{
+		Path: pf.GetFile(), SizeBytes: pf.GetSizeBytes(), RecordCount: pf.GetRecordCount(), Identity: pf.GetIdentity(), Positions: positions}}}
+	if fl.mapping != nil {
+		if req.NameMappingJson, err = json.Marshal(fl.mapping); err != nil {
+			return err
+		}
+	}
+	conn, err := ft.volume.conn(addr)
+	if err != nil {
+		return fmt.Errorf("dial: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, volumeCallTimeout)
+	defer cancel()
+	if cctx, err = ft.volume.sign(cctx, addr, "ReadRows", req); err != nil {
+		return fmt.Errorf("sign ReadRows: %w", err)
+	}
+	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).ReadRows(cctx, req)
+	if err != nil {
+		return fmt.Errorf("ReadRows %s: %w", pf.GetFile(), err)
+	}
+	if len(resp.GetFiles()) != 1 || resp.Files[0].GetRows() != int64(len(keep)) {
+		return fmt.Errorf("ReadRows %s: answered %d files for 1, or not %d rows", pf.GetFile(), len(resp.GetFiles()), len(keep))
+	}
+	raw := resp.Files[0].GetColumnsIpc()
+	rd, err := ipc.NewReader(bytes.NewReader(raw), ipc.WithAllocator(decodeMem))
+	if err != nil {
+		return fmt.Errorf("ReadRows %s: Arrow IPC: %w", pf.GetFile(), err)
+	}
+	defer rd.Release()
+	if !rd.Next() {
+		return fmt.Errorf("ReadRows %s: Arrow IPC holds no record: %v", pf.GetFile(), rd.Err())
+	}
+	got := rd.RecordBatch()
+	if got.NumRows() != int64(len(keep)) {
+		return fmt.Errorf("ReadRows %s: %d rows decoded for %d asked", pf.GetFile(), got.NumRows(), len(keep))
+	}
+	for j, fd := range got.Schema().Fields() {
+		top, ok := want[fd.Name]
+		if !ok {
+			continue
+		}
+		if !arrow.TypeEqual(fd.Type, fl.arrow.Field(top).Type) {
+			return fmt.Errorf("ReadRows %s: column %s came back as %s, the file's layout types it %s", pf.GetFile(), fd.Name, fd.Type, fl.arrow.Field(top).Type)
+		}
+		a := got.Column(j)
+		a.Retain()
+		cols[top] = &column{arr: a, rows: keep}
+	}
+	for name, top := range want {
+		if cols[top] == nil {
+			return fmt.Errorf("ReadRows %s: column %s is missing from the answer", pf.GetFile(), name)
+		}
+	}
+	ft.vol.bytes.Add(int64(len(raw)))
+	ft.vol.calls.Add(1)
+	return nil
+}

@@ -1,0 +1,41 @@
+// Package rowbits decodes the portable roaring64 bitmaps of row positions
+// that cross the wire (plans, side-index answers, candidate masks, rows to
+// read) and that deletion-vector files hold, from bytes nobody vouches for:
+//
+//	bytes ─▶ bucket count the bytes can hold? ─no─▶ error (no allocation)
+//	        └─yes─▶ roaring64 ReadFrom (each 32-bit bitmap checks itself)
+//
+// roaring64's own ReadFrom allocates as many buckets as the first eight
+// bytes say, so garbage there panics (or reserves gigabytes) before any
+// check; Decode refuses a count the remaining bytes cannot hold.
+package rowbits
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+)
+
+// minBucketBytes is the least a bucket takes: its 4-byte key and a 32-bit
+// portable bitmap's cookie and container count.
+const minBucketBytes = 4 + 8
+
+// Decode reads a portable roaring64 bitmap; no bytes is the empty bitmap.
+func Decode(b []byte) (*roaring64.Bitmap, error) {
+	bm := roaring64.New()
+	if len(b) == 0 {
+		return bm, nil
+	}
+	if len(b) < 8 {
+		return nil, fmt.Errorf("%d bytes are shorter than a portable roaring64 bitmap's 8-byte bucket count", len(b))
+	}
+	if n := binary.LittleEndian.Uint64(b); n > uint64(len(b)-8)/minBucketBytes {
+		return nil, fmt.Errorf("a bucket count of %d does not fit in %d bytes", n, len(b))
+	}
+	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	return bm, nil
+}
