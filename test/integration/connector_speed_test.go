@@ -27,7 +27,7 @@ import (
 // check: it runs only with LAKEWEED_BENCH set.
 func TestConnectorWarmLatency(t *testing.T) {
 	if os.Getenv("LAKEWEED_BENCH") == "" {
-		t.Skip("measurement: run with LAKEWEED_BENCH=1 (LAKEWEED_BENCH_ROWS, LAKEWEED_BENCH_INDEXED, LAKEWEED_PROFILE_DIR)")
+		t.Skip("measurement: run with LAKEWEED_BENCH=1 (LAKEWEED_BENCH_ROWS, LAKEWEED_BENCH_INDEXED, LAKEWEED_BENCH_Q, LAKEWEED_PROFILE_DIR)")
 	}
 	rows := int64(1_000_000)
 	if v := os.Getenv("LAKEWEED_BENCH_ROWS"); v != "" {
@@ -101,6 +101,20 @@ func TestConnectorWarmLatency(t *testing.T) {
 		var ru syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	// LAKEWEED_BENCH_Q: only the queries whose names hold one of these
+	// (comma-separated), e.g. "point,LIMIT"
+	if only := os.Getenv("LAKEWEED_BENCH_Q"); only != "" {
+		keep := queries[:0]
+		for _, q := range queries {
+			for _, o := range strings.Split(only, ",") {
+				if strings.Contains(q.name, o) {
+					keep = append(keep, q)
+					break
+				}
+			}
+		}
+		queries = keep
 	}
 	measure := func() {
 		for _, q := range queries {

@@ -182,7 +182,7 @@ func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []
 // decodeWhole decodes top-level fields of a row group from whole chunks.
 func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, tops []int) (map[int]*column, error) {
 	out := map[int]*column{}
-	fr, leaves, err := wholeChunkReader(fl, sf, tops, false)
+	fr, leaves, err := wholeChunkReader(fl, sf, rg, tops, false)
 	if err != nil || len(leaves) == 0 {
 		return out, err
 	}
@@ -201,10 +201,11 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 	return out, nil
 }
 
-// wholeChunkReader is arrow-go's reader of tops' whole chunks in sf (string
-// columns as dictionaries where dictEligible), and their leaves; stream:
-// a chunk's bytes are taken from sf as its pages are read, not at once.
-func wholeChunkReader(fl *fileLayout, sf *sparseFile, tops []int, stream bool) (*pqarrow.FileReader, []int, error) {
+// wholeChunkReader is arrow-go's reader of tops' whole chunks of row group
+// rg in sf (string columns as dictionaries where readsAsDict), and their
+// leaves; stream: a chunk's bytes are taken from sf as its pages are read,
+// not at once.
+func wholeChunkReader(fl *fileLayout, sf *sparseFile, rg int, tops []int, stream bool) (*pqarrow.FileReader, []int, error) {
 	var leaves []int
 	for _, top := range tops {
 		leaves = append(leaves, fl.leavesOf[top]...)
@@ -222,7 +223,7 @@ func wholeChunkReader(fl *fileLayout, sf *sparseFile, tops []int, stream bool) (
 	}
 	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16, Parallel: len(leaves) > 1}
 	for _, top := range tops {
-		if fl.dictEligible(top) {
+		if fl.readsAsDict(rg, top) {
 			props.SetReadDict(fl.leavesOf[top][0], true)
 		}
 	}
@@ -256,7 +257,7 @@ type chunkStream struct {
 
 func newChunkStream(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, tops []int) (*chunkStream, error) {
 	s := &chunkStream{fl: fl, rg: rg, numRows: fl.md.RowGroup(rg).NumRows()}
-	fr, leaves, err := wholeChunkReader(fl, sf, tops, true)
+	fr, leaves, err := wholeChunkReader(fl, sf, rg, tops, true)
 	if err != nil || len(leaves) == 0 {
 		return s, err
 	}
@@ -324,6 +325,17 @@ func (fl *fileLayout) dictEligible(top int) bool {
 		return true
 	}
 	return false
+}
+
+// readsAsDict reports whether top decodes as an Arrow dictionary in row
+// group rg: dictEligible, and every data page of its chunk is
+// dictionary-encoded (encoding stats say so). A chunk whose writer fell
+// back to PLAIN pages (a column of mostly distinct values) decodes as
+// plain strings: read as a dictionary, arrow-go would hash every value
+// into a new dictionary (a third of the 1% ts query's CPU, for its
+// message column).
+func (fl *fileLayout) readsAsDict(rg, top int) bool {
+	return fl.dictEligible(top) && fl.chunks[rg][fl.leavesOf[top][0]].DictionaryOnly
 }
 
 func concat(chunks []arrow.Array) (arrow.Array, error) {
@@ -421,7 +433,7 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		}
 	}
 	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
-	dict := fl.dictEligible(top)
+	dict := fl.readsAsDict(r.rg, top)
 	props.SetReadDict(0, dict) // as decodeWhole: a string column's values once, its rows as indices
 	fr, err := pqarrow.NewFileReader(rdr, props, decodeMem)
 	if err != nil {

@@ -135,7 +135,7 @@ func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGro
 	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
 		return nil, false, nil // a list: its pages decode whole (decode_lists.go)
 	}
-	if fl.dictEligible(top) && fl.chunks[r.rg][leaf].DictionaryOnly {
+	if fl.readsAsDict(r.rg, top) {
 		// a string column every page of which is dictionary-encoded
 		// decodes cheaper the usual way: indices only, each value once
 		// (read sparsely, every wanted value is a new byte slice: twice

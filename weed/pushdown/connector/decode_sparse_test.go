@@ -314,3 +314,30 @@ func TestSparseDecodeOfPagesHoldingOtherRowsThanPlannedIsAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyStringChunksWhollyDictionaryEncodedDecodeAsDictionaries(t *testing.T) {
+	ctx := context.Background()
+	data := sparseTestFile(t, false, compress.Codecs.Zstd)
+	fl, sf := layoutOf(t, "mem", data), sparseOf(data)
+	want := map[string]bool{"s": true, "s_plain": false, "s_fallback": false}
+	for rg := range fl.chunks {
+		var tops []int
+		for name := range want {
+			tops = append(tops, fl.topNamed(name))
+		}
+		cols, err := decodeWhole(ctx, fl, sf, rg, tops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, dict := range want {
+			arr := cols[fl.topNamed(name)].arr
+			if _, isDict := arr.(*array.Dictionary); isDict != dict {
+				t.Errorf("row group %d column %s decodes as %s, want a dictionary: %v", rg, name, arr.DataType(), dict)
+			}
+			if arr.Len() != int(fl.md.RowGroup(rg).NumRows()) {
+				t.Errorf("row group %d column %s: %d values", rg, name, arr.Len())
+			}
+		}
+		releaseColumns(cols)
+	}
+}

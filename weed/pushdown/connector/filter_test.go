@@ -181,11 +181,14 @@ func genArray(rng *rand.Rand, kind, n int) genColumn {
 			g.lits = append(g.lits, value.OfDecimal(big.NewInt(v*50), scale), value.OfDecimal(big.NewInt(v*5), scale-1+int32(rng.Intn(3))))
 		}
 	case 16:
-		// dictionary-encoded strings
-		db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int16, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
+		// dictionary-encoded strings: int16 or (as pqarrow decodes them)
+		// int32 indices, NULLs or none
+		index := []arrow.DataType{arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32}[rng.Intn(2)]
+		db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: index, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
 		words := []string{"ok", "error", "warn", ""}
+		noNulls := rng.Intn(3) == 0
 		for i := 0; i < n; i++ {
-			if null() {
+			if !noNulls && null() {
 				db.AppendNull()
 			} else {
 				_ = db.AppendString(words[rng.Intn(len(words))])
@@ -276,17 +279,7 @@ func TestVectorizedResidualSelectsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.
 		}
 		var want []int32
 		for i, p := range pos {
-			row := func(id int) (value.Value, bool) {
-				a := cols[id-1].arr
-				if a.IsNull(int(p)) {
-					return value.Value{}, true
-				}
-				v, err := oracle.ArrowValue(a, int(p), cols[id-1].typ)
-				if err != nil {
-					t.Fatalf("seed %d: oracle: %v", seed, err)
-				}
-				return v, false
-			}
+			row := func(id int) (value.Value, bool) { return rowWiseValue(t, seed, cols[id-1], int(p)) }
 			if predicate.Eval(e, row, predicate.IEEE) == predicate.True {
 				want = append(want, int32(i))
 			}
@@ -446,5 +439,93 @@ func TestVectorizedResidualOnDecodedColumnsAgreesWithTheRowWiseReading(t *testin
 	}
 	if errs == 0 {
 		t.Errorf("no case read a row outside the decoded pages: the error path went untested")
+	}
+}
+
+// The filter's in-place test of one leaf over a whole column (the dense
+// shortcut) keeps exactly the positions predicate.Eval (IEEE) finds TRUE,
+// over random leaves on generated arrays of every kernel's type (NULLs,
+// NaN, ±0, negation, IN, IS NULL, dictionaries).
+func TestOneLeafTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.T) {
+	applied := 0
+	for seed := int64(0); seed < 3000; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		n := rng.Intn(40) + 1
+		g := genArray(rng, rng.Intn(genKinds), n)
+		l := genLeaf(rng, 1, g)
+		got, ok := leafRowsOf(l, g.typ, g.arr)
+		if ok {
+			applied++
+			var want []int64
+			for p := 0; p < n; p++ {
+				row := func(int) (value.Value, bool) { return rowWiseValue(t, seed, g, p) }
+				if predicate.Eval(l, row, predicate.IEEE) == predicate.True {
+					want = append(want, int64(p))
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("seed %d: %s on %s as %s %v:\nin place %v\nrow-wise %v", seed, l, g.arr.DataType(), g.typ, g.arr, got, want)
+			}
+			rowScratch.put(got)
+		}
+		g.arr.Release()
+	}
+	if applied < 1000 {
+		t.Fatalf("the in-place test applied to %d of 3000 leaves", applied)
+	}
+}
+
+// rowWiseValue is g's value at position p as the row-wise reading gives it.
+func rowWiseValue(t *testing.T, seed int64, g genColumn, p int) (value.Value, bool) {
+	t.Helper()
+	if g.arr.IsNull(p) {
+		return value.Value{}, true
+	}
+	v, err := oracle.ArrowValue(g.arr, p, g.typ)
+	if err != nil {
+		t.Fatalf("seed %d: oracle: %v", seed, err)
+	}
+	return v, false
+}
+
+// An And of leaves tested in place (the dense shortcut) keeps exactly the
+// positions predicate.Eval (IEEE) finds TRUE, over random leaves on
+// generated columns of every kernel's type.
+func TestAnAndOfLeavesTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.T) {
+	applied := 0
+	for seed := int64(0); seed < 3000; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		n := rng.Intn(40) + 1
+		cols := make([]genColumn, rng.Intn(3)+1)
+		leaves := make([]*predicate.Leaf, len(cols))
+		typs := make([]iceberg.Type, len(cols))
+		arrs := make([]arrow.Array, len(cols))
+		kids := make([]predicate.Expr, len(cols))
+		for i := range cols {
+			cols[i] = genArray(rng, rng.Intn(genKinds), n)
+			leaves[i] = genLeaf(rng, i+1, cols[i])
+			typs[i], arrs[i], kids[i] = cols[i].typ, cols[i].arr, leaves[i]
+		}
+		e := predicate.And{Kids: kids}
+		if got, ok := leavesRowsOf(leaves, typs, arrs); ok {
+			applied++
+			var want []int64
+			for p := 0; p < n; p++ {
+				row := func(id int) (value.Value, bool) { return rowWiseValue(t, seed, cols[id-1], p) }
+				if predicate.Eval(e, row, predicate.IEEE) == predicate.True {
+					want = append(want, int64(p))
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("seed %d: %s:\nin place %v\nrow-wise %v", seed, e, got, want)
+			}
+			rowScratch.put(got)
+		}
+		for _, c := range cols {
+			c.arr.Release()
+		}
+	}
+	if applied < 500 {
+		t.Fatalf("the in-place test applied to %d of 3000 conjunctions", applied)
 	}
 }

@@ -132,9 +132,12 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}
 	sem := make(chan struct{}, workers)
 	// under a LIMIT one unit runs at first: each unit taken without
-	// meeting it lets one more run at once, up to workers
-	narrowed := 0
-	if p.q.Limit > 0 {
+	// meeting it lets one more run at once, up to workers; a unit's slot
+	// is freed when it is taken, not when it ends, so no unit starts
+	// that the LIMIT may not need (started, it would be cancelled before
+	// its reads reach the range cache: read again by each query)
+	narrowed, limited := 0, p.q.Limit > 0
+	if limited {
 		for ; narrowed < workers-1; narrowed++ {
 			sem <- struct{}{}
 		}
@@ -158,7 +161,10 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			}
 			wg.Add(1)
 			go func(u *unit) {
-				defer func() { <-sem; wg.Done() }()
+				defer wg.Done()
+				if !limited {
+					defer func() { <-sem }()
+				}
 				u.out <- c.safeReadUnit(ctx, p, u)
 			}(u)
 		}
@@ -217,6 +223,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		remaining -= rec.NumRows()
 		res.Records = append(res.Records, rec)
 		budget.release(u.file.cost) // taken: the next may start
+		if limited {
+			<-sem
+		}
 		if narrowed > 0 {
 			<-sem
 			narrowed--
@@ -525,17 +534,20 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 // them without evaluating it. The slice is rowScratch's: the caller
 // releases it when done.
 func (c *Connector) keepRows(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column) ([]int64, error) {
-	rows := candidates(r)
 	k, isConst := p.expr.(predicate.Const)
 	switch {
 	case isConst && k.Value:
-		return rows, nil // no predicate: every candidate
+		return candidates(r), nil // no predicate: every candidate
 	case r.exact && !isConst:
 		if n, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); n != nil {
 			n.Add(1)
 		}
-		return rows, nil // the planned rows are exactly the matching ones
+		return candidates(r), nil // the planned rows are exactly the matching ones
 	}
+	if keep, ok := denseLeafRows(p, fl, r, cols); ok {
+		return keep, nil
+	}
+	rows := candidates(r)
 	defer rowScratch.put(rows)
 	sel, err := (&filter{expr: p.expr, scratch: true}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
 	if err != nil {
