@@ -87,7 +87,6 @@ func TestDeletesComputeOnTheCatalogWhenAVolumeServerDiesMidWorkload(t *testing.T
 	}
 
 	// On the healthy cluster the deletes are computed beside the data.
-	firstPlan := time.Now()
 	st, err := plan()
 	if err != nil {
 		t.Fatalf("plan on the healthy cluster: %v", err)
@@ -164,8 +163,12 @@ func TestDeletesComputeOnTheCatalogWhenAVolumeServerDiesMidWorkload(t *testing.T
 			// The catalog remembers which volume server holds a file for
 			// HolderTTL (a minute) after it first looked: until then, the
 			// files it routed to the dead server have their deletes
-			// computed on the catalog, and the plan says so.
-			if started.Sub(firstPlan) < 50*time.Second && len(notes) == 0 {
+			// computed on the catalog, and the plan says so — surely for
+			// the first plan after the kill. Later ones may find the
+			// files' holders again (a loaded run reaches the TTL, counted
+			// from the first look, before the rounds end) and route them
+			// to a live service: no note, and rows still checked below.
+			if plansAfterKill == 1 && len(notes) == 0 {
 				t.Fatalf("round %d: plan after the kill does not say deletes were computed on the catalog; indexes_missing %q",
 					round, st.GetIndexesMissing())
 			}
