@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,7 +37,7 @@ func dictFile(t *testing.T, n, rg int64, dictPage int64) []byte {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	return parquetBytes(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(512),
+	return harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(512),
 		parquet.WithDictionaryDefault(true), parquet.WithDictionaryPageSizeLimit(dictPage), parquet.WithStats(false)))
 }
 

@@ -1,8 +1,8 @@
 package plan
 
 import (
-	"bytes"
 	"context"
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"testing"
 	"time"
 
@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -32,25 +31,8 @@ func int32File(t *testing.T, first int32, rows int) []byte {
 	defer col.Release()
 	rec := array.NewRecordBatch(as, []arrow.Array{col}, int64(rows))
 	defer rec.Release()
-	return parquetBytes(t, rec, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithPageIndexEnabled(true),
+	return harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithPageIndexEnabled(true),
 		parquet.WithDataPageSize(64), parquet.WithBatchSize(10)))
-}
-
-// parquetBytes writes rec as a Parquet file with props.
-func parquetBytes(t testing.TB, rec arrow.RecordBatch, props *parquet.WriterProperties) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // The per-file state (decoded statistics, column map, memoized outputs)

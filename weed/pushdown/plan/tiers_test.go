@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,7 +34,7 @@ func sortedFile(t *testing.T, n, rg int64, pageIndex, bloom, stats bool) []byte 
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	return parquetBytes(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(256), parquet.WithBatchSize(16),
+	return harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rg), parquet.WithDataPageSize(256), parquet.WithBatchSize(16),
 		parquet.WithPageIndexEnabled(pageIndex), parquet.WithBloomFilterEnabledFor("x", bloom), parquet.WithStats(stats),
 		parquet.WithDictionaryDefault(false)))
 }
