@@ -196,3 +196,60 @@ func limitAgreesWithTheUnlimitedRead(t *testing.T, conn *connector.Connector, tb
 	}
 	t.Logf("%s where %s: %d matching rows; the unlimited read decodes %d rows", name, where, len(all), full.Stats.RowsDecoded)
 }
+
+// A LIMIT over row groups a side index narrowed to many of their rows (a
+// bitmap on status: a fifth of every row group, in hundreds of ranges)
+// decodes windows of those rows, not whole row groups, and returns exactly
+// the first rows of the unlimited read — read through the pages (the
+// volumes' row reads off) and with them on.
+func TestALimitOverRowsASideIndexNarrowedDecodesWindowsOfThem(t *testing.T) {
+	c := sharedCluster(t)
+	ctx := context.Background()
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Files, spec.RowGroupRows, spec.Indexed = 40_000, 1, 8192, demo.IndexedNone
+	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "limit_it.side", Spec: spec, Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	indexCreate(t, c, "limit_it.side", "status", "bitmap")
+	tbl := loadTable(t, c, "limit_it.side")
+	const where = "status = 'error'"
+	sel := []string{"id", "tenant_id", "status"}
+	want := scanRows(t, tbl, tbl.CurrentSnapshot().SnapshotID, iceberg.EqualTo(iceberg.Reference("status"), "error"), sel)
+	for _, noVolumeRows := range []bool{true, false} {
+		conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true, Mode: connector.PageAware, NoVolumeRows: noVolumeRows, Workers: 1, MaxBufferBytes: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		query := func(limit int64) *connector.Result {
+			t.Helper()
+			res, err := conn.Query(ctx, connector.Query{Table: "limit_it.side", Where: where, Select: sel, Limit: limit})
+			if err != nil {
+				t.Fatalf("LIMIT %d: %v", limit, err)
+			}
+			if !res.Stats.Pushdown {
+				t.Fatalf("LIMIT %d not pushed down: %s", limit, res.Stats.FallbackReason)
+			}
+			t.Logf("no volume rows %v, LIMIT %d: %d row groups (%d exact, %d from volumes), %d rows decoded, %d bytes", noVolumeRows, limit,
+				res.Stats.RowGroups, res.Stats.ExactRowGroups, res.Stats.VolumeRowGroups, res.Stats.RowsDecoded, res.Stats.BytesRead)
+			return res
+		}
+		full := query(0)
+		all := inOrder(full.Records)
+		if got := rowsOf(t, full.Schema, full.Records); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("no volume rows %v: the unlimited read returns %d rows, iceberg-go's scan %d: %s", noVolumeRows, len(got), len(want), firstDiff(got, want))
+		}
+		full.Release()
+		for _, limit := range []int64{1, 10, 500, 2500, int64(len(all)) + 5} {
+			res := query(limit)
+			n := min(limit, int64(len(all)))
+			if got := inOrder(res.Records); strings.Join(got, "\n") != strings.Join(all[:n], "\n") {
+				t.Errorf("no volume rows %v: LIMIT %d returns %d rows, not the first %d of the unlimited read: %s", noVolumeRows, limit, len(got), n, firstDiff(got, all[:n]))
+			}
+			if limit == 10 && noVolumeRows && (res.Stats.RowsDecoded <= 0 || res.Stats.RowsDecoded >= spec.RowGroupRows) {
+				t.Errorf("LIMIT 10 decoded %d rows; want a window, fewer than the %d of one row group", res.Stats.RowsDecoded, spec.RowGroupRows)
+			}
+			res.Release()
+		}
+	}
+}

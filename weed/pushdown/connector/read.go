@@ -417,15 +417,22 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	}
 	pageAware := c.opts.Mode == PageAware
 	now := n.tops
-	// under a LIMIT, a row group the plan did not narrow decodes a window
-	// of rows at a time, all its columns at once, until the LIMIT is met
-	windowed := p.q.Limit > 0 && r.rows == nil
+	// under a LIMIT, a row group the plan did not narrow to a few of its
+	// rows decodes a window of rows at a time from its whole chunks, all
+	// its columns at once, until the LIMIT is met
+	windowed := p.q.Limit > 0 && (r.rows == nil || r.rows.Rows()*sparseShare > r.numRows)
 	var needs, extra []byteRange
 	if !windowed && r.rows == nil && len(n.late) > 0 {
 		r.late, now = n.late, n.early
 		extra = fl.offsetIndexRanges(r.rg, n.late)
 	}
-	needs = fl.needRanges(now, r, pageAware)
+	if windowed && r.rows != nil {
+		whole := *r
+		whole.rows = nil
+		needs = fl.needRanges(now, &whole, pageAware)
+	} else {
+		needs = fl.needRanges(now, r, pageAware)
+	}
 
 	given, rest := coveredBy(f.given, needs)
 	sf, err := c.fetch.fetch(ctx, f.pf, given, append(rest, extra...))
@@ -445,7 +452,8 @@ func firstWindow(limit int64) int64 {
 }
 
 // rowGroupWindows runs decode, filter and project on one row group (its
-// whole chunks in sf) a window of rows at a time, until the windows hold
+// whole chunks in sf) a window of rows at a time (the plan's rows of it,
+// when it names them), until the windows hold
 // the LIMIT's rows or the row group ends: the rows it returns are the
 // first matching rows of the row group, as many as the LIMIT takes.
 func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead, sf *sparseFile) (arrow.RecordBatch, error) {
@@ -474,8 +482,15 @@ func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRea
 		countDecoded(ctx, cs.at-first)
 		w := *r
 		w.rows = plan.RowSet{{Start: first, End: cs.at}}
-		w.exact = false // the window's rows, not the matching ones
+		if r.rows != nil { // the window's planned rows, exact when the plan's are
+			w.rows = plan.Intersect(r.rows, w.rows)
+		} else {
+			w.exact = false // the window's rows, not the matching ones
+		}
 		keep, err := c.keepRows(ctx, p, fl, &w, cols)
+		if first == 0 { // the row group counts once among the exact ones
+			ctx = context.WithValue(ctx, exactCountKey{}, (*atomic.Int64)(nil))
+		}
 		var rec arrow.RecordBatch
 		if err == nil {
 			taken := keep[:min(int64(len(keep)), p.q.Limit-found)] // the rows past the LIMIT are not taken
