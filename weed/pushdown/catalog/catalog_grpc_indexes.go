@@ -276,7 +276,7 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 		return nil, perr.New(perr.Internal, "encode schema: %v", err)
 	}
 	var nmJSON []byte
-	if nm := tbl.Meta.NameMapping(); len(nm) > 0 {
+	if nm := tbl.NameMapping; len(nm) > 0 {
 		nmJSON, _ = json.Marshal(nm)
 	}
 	g, gctx = errgroup.WithContext(ctx)

@@ -66,7 +66,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if err != nil {
 		return nil, err
 	}
-	e, err := decodePredicate(req, schema, s.Config.Limits)
+	e, err := s.decodePredicate(req, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +131,10 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	}
 	var src plan.DeleteSource
 	if len(applied) > 0 {
-		src = &deleteSource{s: s, applied: applied, schema: schema, nm: tbl.Meta.NameMapping()}
+		src = &deleteSource{s: s, applied: applied, schema: schema, nm: tbl.NameMapping}
 	}
 	preq := plan.Request{
-		Table:      plan.Table{Schema: schema, Specs: specs, NameMapping: tbl.Meta.NameMapping()},
+		Table:      plan.Table{Schema: schema, Specs: specs, NameMapping: tbl.NameMapping},
 		Files:      files,
 		Predicate:  e,
 		Projection: projection,
@@ -272,7 +272,36 @@ func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
 func optional[T any](p *T) *T { return p }
 
 // decodePredicate decodes and binds the request's predicate.
-func decodePredicate(req *pushdown_pb.ParquetPushdownRequest, schema *iceberg.Schema, lim Limits) (predicate.Expr, error) {
+// predicateKey is a request's predicate (its kind and bytes) bound to one
+// schema: a schema of a cached metadata version, the same pointer while
+// that version is cached.
+type predicateKey struct {
+	schema *iceberg.Schema
+	kind   pushdown_pb.PredicateKind
+	wire   string
+}
+
+// decodePredicate is decodePredicateOf(req, schema), decoded once per
+// schema for the same bytes: a bound predicate is read only.
+func (s *Service) decodePredicate(req *pushdown_pb.ParquetPushdownRequest, schema *iceberg.Schema) (predicate.Expr, error) {
+	if s.predicates == nil || len(req.GetPredicate()) > maxCachedPredicate {
+		return decodePredicateOf(req, schema, s.Config.Limits)
+	}
+	key := predicateKey{schema, req.GetPredicateKind(), string(req.GetPredicate())}
+	if e, ok := s.predicates.Get(key); ok {
+		return e, nil
+	}
+	e, err := decodePredicateOf(req, schema, s.Config.Limits)
+	if err == nil {
+		s.predicates.Add(key, e)
+	}
+	return e, err
+}
+
+// maxCachedPredicate bounds the predicates kept decoded (bytes each).
+const maxCachedPredicate = 64 << 10
+
+func decodePredicateOf(req *pushdown_pb.ParquetPushdownRequest, schema *iceberg.Schema, lim Limits) (predicate.Expr, error) {
 	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, lim.Predicate)
 	if err != nil && perr.KindOf(err) == perr.InvalidArgument && !strings.HasPrefix(err.Error(), "predicate:") {
 		return nil, perr.New(perr.InvalidArgument, "Plan: %w", err)

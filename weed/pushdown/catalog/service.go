@@ -122,7 +122,10 @@ type Service struct {
 	builds   *buildQueue
 	maint    *maintenance
 	holders  *lru.Cache[string, holder]
-	started  time.Time
+	// predicates are the requests' predicates decoded and bound, by the
+	// schema they were bound to (catalog_grpc_plan.go)
+	predicates *lru.Cache[predicateKey, predicate.Expr]
+	started    time.Time
 	plans    planCounters // plans served, failed, slow, latency (planlog.go)
 
 	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
@@ -154,6 +157,7 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		cfg.TrustMode = pushdown_pb.TrustMode_CONNECTOR_TRUSTED
 	}
 	holders, _ := lru.New[string, holder](100_000)
+	predicates, _ := lru.New[predicateKey, predicate.Expr](1024)
 	var pool *grpcutil.ConnPool
 	if watcher != nil {
 		pool = watcher.Pool
@@ -162,7 +166,7 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		Address: address, Filer: filer, Watcher: watcher, TrustMode: cfg.TrustMode,
 		Config: cfg, Tables: tables.New(reader, cfg.Warehouse, cfg.MaxManifests), Footers: cache,
 		Planner: &plan.Planner{Cache: cache}, Trust: Trust{Mode: cfg.TrustMode, TokenKey: cfg.TokenKey},
-		Pool: pool, Reader: reader, holders: holders, started: time.Now(), Tracker: tracker,
+		Pool: pool, Reader: reader, holders: holders, predicates: predicates, started: time.Now(), Tracker: tracker,
 		builds:   newBuildQueue(),
 		maint:    newMaintenance(),
 		Registry: indexing.NewRegistry(func(fn func(filer_pb.SeaweedFilerClient) error) error { return reader.WithFilerClient(false, fn) }),

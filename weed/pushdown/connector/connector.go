@@ -288,7 +288,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 		if err != nil {
 			return nil, fmt.Errorf("load table %s: %w", q.Table, err)
 		}
-		te = &tableEntry{tbl: tbl, mapping: tbl.Metadata().NameMapping()}
+		te = &tableEntry{tbl: tbl, mapping: tbl.Metadata().NameMapping(), wheres: newLRU[whereKey, *boundWhere](64)}
 		c.tables.Add(q.Table, te)
 	}
 	tbl := te.tbl
@@ -310,13 +310,11 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	}
 	p.parents = parentIDs(p.schema)
 	p.identity, p.partitions = identityFieldsOf(tbl.Metadata()), &partitionIndex{}
-	p.bound, err = sqlpred.Bind(q.Where, p.schema)
+	w, err := te.boundWhere(q.Where, p.schema)
 	if err != nil {
 		return nil, err
 	}
-	if p.unbound, err = sqlpred.ParseFor(q.Where, p.schema); err != nil {
-		return nil, err
-	}
+	p.bound, p.unbound, p.expr = w.bound, w.unbound, w.expr
 	// Force reads the plan whatever the cost model says: the catalog plans
 	// every file for it rather than stop at the manifest tier.
 	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), DecideEarly: !c.opts.Force}
@@ -337,12 +335,8 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 			p.req.SnapshotId = ptr(snap)
 		}
 	}
-	var wire []byte
-	if p.expr, wire, err = residual(p.schema, p.bound); err != nil {
-		return nil, err
-	}
-	if wire != nil {
-		p.req.Predicate, p.req.PredicateKind = wire, pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT
+	if w.wire != nil {
+		p.req.Predicate, p.req.PredicateKind = w.wire, pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT
 	}
 	if len(q.Select) == 0 {
 		for _, f := range p.schema.Fields() {
@@ -551,6 +545,45 @@ func newLRU[K comparable, V any](size int) *lru.Cache[K, V] {
 type tableEntry struct {
 	tbl     *table.Table
 	mapping iceberg.NameMapping
+	wheres  *lru.Cache[whereKey, *boundWhere] // the last predicates bound to this metadata
+}
+
+// whereKey is a query's predicate (SQL) under one schema of the table.
+type whereKey struct {
+	schema int
+	where  string
+}
+
+// boundWhere is a predicate parsed and bound once per metadata version:
+// as iceberg-go binds it, unbound (for iceberg-go's scan), the residual
+// the connector evaluates and its Substrait form sent to the catalog. All
+// are read only once built, shared by the queries that use it.
+type boundWhere struct {
+	bound, unbound iceberg.BooleanExpression
+	expr           predicate.Expr
+	wire           []byte
+}
+
+// boundWhere is where bound to s, from the entry's cache when it was
+// bound to s before.
+func (te *tableEntry) boundWhere(where string, s *iceberg.Schema) (*boundWhere, error) {
+	key := whereKey{s.ID, where}
+	if w, ok := te.wheres.Get(key); ok {
+		return w, nil
+	}
+	w := &boundWhere{}
+	var err error
+	if w.bound, err = sqlpred.Bind(where, s); err != nil {
+		return nil, err
+	}
+	if w.unbound, err = sqlpred.ParseFor(where, s); err != nil {
+		return nil, err
+	}
+	if w.expr, w.wire, err = residual(s, w.bound); err != nil {
+		return nil, err
+	}
+	te.wheres.Add(key, w)
+	return w, nil
 }
 
 type connectError struct{ err error }

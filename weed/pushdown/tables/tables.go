@@ -43,7 +43,8 @@ type Resolver struct {
 	Reader           *fileread.Reader
 	DefaultWarehouse string
 
-	metadata  *lru.Cache[string, table.Metadata]
+	metadata  *lru.Cache[string, *parsedMetadata]
+	records   *lru.Cache[string, string] // a table entry's catalog record → its metadata location
 	manifests *lru.Cache[string, []iceberg.ManifestEntry]
 	lists     *lru.Cache[string, []iceberg.ManifestFile]
 	snapshots *lru.Cache[string, *Files]
@@ -52,11 +53,12 @@ type Resolver struct {
 
 // New returns a Resolver caching up to maxManifests parsed manifests.
 func New(r *fileread.Reader, defaultWarehouse string, maxManifests int) *Resolver {
-	md, _ := lru.New[string, table.Metadata](1024)
+	md, _ := lru.New[string, *parsedMetadata](1024)
+	rec, _ := lru.New[string, string](1024)
 	mf, _ := lru.New[string, []iceberg.ManifestEntry](max(16, maxManifests))
 	ml, _ := lru.New[string, []iceberg.ManifestFile](4096)
 	sn, _ := lru.New[string, *Files](64)
-	return &Resolver{Reader: r, DefaultWarehouse: defaultWarehouse, metadata: md, manifests: mf, lists: ml, snapshots: sn}
+	return &Resolver{Reader: r, DefaultWarehouse: defaultWarehouse, metadata: md, records: rec, manifests: mf, lists: ml, snapshots: sn}
 }
 
 // Table is a resolved table at its current metadata version.
@@ -65,6 +67,15 @@ type Table struct {
 	Name             string // namespace.table as requested
 	MetadataLocation string
 	Meta             table.Metadata
+	// NameMapping is Meta's name mapping (parsed once per metadata version).
+	NameMapping iceberg.NameMapping
+}
+
+// parsedMetadata is one metadata file as parsed, with what is derived
+// from it once.
+type parsedMetadata struct {
+	md table.Metadata
+	nm iceberg.NameMapping
 }
 
 // Name is a validated table name: nothing in it can leave the warehouse.
@@ -141,26 +152,31 @@ func (r *Resolver) Load(ctx context.Context, n Name) (*Table, error) {
 	if c := string(ext[s3tables.ExtendedKeyDeleting]); c != "" {
 		return nil, perr.New(perr.NotFound, "table %s is not ready (%s in progress)", name, c)
 	}
-	var rec struct {
-		MetadataLocation string `json:"metadataLocation"`
-	}
 	raw, ok := ext[s3tables.ExtendedKeyMetadata]
 	if !ok {
 		return nil, perr.New(perr.NotFound, "table %s has no catalog record", name)
 	}
-	if err := json.Unmarshal(raw, &rec); err != nil || rec.MetadataLocation == "" {
-		return nil, perr.New(perr.Corrupt, "table %s: catalog record without a metadata location", name)
+	loc, ok := r.records.Get(string(raw))
+	if !ok {
+		var rec struct {
+			MetadataLocation string `json:"metadataLocation"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil || rec.MetadataLocation == "" {
+			return nil, perr.New(perr.Corrupt, "table %s: catalog record without a metadata location", name)
+		}
+		loc = rec.MetadataLocation
+		r.records.Add(string(raw), loc)
 	}
-	md, err := r.metadataAt(ctx, rec.MetadataLocation)
+	pm, err := r.metadataAt(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	return &Table{Warehouse: warehouse, Name: n.Full, MetadataLocation: rec.MetadataLocation, Meta: md}, nil
+	return &Table{Warehouse: warehouse, Name: n.Full, MetadataLocation: loc, Meta: pm.md, NameMapping: pm.nm}, nil
 }
 
-func (r *Resolver) metadataAt(ctx context.Context, loc string) (table.Metadata, error) {
-	if md, ok := r.metadata.Get(loc); ok {
-		return md, nil
+func (r *Resolver) metadataAt(ctx context.Context, loc string) (*parsedMetadata, error) {
+	if pm, ok := r.metadata.Get(loc); ok {
+		return pm, nil
 	}
 	b, err := r.readAll(ctx, loc)
 	if err != nil {
@@ -179,8 +195,9 @@ func (r *Resolver) metadataAt(ctx context.Context, loc string) (table.Metadata, 
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "metadata %s: %v", loc, err)
 	}
-	r.metadata.Add(loc, md)
-	return md, nil
+	pm := &parsedMetadata{md: md, nm: md.NameMapping()}
+	r.metadata.Add(loc, pm)
+	return pm, nil
 }
 
 func (r *Resolver) readAll(ctx context.Context, loc string) ([]byte, error) {

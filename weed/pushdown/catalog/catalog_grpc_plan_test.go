@@ -1,0 +1,63 @@
+package catalog
+
+import (
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+// A request's predicate is decoded once per schema for the same bytes: the
+// same schema gets the same bound predicate again; another schema (another
+// metadata version, where field 1 is a string) binds it anew, to its own
+// type; a predicate that does not bind is refused every time, never cached.
+func TestAPredicateIsDecodedOncePerSchemaAndRefusalsAreNotKept(t *testing.T) {
+	s := New("", "", nil, nil, Config{}, nil)
+	v1 := iceberg.NewSchema(1, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	v2 := iceberg.NewSchema(2, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.String, Required: true})
+	bound, err := iceberg.BindExpr(v1, iceberg.EqualTo(iceberg.Reference("x"), int64(7)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire, err := predicate.EncodeSubstrait(v1, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &pushdown_pb.ParquetPushdownRequest{Predicate: wire, PredicateKind: pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT}
+	a, err := s.decodePredicate(req, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.decodePredicate(req, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Errorf("the same bytes under the same schema were decoded again: %v, %v", a, b)
+	}
+	leaf, ok := a.(*predicate.Leaf)
+	if !ok || !leaf.Type.Equals(iceberg.PrimitiveTypes.Int64) {
+		t.Fatalf("under schema 1 the predicate binds to %#v, want a leaf on a long", a)
+	}
+	for i := 0; i < 2; i++ {
+		if e, err := s.decodePredicate(req, v2); err == nil {
+			if l, ok := e.(*predicate.Leaf); !ok || !l.Type.Equals(iceberg.PrimitiveTypes.String) {
+				t.Fatalf("under schema 2 the predicate binds to %v, want a leaf on a string (or a refusal)", e)
+			}
+		}
+	}
+	if s.predicates.Len() > 2 {
+		t.Errorf("%d predicates kept, want at most one per schema", s.predicates.Len())
+	}
+	bad := &pushdown_pb.ParquetPushdownRequest{Predicate: []byte("not substrait"), PredicateKind: pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT}
+	for i := 0; i < 2; i++ {
+		if _, err := s.decodePredicate(bad, v1); err == nil {
+			t.Fatalf("bytes that are not Substrait decoded (call %d)", i+1)
+		}
+	}
+	if _, ok := s.predicates.Get(predicateKey{v1, bad.PredicateKind, string(bad.Predicate)}); ok {
+		t.Error("a refused predicate was kept")
+	}
+}
