@@ -228,7 +228,7 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 	resp.Files = int64(len(files.Data))
 	uuid := tbl.Meta.TableUUID().String()
 	s.rememberTable(ctx, uuid, n)
-	schema := tbl.Meta.CurrentSchema()
+	schema := tbl.CurrentSchema()
 	byEndpoint := map[string][]buildTask{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)

@@ -74,11 +74,8 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if err != nil {
 		return nil, err
 	}
-	specs := map[int]iceberg.PartitionSpec{}
-	for _, sp := range tbl.Meta.PartitionSpecs() {
-		specs[sp.ID()] = sp
-	}
-	dt := &descriptor.Table{Specs: specs, Schemas: tbl.Meta.Schemas()}
+	specs := tbl.Specs
+	dt := &descriptor.Table{Specs: specs, Schemas: tbl.Schemas()}
 
 	var files []plan.DataFile
 	var applied map[string][]deletes.File

@@ -126,7 +126,7 @@ type Service struct {
 	// schema they were bound to (catalog_grpc_plan.go)
 	predicates *lru.Cache[predicateKey, predicate.Expr]
 	started    time.Time
-	plans    planCounters // plans served, failed, slow, latency (planlog.go)
+	plans      planCounters // plans served, failed, slow, latency (planlog.go)
 
 	// IcebergURL and S3URL are the Iceberg REST catalog and S3 gateway of
 	// this process, advertised by Status ("" when unknown).

@@ -67,15 +67,51 @@ type Table struct {
 	Name             string // namespace.table as requested
 	MetadataLocation string
 	Meta             table.Metadata
-	// NameMapping is Meta's name mapping (parsed once per metadata version).
+	// NameMapping is Meta's name mapping and Specs its partition specs by
+	// id, derived once per metadata version: read only.
 	NameMapping iceberg.NameMapping
+	Specs       map[int]iceberg.PartitionSpec
+	schemas     []*iceberg.Schema // Meta's, cloned once (iceberg-go clones on each call)
+	current     *iceberg.Schema
 }
 
 // parsedMetadata is one metadata file as parsed, with what is derived
 // from it once.
 type parsedMetadata struct {
-	md table.Metadata
-	nm iceberg.NameMapping
+	md      table.Metadata
+	nm      iceberg.NameMapping
+	specs   map[int]iceberg.PartitionSpec
+	schemas []*iceberg.Schema
+	current *iceberg.Schema
+}
+
+func parsed(md table.Metadata) *parsedMetadata {
+	pm := &parsedMetadata{md: md, nm: md.NameMapping(), specs: map[int]iceberg.PartitionSpec{}, schemas: md.Schemas(), current: md.CurrentSchema()}
+	for _, sp := range md.PartitionSpecs() {
+		pm.specs[sp.ID()] = sp
+	}
+	for _, sc := range pm.schemas { // one pointer per schema id
+		if sc.ID == pm.current.ID {
+			pm.current = sc
+		}
+	}
+	return pm
+}
+
+// Schemas are the table's schemas, shared: read only.
+func (t *Table) Schemas() []*iceberg.Schema {
+	if t.schemas == nil {
+		return t.Meta.Schemas()
+	}
+	return t.schemas
+}
+
+// CurrentSchema is the table's current schema, shared: read only.
+func (t *Table) CurrentSchema() *iceberg.Schema {
+	if t.current == nil {
+		return t.Meta.CurrentSchema()
+	}
+	return t.current
 }
 
 // Name is a validated table name: nothing in it can leave the warehouse.
@@ -171,7 +207,7 @@ func (r *Resolver) Load(ctx context.Context, n Name) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Table{Warehouse: warehouse, Name: n.Full, MetadataLocation: loc, Meta: pm.md, NameMapping: pm.nm}, nil
+	return &Table{Warehouse: warehouse, Name: n.Full, MetadataLocation: loc, Meta: pm.md, NameMapping: pm.nm, Specs: pm.specs, schemas: pm.schemas, current: pm.current}, nil
 }
 
 func (r *Resolver) metadataAt(ctx context.Context, loc string) (*parsedMetadata, error) {
@@ -195,7 +231,7 @@ func (r *Resolver) metadataAt(ctx context.Context, loc string) (*parsedMetadata,
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "metadata %s: %v", loc, err)
 	}
-	pm := &parsedMetadata{md: md, nm: md.NameMapping()}
+	pm := parsed(md)
 	r.metadata.Add(loc, pm)
 	return pm, nil
 }
@@ -238,25 +274,25 @@ func (t *Table) Snapshot(id *int64) (*table.Snapshot, error) {
 // schema (or the current schema).
 func (t *Table) Schema(id *int32, snap *table.Snapshot) (*iceberg.Schema, error) {
 	if id != nil {
-		for _, s := range t.Meta.Schemas() {
+		for _, s := range t.Schemas() {
 			if s.ID == int(*id) {
 				return s, nil
 			}
 		}
 		var ids []int
-		for _, s := range t.Meta.Schemas() {
+		for _, s := range t.Schemas() {
 			ids = append(ids, s.ID)
 		}
 		return nil, perr.New(perr.InvalidArgument, "schema id %d is not a schema of table %s (it has %v)", *id, t.Name, ids)
 	}
 	if snap != nil && snap.SchemaID != nil {
-		for _, s := range t.Meta.Schemas() {
+		for _, s := range t.Schemas() {
 			if s.ID == *snap.SchemaID {
 				return s, nil
 			}
 		}
 	}
-	return t.Meta.CurrentSchema(), nil
+	return t.CurrentSchema(), nil
 }
 
 // Files are the live data and delete files of a snapshot, with the delete
@@ -319,9 +355,12 @@ func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (
 		}
 	}
 	if len(out.Deletes) > 0 {
-		specs := map[int]iceberg.PartitionSpec{}
-		for _, sp := range t.Meta.PartitionSpecs() {
-			specs[sp.ID()] = sp
+		specs := t.Specs
+		if specs == nil {
+			specs = map[int]iceberg.PartitionSpec{}
+			for _, sp := range t.Meta.PartitionSpecs() {
+				specs[sp.ID()] = sp
+			}
 		}
 		ix := deletes.NewIndex(out.Deletes, specs)
 		for i := range out.Data {
