@@ -269,41 +269,20 @@ func checkShape(req *pushdown_pb.ParquetPushdownRequest, lim Limits) error {
 func optional[T any](p *T) *T { return p }
 
 // decodePredicate decodes and binds the request's predicate.
-// predicateKey is a request's predicate (its kind and bytes) bound to one
-// schema: a schema of a cached metadata version, the same pointer while
-// that version is cached.
-type predicateKey struct {
-	schema *iceberg.Schema
-	kind   pushdown_pb.PredicateKind
-	wire   string
-}
-
-// decodePredicate is decodePredicateOf(req, schema), decoded once per
-// schema for the same bytes: a bound predicate is read only.
+// decodePredicate decodes and binds the request's predicate, once per
+// schema for the same bytes (s.predicates).
 func (s *Service) decodePredicate(req *pushdown_pb.ParquetPushdownRequest, schema *iceberg.Schema) (predicate.Expr, error) {
-	if s.predicates == nil || len(req.GetPredicate()) > maxCachedPredicate {
-		return decodePredicateOf(req, schema, s.Config.Limits)
-	}
-	key := predicateKey{schema, req.GetPredicateKind(), string(req.GetPredicate())}
-	if e, ok := s.predicates.Get(key); ok {
-		return e, nil
-	}
-	e, err := decodePredicateOf(req, schema, s.Config.Limits)
-	if err == nil {
-		s.predicates.Add(key, e)
-	}
-	return e, err
+	e, err := s.predicates.Decode(req.GetPredicateKind(), req.GetPredicate(), schema, s.Config.Limits.Predicate)
+	return e, planPredicateError(err)
 }
 
-// maxCachedPredicate bounds the predicates kept decoded (bytes each).
-const maxCachedPredicate = 64 << 10
-
-func decodePredicateOf(req *pushdown_pb.ParquetPushdownRequest, schema *iceberg.Schema, lim Limits) (predicate.Expr, error) {
-	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, lim.Predicate)
+// planPredicateError names Plan in a refusal of the predicate that does
+// not say it is about the predicate.
+func planPredicateError(err error) error {
 	if err != nil && perr.KindOf(err) == perr.InvalidArgument && !strings.HasPrefix(err.Error(), "predicate:") {
-		return nil, perr.New(perr.InvalidArgument, "Plan: %w", err)
+		return perr.New(perr.InvalidArgument, "Plan: %w", err)
 	}
-	return e, err
+	return err
 }
 
 // resolveColumns maps the projection to field ids: by id when set (which

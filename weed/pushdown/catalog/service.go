@@ -124,7 +124,7 @@ type Service struct {
 	holders  *lru.Cache[string, holder]
 	// predicates are the requests' predicates decoded and bound, by the
 	// schema they were bound to (catalog_grpc_plan.go)
-	predicates *lru.Cache[predicateKey, predicate.Expr]
+	predicates *predicate.DecodeCache
 	started    time.Time
 	plans      planCounters // plans served, failed, slow, latency (planlog.go)
 
@@ -157,7 +157,7 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		cfg.TrustMode = pushdown_pb.TrustMode_CONNECTOR_TRUSTED
 	}
 	holders, _ := lru.New[string, holder](100_000)
-	predicates, _ := lru.New[predicateKey, predicate.Expr](1024)
+	predicates := predicate.NewDecodeCache(1024)
 	var pool *grpcutil.ConnPool
 	if watcher != nil {
 		pool = watcher.Pool

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/apache/iceberg-go"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
@@ -46,3 +47,49 @@ func bindError(err error) error {
 	}
 	return err
 }
+
+// DecodeCache keeps requests' predicates decoded and bound, by the schema
+// they were bound to: a service receiving the same predicate bytes for
+// the same schema object (a cached metadata version, a cached parsed
+// schema) decodes them once. A bound predicate is read only, shared by the
+// calls that use it. Refusals are not kept.
+type DecodeCache struct {
+	lru *lru.Cache[decodeKey, Expr]
+}
+
+type decodeKey struct {
+	schema *iceberg.Schema
+	kind   pushdown_pb.PredicateKind
+	lim    Limits
+	wire   string
+}
+
+// MaxCachedPredicate bounds the predicates a DecodeCache keeps (bytes
+// each): larger ones are decoded per call.
+const MaxCachedPredicate = 64 << 10
+
+// NewDecodeCache keeps up to size predicates.
+func NewDecodeCache(size int) *DecodeCache {
+	c, _ := lru.New[decodeKey, Expr](max(1, size))
+	return &DecodeCache{lru: c}
+}
+
+// Decode is DecodeRequest, answered from the cache when these bytes were
+// bound to this schema before. A nil cache decodes every call.
+func (c *DecodeCache) Decode(kind pushdown_pb.PredicateKind, b []byte, schema *iceberg.Schema, lim Limits) (Expr, error) {
+	if c == nil || len(b) == 0 || len(b) > MaxCachedPredicate {
+		return DecodeRequest(kind, b, schema, lim)
+	}
+	key := decodeKey{schema, kind, lim, string(b)}
+	if e, ok := c.lru.Get(key); ok {
+		return e, nil
+	}
+	e, err := DecodeRequest(kind, b, schema, lim)
+	if err == nil {
+		c.lru.Add(key, e)
+	}
+	return e, err
+}
+
+// Len is how many predicates are kept.
+func (c *DecodeCache) Len() int { return c.lru.Len() }

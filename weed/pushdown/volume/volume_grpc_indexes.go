@@ -297,7 +297,7 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 	if schema == nil {
 		return nil, perr.New(perr.InvalidArgument, "EvaluateIndexes: schema_json is required")
 	}
-	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, predicate.DefaultLimits)
+	e, err := decodePredicate(req.GetPredicateKind(), req.GetPredicate(), schema, req.GetSchemaJson())
 	if err != nil {
 		return nil, err
 	}
@@ -442,6 +442,21 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, 
 // Only schemas of at most maxCachedSchemaBytes of JSON are kept, so no
 // caller can fill it with 256 giant ones; larger schemas are parsed per call.
 var parsedSchemas, _ = lru.New[[32]byte, *iceberg.Schema](256)
+
+// decodedPredicates keeps the predicates requests carried, bound to a
+// schema of parsedSchemas (the same bytes under the same schema decode
+// once).
+var decodedPredicates = predicate.NewDecodeCache(1024)
+
+// decodePredicate decodes a request's predicate bound to schema, parsed
+// from schemaJSON by schemaOf: from decodedPredicates when that schema is
+// one parsedSchemas keeps (a schema parsed per call is not kept).
+func decodePredicate(kind pushdown_pb.PredicateKind, b []byte, schema *iceberg.Schema, schemaJSON []byte) (predicate.Expr, error) {
+	if len(schemaJSON) > maxCachedSchemaBytes {
+		return predicate.DecodeRequest(kind, b, schema, predicate.DefaultLimits)
+	}
+	return decodedPredicates.Decode(kind, b, schema, predicate.DefaultLimits)
+}
 
 const maxCachedSchemaBytes = 1 << 20
 

@@ -47,7 +47,7 @@ func newVectorFilter(req *pushdown_pb.SearchVectorsRequest, schema *iceberg.Sche
 	if len(req.GetPredicate()) == 0 {
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: a file asks for the predicate to be evaluated but the request has none")
 	}
-	e, err := predicate.DecodeRequest(req.GetPredicateKind(), req.GetPredicate(), schema, predicate.DefaultLimits)
+	e, err := decodePredicate(req.GetPredicateKind(), req.GetPredicate(), schema, req.GetSchemaJson())
 	if err != nil {
 		return nil, perr.New(perr.KindOf(err), "SearchVectors: %w", err)
 	}

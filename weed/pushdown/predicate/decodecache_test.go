@@ -1,4 +1,4 @@
-package catalog
+package predicate_test
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 // metadata version, where field 1 is a string) binds it anew, to its own
 // type; a predicate that does not bind is refused every time, never cached.
 func TestAPredicateIsDecodedOncePerSchemaAndRefusalsAreNotKept(t *testing.T) {
-	s := New("", "", nil, nil, Config{}, nil)
+	c := predicate.NewDecodeCache(8)
 	v1 := iceberg.NewSchema(1, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	v2 := iceberg.NewSchema(2, iceberg.NestedField{ID: 1, Name: "x", Type: iceberg.PrimitiveTypes.String, Required: true})
 	bound, err := iceberg.BindExpr(v1, iceberg.EqualTo(iceberg.Reference("x"), int64(7)), true)
@@ -26,11 +26,11 @@ func TestAPredicateIsDecodedOncePerSchemaAndRefusalsAreNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &pushdown_pb.ParquetPushdownRequest{Predicate: wire, PredicateKind: pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT}
-	a, err := s.decodePredicate(req, v1)
+	a, err := c.Decode(req.PredicateKind, req.Predicate, v1, predicate.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.decodePredicate(req, v1)
+	b, err := c.Decode(req.PredicateKind, req.Predicate, v1, predicate.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,22 +42,22 @@ func TestAPredicateIsDecodedOncePerSchemaAndRefusalsAreNotKept(t *testing.T) {
 		t.Fatalf("under schema 1 the predicate binds to %#v, want a leaf on a long", a)
 	}
 	for i := 0; i < 2; i++ {
-		if e, err := s.decodePredicate(req, v2); err == nil {
+		if e, err := c.Decode(req.PredicateKind, req.Predicate, v2, predicate.DefaultLimits); err == nil {
 			if l, ok := e.(*predicate.Leaf); !ok || !l.Type.Equals(iceberg.PrimitiveTypes.String) {
 				t.Fatalf("under schema 2 the predicate binds to %v, want a leaf on a string (or a refusal)", e)
 			}
 		}
 	}
-	if s.predicates.Len() > 2 {
-		t.Errorf("%d predicates kept, want at most one per schema", s.predicates.Len())
+	if c.Len() > 2 {
+		t.Errorf("%d predicates kept, want at most one per schema", c.Len())
 	}
 	bad := &pushdown_pb.ParquetPushdownRequest{Predicate: []byte("not substrait"), PredicateKind: pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT}
 	for i := 0; i < 2; i++ {
-		if _, err := s.decodePredicate(bad, v1); err == nil {
+		if _, err := c.Decode(bad.PredicateKind, bad.Predicate, v1, predicate.DefaultLimits); err == nil {
 			t.Fatalf("bytes that are not Substrait decoded (call %d)", i+1)
 		}
 	}
-	if _, ok := s.predicates.Get(predicateKey{v1, bad.PredicateKind, string(bad.Predicate)}); ok {
+	if c.Len() > 2 {
 		t.Error("a refused predicate was kept")
 	}
 }
