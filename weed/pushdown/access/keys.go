@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"google.golang.org/grpc/metadata"
@@ -33,10 +35,26 @@ const MaxTokenBytes = 64 << 10
 // Keys sign and verify service tokens (HS256, SeaweedFS's filer claims).
 type Keys struct {
 	key security.SigningKey
+	// verified remembers tokens whose signature checked out, until they
+	// expire: a connector or catalog sends the same token with every call
+	// of its TokenTTL, each verified once.
+	verified *lru.Cache[string, verifiedToken]
 }
 
+// verifiedToken is what a verified token allows, and until when.
+type verifiedToken struct {
+	prefixes []string
+	expires  time.Time // zero: the token carries no expiry
+}
+
+// verifiedTokens bounds the tokens a Keys remembers.
+const verifiedTokens = 4096
+
 // NewKeys uses key (security.toml's [jwt.filer_signing] key).
-func NewKeys(key []byte) *Keys { return &Keys{key: key} }
+func NewKeys(key []byte) *Keys {
+	verified, _ := lru.New[string, verifiedToken](verifiedTokens)
+	return &Keys{key: key, verified: verified}
+}
 
 // FilerFunc runs fn with a filer client.
 type FilerFunc func(fn func(filer_pb.SeaweedFilerClient) error) error
@@ -102,6 +120,12 @@ func (k *Keys) Verify(tok string) ([]string, error) {
 	if len(tok) > MaxTokenBytes {
 		return nil, perr.New(perr.PermissionDenied, "bearer token of %d bytes exceeds %d", len(tok), MaxTokenBytes)
 	}
+	if v, ok := k.verified.Get(tok); ok {
+		if v.expires.IsZero() || time.Now().Before(v.expires) {
+			return slices.Clone(v.prefixes), nil
+		}
+		k.verified.Remove(tok)
+	}
 	claims := &security.SeaweedFilerClaims{}
 	parsed, err := security.DecodeJwt(k.key, security.EncodedJwt(tok), claims)
 	if err != nil || !parsed.Valid {
@@ -117,6 +141,11 @@ func (k *Keys) Verify(tok string) ([]string, error) {
 	if claims.SessionId != "" {
 		return nil, perr.New(perr.PermissionDenied, "the bearer token is an S3 session credential, not a service token")
 	}
+	v := verifiedToken{prefixes: slices.Clone(claims.AllowedPrefixes)}
+	if claims.ExpiresAt != nil {
+		v.expires = claims.ExpiresAt.Time
+	}
+	k.verified.Add(tok, v)
 	return claims.AllowedPrefixes, nil
 }
 
