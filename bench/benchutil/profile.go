@@ -5,8 +5,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 )
@@ -45,4 +49,55 @@ func FetchCPUProfile(port, seconds int) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
+}
+
+// WarmProfile is what ProfileWarm measured: the queries' latencies
+// (sorted) and the CPU they took, this process's and the cluster's, per
+// query.
+type WarmProfile struct {
+	Latencies             []float64 // ms, ascending
+	SelfCPUMs, ClusterCPU float64   // ms a query
+}
+
+// P50 is the median latency, ms.
+func (w WarmProfile) P50() float64 { return Median(w.Latencies) }
+
+// ProfileWarm runs run over and over for 10 s under a CPU profile of this
+// process (written to selfOut) while taking the cluster's over the same
+// seconds from its debug listener on port (written to clusterOut);
+// clusterPid is the cluster's process, for its CPU time.
+func ProfileWarm(t *testing.T, port, clusterPid int, selfOut, clusterOut string, run func()) WarmProfile {
+	t.Helper()
+	runtime.GC()
+	f, err := os.Create(selfOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	self0, cluster0 := SelfCPU(), ProcCPU(clusterPid)
+	cluster := make(chan []byte, 1)
+	go func() {
+		b, err := FetchCPUProfile(port, 10)
+		if err != nil {
+			t.Logf("cluster profile: %v", err)
+		}
+		cluster <- b
+	}()
+	var lat []float64
+	for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
+		t1 := time.Now()
+		run()
+		lat = append(lat, float64(time.Since(t1).Microseconds())/1000)
+	}
+	pprof.StopCPUProfile()
+	self, clusterCPU := SelfCPU()-self0, ProcCPU(clusterPid)-cluster0
+	if err := os.WriteFile(clusterOut, <-cluster, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lat)
+	n := float64(len(lat))
+	return WarmProfile{Latencies: lat, SelfCPUMs: float64(self.Microseconds()) / 1000 / n, ClusterCPU: float64(clusterCPU.Microseconds()) / 1000 / n}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/pprof"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -56,7 +53,6 @@ func TestWarmKindsProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	clusterCPU := func() time.Duration { return benchutil.ProcCPU(c.Proc.Cmd.Process.Pid) }
 	for i, q := range kindq.Queries {
 		if only >= 0 && only != i {
 			continue
@@ -71,36 +67,8 @@ func TestWarmKindsProfile(t *testing.T) {
 		}
 		a, st, _ := run()
 		run()
-		runtime.GC()
-		f, err := os.Create(fmt.Sprintf("%s.%d.connector", out, i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
-		self0, cluster0 := benchutil.SelfCPU(), clusterCPU()
-		done := make(chan []float64)
-		go func() {
-			var lat []float64
-			for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
-				_, _, d := run()
-				lat = append(lat, float64(d.Microseconds())/1000)
-			}
-			done <- lat
-		}()
-		b := benchutil.ClusterCPUProfile(t, port, 8)
-		lat := <-done
-		self, cluster := benchutil.SelfCPU()-self0, clusterCPU()-cluster0
-		pprof.StopCPUProfile()
-		f.Close()
-		if err := os.WriteFile(fmt.Sprintf("%s.%d.cluster", out, i), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		slices.Sort(lat)
-		n := float64(len(lat))
+		w := benchutil.ProfileWarm(t, port, c.Proc.Cmd.Process.Pid, fmt.Sprintf("%s.%d.connector", out, i), fmt.Sprintf("%s.%d.cluster", out, i), func() { run() })
 		t.Logf("%s: %d rows, %d bytes planned, %d read; %d warm queries, p50 %.1f ms; CPU a query %.1f ms connector + %.1f ms cluster (load %s); profiles %s.%d.*",
-			q.Name, a.Rows, st.BytesPlanned, st.BytesRead, len(lat), lat[len(lat)/2], float64(self.Microseconds())/1000/n, float64(cluster.Microseconds())/1000/n,
-			benchutil.LoadAverage(), out, i)
+			q.Name, a.Rows, st.BytesPlanned, st.BytesRead, len(w.Latencies), w.P50(), w.SelfCPUMs, w.ClusterCPU, benchutil.LoadAverage(), out, i)
 	}
 }

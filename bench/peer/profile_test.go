@@ -3,10 +3,8 @@ package peer
 import (
 	"context"
 	"os"
-	"runtime/pprof"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
@@ -19,7 +17,9 @@ import (
 // (LAKEWEED_BENCH_PROFILE=prefix). LAKEWEED_PEER_PROFILE_MODE picks the
 // table (all, half, none, side; default all), LAKEWEED_PEER_PROFILE_QUERY
 // the query by name (default "LIMIT 10 of status equality"),
-// LAKEWEED_BENCH_ROWS its size (default 1,000,000):
+// LAKEWEED_BENCH_ROWS its size (default 1,000,000); with
+// LAKEWEED_PEER_PROFILE_COLD=1 each query runs on a fresh connector (the
+// bench's cold reads, the cluster warm):
 //
 //	LAKEWEED_BENCH=1 LAKEWEED_BENCH_PROFILE=/tmp/peer go test -run TestPeerWarmQueryProfile -v ./
 func TestPeerWarmQueryProfile(t *testing.T) {
@@ -49,8 +49,12 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 	if mode == sideMode {
 		createSideIndexes(t, c, name)
 	}
-	conn := connectorFor(t, c, false)
+	cold := os.Getenv("LAKEWEED_PEER_PROFILE_COLD") != ""
 	run := func() {
+		conn := connectorFor(t, c, cold)
+		if cold {
+			defer conn.Close()
+		}
 		res, err := conn.Query(ctx, connector.Query{Table: name, Where: q.where, Select: q.sel, Limit: q.limit})
 		if err != nil {
 			t.Fatal(err)
@@ -60,33 +64,9 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 	for w := 0; w < 5; w++ {
 		run()
 	}
-	f, err := os.Create(out + ".pprof")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		t.Fatal(err)
-	}
-	cluster := make(chan []byte, 1)
-	go func() {
-		b, err := benchutil.FetchCPUProfile(port, 10)
-		if err != nil {
-			t.Logf("cluster profile: %v", err)
-		}
-		cluster <- b
-	}()
-	var lat []float64
-	for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
-		t1 := time.Now()
-		run()
-		lat = append(lat, float64(time.Since(t1).Microseconds())/1000)
-	}
-	pprof.StopCPUProfile()
-	f.Close()
-	if err := os.WriteFile(out+".cluster.pprof", <-cluster, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s %s: %d warm queries, median %.2f ms; profiles %s.pprof (connector), %s.cluster.pprof (cluster)", mode, qname, len(lat), benchutil.Median(lat), out, out)
+	w := benchutil.ProfileWarm(t, port, c.Proc.Cmd.Process.Pid, out+".pprof", out+".cluster.pprof", run)
+	t.Logf("%s %s (cold %v): %d queries, median %.2f ms, CPU a query %.2f ms here + %.2f ms cluster (load %s); profiles %s.pprof (connector), %s.cluster.pprof (cluster)",
+		mode, qname, cold, len(w.Latencies), w.P50(), w.SelfCPUMs, w.ClusterCPU, benchutil.LoadAverage(), out, out)
 }
 
 func envOr(name, def string) string {

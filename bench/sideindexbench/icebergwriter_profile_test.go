@@ -3,11 +3,9 @@ package sideindexbench
 import (
 	"context"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/bench/benchutil/kindq"
@@ -62,33 +60,9 @@ func TestIcebergGoWarmQueryProfile(t *testing.T) {
 		for w := 0; w < 3; w++ {
 			run()
 		}
-		f, err := os.Create(files[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
-		cluster := make(chan []byte, 1)
-		go func() { // the cluster's profile over the same 10 s
-			b, err := benchutil.FetchCPUProfile(port, 10)
-			if err != nil {
-				t.Logf("cluster profile: %v", err)
-			}
-			cluster <- b
-		}()
-		var lat []float64
-		for t0 := time.Now(); time.Since(t0) < 10*time.Second; {
-			t1 := time.Now()
-			run()
-			lat = append(lat, float64(time.Since(t1).Microseconds())/1000)
-		}
-		pprof.StopCPUProfile()
-		f.Close()
 		clusterFile := strings.TrimSuffix(files[i], ".pprof") + ".cluster.pprof"
-		if err := os.WriteFile(clusterFile, <-cluster, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %d warm queries, median %.1f ms (under load); profiles %s (connector), %s (cluster)", names[i], len(lat), benchutil.Median(lat), files[i], clusterFile)
+		w := benchutil.ProfileWarm(t, port, c.Proc.Cmd.Process.Pid, files[i], clusterFile, run)
+		t.Logf("%s: %d warm queries, median %.1f ms, CPU a query %.2f ms connector + %.2f ms cluster (load %s); profiles %s (connector), %s (cluster)",
+			names[i], len(w.Latencies), w.P50(), w.SelfCPUMs, w.ClusterCPU, benchutil.LoadAverage(), files[i], clusterFile)
 	}
 }
