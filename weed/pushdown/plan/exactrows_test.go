@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -95,6 +97,93 @@ func TestRowRangesOfAnExactSideIndexAnswerAreTheMatchingRowsMarkedExact(t *testi
 	for rg, got := range plan(exactSideIndex{every, false}) {
 		if got[1].(bool) {
 			t.Fatalf("candidate answer after an exact one: row group %d marked exact", rg)
+		}
+	}
+}
+
+// oracleRanges are the ranges of rows (local to a group starting at file
+// position first) holding positions, merged across gaps shorter than gap:
+// row by row.
+func oracleRanges(positions *roaring64.Bitmap, first int64, rows RowSet, gap int64) RowSet {
+	var out []RowRange
+	for _, r := range rows {
+		start, end := int64(-1), int64(-1)
+		for row := r.Start; row < r.End; row++ {
+			if !positions.Contains(uint64(first + row)) {
+				continue
+			}
+			if start >= 0 && row-end < gap {
+				end = row + 1
+				continue
+			}
+			if start >= 0 {
+				out = append(out, RowRange{start, end})
+			}
+			start, end = row, row+1
+		}
+		if start >= 0 {
+			out = append(out, RowRange{start, end})
+		}
+	}
+	return normalize(out)
+}
+
+// A side index's answer narrows a row group's planned rows exactly as a
+// row-by-row walk of the answer does, over dense, sparse, clustered and
+// empty answers, planned rows whole or already narrowed: an exact answer
+// with at most MaxExactRanges ranges is cut to its rows and marked exact
+// (exactly MaxExactRanges stays exact); one with more, and any candidate
+// answer, merges across gaps shorter than MinSideIndexGap, not marked; a
+// row group with no position left is skipped.
+func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
+	const n, first = 40_000, 100_000
+	rng := rand.New(rand.NewPCG(7, 11))
+	exactly := roaring64.New() // MaxExactRanges single rows, 3 apart
+	for i := 0; i < MaxExactRanges; i++ {
+		exactly.Add(uint64(first + 3*i))
+	}
+	answers := map[string]*roaring64.Bitmap{"exactly MaxExactRanges ranges": exactly, "empty": roaring64.New()}
+	for _, density := range []float64{0.2, 0.01, 0.0005} {
+		b := roaring64.New()
+		for row := int64(0); row < n; row++ {
+			if rng.Float64() < density {
+				b.Add(uint64(first + row))
+			}
+		}
+		b.Add(uint64(first - 1)) // outside the group: ignored
+		answers[fmt.Sprintf("density %.4f", density)] = b
+	}
+	clustered := roaring64.New()
+	clustered.AddRange(first+5_000, first+9_000)
+	clustered.AddRange(first+30_000, first+30_010)
+	answers["clustered"] = clustered
+	for name, positions := range answers {
+		for _, planned := range []RowSet{nil, {{0, 1_000}, {20_000, 35_000}}} {
+			for _, exact := range []bool{true, false} {
+				rgp := &RowGroupPlan{Rows: planned}
+				pruneBySideIndex(rgp, positions, first, n, exact)
+				rows := planned
+				if rows == nil {
+					rows = All(n)
+				}
+				want, wantExact := oracleRanges(positions, first, rows, 1), exact
+				if !exact || len(want) > MaxExactRanges {
+					want, wantExact = oracleRanges(positions, first, rows, MinSideIndexGap), false
+				}
+				got := rgp.Rows
+				if got == nil {
+					got = All(n)
+				}
+				switch {
+				case len(want) == 0:
+					if !rgp.Skip {
+						t.Errorf("%s, planned %v, exact %v: not skipped, rows %d ranges", name, planned, exact, len(got))
+					}
+				case rgp.Skip || rgp.RowsExact != wantExact || fmt.Sprint(got) != fmt.Sprint(want):
+					t.Errorf("%s, planned %v, exact %v: skip %v, %d ranges (%d rows) exact %v; want %d ranges (%d rows) exact %v",
+						name, planned, exact, rgp.Skip, len(got), got.Rows(), rgp.RowsExact, len(want), want.Rows(), wantExact)
+				}
+			}
 		}
 	}
 }

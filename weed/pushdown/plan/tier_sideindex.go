@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -71,13 +72,20 @@ func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n i
 	}
 	var out []RowRange
 	for _, r := range rows {
-		out = append(out, matchingRanges(positions, first, r, gap)...)
-	}
-	if exact && len(out) > MaxExactRanges {
-		exact, out = false, nil
-		for _, r := range rows {
-			out = append(out, matchingRanges(positions, first, r, MinSideIndexGap)...)
+		limit := -1
+		if exact {
+			limit = MaxExactRanges - len(out)
 		}
+		part, ok := matchingRanges(positions, first, r, gap, limit)
+		if !ok { // too many exact ranges: candidates merged across short gaps
+			exact, out = false, nil
+			for _, r := range rows {
+				part, _ := matchingRanges(positions, first, r, MinSideIndexGap, -1)
+				out = append(out, part...)
+			}
+			break
+		}
+		out = append(out, part...)
 	}
 	set := normalize(out)
 	rgp.RowsExact = exact
@@ -92,36 +100,50 @@ func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n i
 
 // matchingRanges are the parts of r (row-group-local, the group starting at
 // file position first) holding positions, merged across gaps shorter than
-// gap rows.
-func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange, gap int64) []RowRange {
+// gap rows; more than limit ranges (limit >= 0; negative: no limit) stop
+// the walk and return nil, false.
+func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange, gap int64, limit int) ([]RowRange, bool) {
 	lo, hi := uint64(first+r.Start), uint64(first+r.End)
 	if rangeCardinality(positions, lo, hi) == 0 {
-		return nil
+		return nil, true
 	}
+	// the positions inside r, walked a batch at a time
+	in := roaring64.New()
+	in.AddRange(lo, hi)
+	in.And(positions)
 	var out []RowRange
-	it := positions.Iterator()
-	it.AdvanceIfNeeded(lo)
 	start, end := int64(-1), int64(-1)
-	for it.HasNext() {
-		p := it.Next()
-		if p >= hi {
+	buf := positionBatches.Get().(*[]uint64)
+	defer positionBatches.Put(buf)
+	for it := in.ManyIterator(); ; {
+		n := it.NextMany(*buf)
+		if n == 0 {
 			break
 		}
-		local := int64(p) - first
-		if start >= 0 && local-end < gap {
-			end = local + 1
-			continue
+		for _, p := range (*buf)[:n] {
+			local := int64(p) - first
+			if start >= 0 && local-end < gap {
+				end = local + 1
+				continue
+			}
+			if start >= 0 {
+				if out = append(out, RowRange{start, end}); limit >= 0 && len(out) > limit {
+					return nil, false
+				}
+			}
+			start, end = local, local+1
 		}
-		if start >= 0 {
-			out = append(out, RowRange{start, end})
-		}
-		start, end = local, local+1
 	}
 	if start >= 0 {
-		out = append(out, RowRange{start, end})
+		if out = append(out, RowRange{start, end}); limit >= 0 && len(out) > limit {
+			return nil, false
+		}
 	}
-	return out
+	return out, true
 }
+
+// positionBatches are matchingRanges' buffers of positions.
+var positionBatches = sync.Pool{New: func() any { b := make([]uint64, 4096); return &b }}
 
 // applySideIndex runs the side_index tier over a file's row groups.
 func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter) {
