@@ -107,14 +107,35 @@ func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange, gap in
 	if rangeCardinality(positions, lo, hi) == 0 {
 		return nil, true
 	}
-	// the positions inside r, walked a batch at a time
+	// the positions inside r
 	in := roaring64.New()
 	in.AddRange(lo, hi)
 	in.And(positions)
-	var out []RowRange
-	start, end := int64(-1), int64(-1)
+	// counted first, then made: a walk stopped at the limit makes nothing
+	n := walkRanges(in, first, gap, limit, nil)
+	if limit >= 0 && n > limit {
+		return nil, false
+	}
+	out := make([]RowRange, 0, n)
+	walkRanges(in, first, gap, -1, &out)
+	return out, true
+}
+
+// walkRanges counts the ranges of in (merged across gaps shorter than
+// gap), appending them to out when not nil, walking its positions a batch
+// at a time; it stops past limit ranges (limit >= 0).
+func walkRanges(in *roaring64.Bitmap, first, gap int64, limit int, out *[]RowRange) int {
 	buf := positionBatches.Get().(*[]uint64)
 	defer positionBatches.Put(buf)
+	count := 0
+	start, end := int64(-1), int64(-1)
+	emit := func() bool {
+		count++
+		if out != nil {
+			*out = append(*out, RowRange{start, end})
+		}
+		return limit < 0 || count <= limit
+	}
 	for it := in.ManyIterator(); ; {
 		n := it.NextMany(*buf)
 		if n == 0 {
@@ -126,20 +147,16 @@ func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange, gap in
 				end = local + 1
 				continue
 			}
-			if start >= 0 {
-				if out = append(out, RowRange{start, end}); limit >= 0 && len(out) > limit {
-					return nil, false
-				}
+			if start >= 0 && !emit() {
+				return count
 			}
 			start, end = local, local+1
 		}
 	}
 	if start >= 0 {
-		if out = append(out, RowRange{start, end}); limit >= 0 && len(out) > limit {
-			return nil, false
-		}
+		emit()
 	}
-	return out, true
+	return count
 }
 
 // positionBatches are matchingRanges' buffers of positions.
