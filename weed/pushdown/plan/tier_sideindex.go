@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"math/bits"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -107,60 +108,103 @@ func matchingRanges(positions *roaring64.Bitmap, first int64, r RowRange, gap in
 	if rangeCardinality(positions, lo, hi) == 0 {
 		return nil, true
 	}
-	// the positions inside r
-	in := roaring64.New()
-	in.AddRange(lo, hi)
-	in.And(positions)
+	words := rangeBits(positions, lo, hi)
+	defer rangeWords.Put(words)
 	// counted first, then made: a walk stopped at the limit makes nothing
-	n := walkRanges(in, first, gap, limit, nil)
+	n := bitRuns(*words, r.End-r.Start, gap, limit, nil)
 	if limit >= 0 && n > limit {
 		return nil, false
 	}
 	out := make([]RowRange, 0, n)
-	walkRanges(in, first, gap, -1, &out)
+	bitRuns(*words, r.End-r.Start, gap, -1, func(start, end int64) {
+		out = append(out, RowRange{r.Start + start, r.Start + end})
+	})
 	return out, true
 }
 
-// walkRanges counts the ranges of in (merged across gaps shorter than
-// gap), appending them to out when not nil, walking its positions a batch
-// at a time; it stops past limit ranges (limit >= 0).
-func walkRanges(in *roaring64.Bitmap, first, gap int64, limit int, out *[]RowRange) int {
+// rangeBits are the positions in [lo, hi) as a bitset of hi-lo bits (bit
+// i: position lo+i), from rangeWords.
+func rangeBits(positions *roaring64.Bitmap, lo, hi uint64) *[]uint64 {
+	nw := int((hi - lo + 63) / 64)
+	words := rangeWords.Get().(*[]uint64)
+	if cap(*words) < nw {
+		*words = make([]uint64, nw)
+	}
+	*words = (*words)[:nw]
+	clear(*words)
+	in := roaring64.New()
+	in.AddRange(lo, hi)
+	in.And(positions)
 	buf := positionBatches.Get().(*[]uint64)
 	defer positionBatches.Put(buf)
-	count := 0
-	start, end := int64(-1), int64(-1)
-	emit := func() bool {
-		count++
-		if out != nil {
-			*out = append(*out, RowRange{start, end})
-		}
-		return limit < 0 || count <= limit
-	}
 	for it := in.ManyIterator(); ; {
 		n := it.NextMany(*buf)
 		if n == 0 {
 			break
 		}
 		for _, p := range (*buf)[:n] {
-			local := int64(p) - first
-			if start >= 0 && local-end < gap {
-				end = local + 1
-				continue
-			}
-			if start >= 0 && !emit() {
-				return count
-			}
-			start, end = local, local+1
+			i := p - lo
+			(*words)[i>>6] |= 1 << (i & 63)
 		}
 	}
+	return words
+}
+
+// bitRuns counts the runs of set bits of words (n bits), runs closer than
+// gap merged, telling emit each (start, end) when not nil; it stops past
+// limit runs (limit >= 0).
+func bitRuns(words []uint64, n, gap int64, limit int, emit func(start, end int64)) int {
+	count := 0
+	start, end := int64(-1), int64(-1)
+	for i := nextBit(words, 0, true, n); i < n; {
+		j := nextBit(words, i, false, n) // the run is [i, j)
+		if start >= 0 && i-end < gap {
+			end = j
+		} else {
+			if start >= 0 {
+				if count++; limit >= 0 && count > limit {
+					return count
+				}
+				if emit != nil {
+					emit(start, end)
+				}
+			}
+			start, end = i, j
+		}
+		i = nextBit(words, j, true, n)
+	}
 	if start >= 0 {
-		emit()
+		count++
+		if emit != nil && (limit < 0 || count <= limit) {
+			emit(start, end)
+		}
 	}
 	return count
 }
 
-// positionBatches are matchingRanges' buffers of positions.
-var positionBatches = sync.Pool{New: func() any { b := make([]uint64, 4096); return &b }}
+// nextBit is the first bit at or after i that is set (set) or clear (not
+// set), or n when there is none before n.
+func nextBit(words []uint64, i int64, set bool, n int64) int64 {
+	for i < n {
+		w := words[i>>6]
+		if !set {
+			w = ^w
+		}
+		w >>= uint(i & 63)
+		if w != 0 {
+			return min(i+int64(bits.TrailingZeros64(w)), n)
+		}
+		i = (i | 63) + 1
+	}
+	return n
+}
+
+// positionBatches are rangeBits' buffers of positions, rangeWords its
+// bitsets.
+var (
+	positionBatches = sync.Pool{New: func() any { b := make([]uint64, 4096); return &b }}
+	rangeWords      = sync.Pool{New: func() any { return new([]uint64) }}
+)
 
 // applySideIndex runs the side_index tier over a file's row groups.
 func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter) {
