@@ -154,6 +154,9 @@ func rangeBits(positions *roaring64.Bitmap, lo, hi uint64) *[]uint64 {
 // gap merged, telling emit each (start, end) when not nil; it stops past
 // limit runs (limit >= 0).
 func bitRuns(words []uint64, n, gap int64, limit int, emit func(start, end int64)) int {
+	if gap >= 64 {
+		return wideRuns(words, gap, limit, emit)
+	}
 	count := 0
 	start, end := int64(-1), int64(-1)
 	for i := nextBit(words, 0, true, n); i < n; {
@@ -172,6 +175,39 @@ func bitRuns(words []uint64, n, gap int64, limit int, emit func(start, end int64
 			start, end = i, j
 		}
 		i = nextBit(words, j, true, n)
+	}
+	if start >= 0 {
+		count++
+		if emit != nil && (limit < 0 || count <= limit) {
+			emit(start, end)
+		}
+	}
+	return count
+}
+
+// wideRuns is bitRuns for gaps of at least 64 bits, a word at a time: no
+// gap inside a word is that long, so only the zeros before a word's first
+// set bit (with those after the last set bit before it) can split a run.
+func wideRuns(words []uint64, gap int64, limit int, emit func(start, end int64)) int {
+	count := 0
+	start, end := int64(-1), int64(-1) // the open run; end: past its last set bit
+	for wi, w := range words {
+		if w == 0 {
+			continue
+		}
+		base := int64(wi) * 64
+		if first := base + int64(bits.TrailingZeros64(w)); start < 0 || first-end >= gap {
+			if start >= 0 {
+				if count++; limit >= 0 && count > limit {
+					return count
+				}
+				if emit != nil {
+					emit(start, end)
+				}
+			}
+			start = first
+		}
+		end = base + 64 - int64(bits.LeadingZeros64(w))
 	}
 	if start >= 0 {
 		count++
