@@ -19,6 +19,7 @@ import (
 //
 //	Footer.Attachment ──▶ fileState (per name mapping)
 //	                        ├ column map, column refs
+//	                        ├ footer tiers' verdicts of recent predicates
 //	                        └ per predicate column (leaf, Iceberg type):
 //	                            decoder, chunk stats of every row group,
 //	                            page stats per row group (on first use)
@@ -35,6 +36,9 @@ type fileState struct {
 	// output and skipped are the last memoized outputs of the file read
 	// whole and of the file pruned whole (see fileOutputOf)
 	output, skipped atomic.Pointer[outputMemo]
+	// verdicts are the footer tiers' outputs of the last few predicates
+	// (see verdicts.go)
+	verdicts atomic.Pointer[[]*tierVerdicts]
 }
 
 // leafState is one predicate field's leaf column of a file read as one

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -23,11 +24,9 @@ func planSummary(resp *pushdown_pb.ParquetPushdownResponse) string {
 	return s
 }
 
-// Whole-file outputs (read whole, or pruned whole) are shared between
-// plans of the same projection; a plan with deletes, another projection,
-// pruned row groups or a fresh planner must still see exactly what a plan
-// from scratch sees.
-func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T) {
+// threeEqualFiles are three files of the same 1000 generated rows in row
+// groups of 250 (variants[0]'s indexes), and the schema they are of.
+func threeEqualFiles(t *testing.T) (*iceberg.Schema, memFiles, []DataFile) {
 	cols := genColumns()
 	_, schema := genSchemas(cols)
 	v := variants[0]
@@ -40,6 +39,15 @@ func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T)
 		mem[p] = data
 		files = append(files, DataFile{Path: p, Size: int64(len(data)), RecordCount: 1000})
 	}
+	return schema, mem, files
+}
+
+// Whole-file outputs (read whole, or pruned whole) are shared between
+// plans of the same projection; a plan with deletes, another projection,
+// pruned row groups or a fresh planner must still see exactly what a plan
+// from scratch sees.
+func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T) {
+	schema, mem, files := threeEqualFiles(t)
 	deleted := roaring64.BitmapOf(3, 300, 999)
 	withDeletes := append([]DataFile(nil), files...)
 	withDeletes[1].HasDeletes = true

@@ -48,6 +48,9 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		e = predicate.Const{Value: true}
 	}
 	hasPredicate := !isTrue(e)
+	if hasPredicate {
+		req.verdictKey = verdictKeyOf(e, o)
+	}
 	req.Table.nameMappingKey = nameMappingKey(req.Table.NameMapping)
 	tiers := map[string]*tierCounter{}
 	for _, t := range Tiers {
@@ -371,16 +374,38 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	if !hasPredicate {
 		return p.applyDeletes(fp, local)
 	}
-	o := req.Options
-	alive := md.NumRowGroups()
-	lastTier := ""
-	for rg := 0; rg < md.NumRowGroups(); rg++ {
+	t0 := time.Now()
+	side := fp.Footer.SidePageColumns()
+	if v := fp.state.verdictsOf(req.verdictKey, side); v != nil {
+		// this predicate's verdicts on this file, memoized by an earlier plan
+		copy(fp.RowGroups, v.rowGroups)
+		fc.missing = append(fc.missing, v.missing...)
+		fc.used = append(fc.used, v.used...)
+		local[TierFooter].dur += time.Since(t0)
+	} else {
+		if err := evaluateRowGroups(ctx, p.Cache, req.Options, fp, e, local, fc); err != nil {
+			return err
+		}
+		if req.verdictKey != 0 && !fc.volatile {
+			fp.state.storeVerdicts(newTierVerdicts(req.verdictKey, side, fp.RowGroups, fc.missing, fc.used))
+		}
+	}
+	countSkips(fp, local)
+	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+	fp.Used = fc.noteStrings(fp.Used, fc.used)
+	if !req.Options.Disable[TierSideIndex] {
+		p.applySideIndex(fp, local)
+	}
+	return p.applyDeletes(fp, local)
+}
+
+// evaluateRowGroups runs the footer tiers (zone maps, bloom filters and
+// dictionaries, page index) over every row group of fp.
+func evaluateRowGroups(ctx context.Context, cache *footer.Cache, o Options, fp *FilePlan, e predicate.Expr, local map[string]*tierCounter, fc *fileContext) error {
+	for rg := range fp.RowGroups {
 		rgp := &fp.RowGroups[rg]
 		if fp.Footer.RowGroupRows(rg) == 0 {
 			rgp.Skip, rgp.SkipTier = true, TierFooter
-			local[TierFooter].rowGroups++
-			alive--
-			lastTier = TierFooter
 			continue
 		}
 		t0 := time.Now()
@@ -390,7 +415,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 		local[TierFooter].dur += time.Since(t0)
 		if !rgp.Skip && !o.Disable[TierBloom] {
 			t0 = time.Now()
-			v, err := fc.PruneRowGroupByBloom(ctx, p.Cache, rg, e)
+			v, err := fc.PruneRowGroupByBloom(ctx, cache, rg, e)
 			if err != nil {
 				return err
 			}
@@ -412,7 +437,16 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 			}
 			local[TierPageIndex].dur += time.Since(t0)
 		}
-		if rgp.Skip {
+	}
+	return nil
+}
+
+// countSkips counts the row groups of fp each footer tier pruned, and the
+// file for the tier that pruned its last row group when none is left.
+func countSkips(fp *FilePlan, local map[string]*tierCounter) {
+	alive, lastTier := len(fp.RowGroups), ""
+	for i := range fp.RowGroups {
+		if rgp := &fp.RowGroups[i]; rgp.Skip {
 			local[rgp.SkipTier].rowGroups++
 			alive--
 			lastTier = rgp.SkipTier
@@ -421,12 +455,6 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	if alive == 0 && lastTier != "" {
 		local[lastTier].files++
 	}
-	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
-	fp.Used = fc.noteStrings(fp.Used, fc.used)
-	if !o.Disable[TierSideIndex] {
-		p.applySideIndex(fp, local)
-	}
-	return p.applyDeletes(fp, local)
 }
 
 // newTierCounters are one worker's counters of the footer tiers.

@@ -29,6 +29,10 @@ type fileContext struct {
 	leaves  []fieldLeaf
 	missing noteSet
 	used    noteSet
+	// volatile: the file's verdicts read something besides the file and
+	// the predicate (the table's defaults or partition specs) or met a
+	// failure the next plan retries; they are not memoized
+	volatile bool
 	// hashes memoizes bloom hashes of predicate literals (the planning
 	// worker's; nil: computed each time)
 	hashes *bloomHashMemo
@@ -202,6 +206,7 @@ func newFileContext(t *Table, f *footer.Footer, s *fileState) *fileContext {
 func (fc *fileContext) reset(t *Table, f *footer.Footer, s *fileState) {
 	fc.table, fc.footer, fc.md, fc.columns, fc.state = t, f, f.Meta, s.columns, s
 	fc.leaves, fc.missing, fc.used = fc.leaves[:0], fc.missing[:0], fc.used[:0]
+	fc.volatile = false
 }
 
 // leaf returns the leaf column state of a predicate field (ok false: the
@@ -239,6 +244,7 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 	if _, ok := fc.leaf(l); ok { // stored as a leaf column
 		return prune.ColumnStats{}, false
 	}
+	fc.volatile = true // what follows reads the table
 	if !fc.columns.Mapped || fc.columns.ByName {
 		// Only field ids prove a column absent; a name that did not resolve
 		// may still be there under another spelling.
@@ -341,6 +347,7 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			if ctx.Err() != nil {
 				ctxErr = ctx.Err()
 			}
+			fc.volatile = true
 			fc.missing.add(note{"bloom_filter", l.Name, "unreadable"})
 			return prune.MightMatch
 		}

@@ -1,0 +1,219 @@
+package plan
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// Verdict memo: what the footer tiers (zone maps, bloom filters and
+// dictionaries, page index) decide for a file depends on the file and on
+// the predicate's content and the tiers switched on, nothing else, once
+// the few table-dependent and transient paths are set aside. A warm plan
+// of a predicate seen before copies its row group plans from the file
+// state instead of evaluating every row group again:
+//
+//	predicate + disabled tiers ──verdictKeyOf──▶ exact byte key
+//	   ──verdictKeys.intern──▶ id (never reused; 0: not memoized)
+//	fileState.verdicts ──(id, side page columns)──▶ row group plans + notes
+//
+// Not memoized (evaluated every time): a leaf of a field the file does
+// not store (its verdict reads the table's defaults and partition specs),
+// a bloom filter or page index that could not be read (the next plan
+// retries it), a predicate whose key is too long.
+
+// maxVerdictKeyBytes bounds a memoized predicate's key; longer ones (huge
+// IN lists) are evaluated every time.
+const maxVerdictKeyBytes = 16 << 10
+
+// maxFileVerdicts is how many predicates' verdicts a file state keeps
+// (the most recent).
+const maxFileVerdicts = 4
+
+// tierVerdicts are the footer tiers' output for one file and predicate.
+type tierVerdicts struct {
+	key  uint64 // verdictKeys id
+	side int32  // the footer's SidePageColumns when evaluated
+	// rowGroups are shared by every plan copying them: nothing modifies
+	// them (RowSets are replaced, never changed in place)
+	rowGroups     []RowGroupPlan
+	missing, used noteSet
+}
+
+// verdictsOf returns the memoized verdicts of key with side page columns
+// side, or nil.
+func (s *fileState) verdictsOf(key uint64, side int32) *tierVerdicts {
+	if key == 0 {
+		return nil
+	}
+	if cur := s.verdicts.Load(); cur != nil {
+		for _, v := range *cur {
+			if v.key == key && v.side == side {
+				return v
+			}
+		}
+	}
+	return nil
+}
+
+// storeVerdicts memoizes v, keeping the maxFileVerdicts most recent.
+func (s *fileState) storeVerdicts(v *tierVerdicts) {
+	for {
+		cur := s.verdicts.Load()
+		next := make([]*tierVerdicts, 0, maxFileVerdicts)
+		next = append(next, v)
+		if cur != nil {
+			for _, old := range *cur {
+				if len(next) == maxFileVerdicts {
+					break
+				}
+				if old.key != v.key || old.side != v.side {
+					next = append(next, old)
+				}
+			}
+		}
+		if s.verdicts.CompareAndSwap(cur, &next) {
+			return
+		}
+	}
+}
+
+// newTierVerdicts copies a file's row group plans and notes for the memo.
+func newTierVerdicts(key uint64, side int32, rgs []RowGroupPlan, missing, used noteSet) *tierVerdicts {
+	return &tierVerdicts{key: key, side: side, rowGroups: slices.Clone(rgs),
+		missing: slices.Clip(slices.Clone(missing)), used: slices.Clip(slices.Clone(used))}
+}
+
+// verdictKeys interns predicate keys to ids. Ids are never reused: when
+// the table is full it starts over, and verdicts memoized under a dropped
+// id are simply never found again.
+var verdictKeys struct {
+	mu    sync.Mutex
+	ids   map[string]uint64
+	bytes int
+	next  uint64
+}
+
+// maxVerdictKeysBytes bounds the interned keys' bytes.
+const maxVerdictKeysBytes = 4 << 20
+
+func internVerdictKey(k []byte) uint64 {
+	verdictKeys.mu.Lock()
+	defer verdictKeys.mu.Unlock()
+	if id, ok := verdictKeys.ids[string(k)]; ok {
+		return id
+	}
+	if verdictKeys.ids == nil || verdictKeys.bytes+len(k) > maxVerdictKeysBytes {
+		verdictKeys.ids, verdictKeys.bytes = map[string]uint64{}, 0
+	}
+	verdictKeys.next++
+	verdictKeys.ids[string(k)] = verdictKeys.next
+	verdictKeys.bytes += len(k)
+	return verdictKeys.next
+}
+
+// verdictKeyOf is the id of what the footer tiers' verdicts depend on
+// besides the file: the predicate, every leaf's field, name (notes carry
+// it), type, operator and literals, and which footer tiers are off. 0: not
+// memoized.
+func verdictKeyOf(e predicate.Expr, o Options) uint64 {
+	var flags byte
+	for i, t := range []string{TierFooter, TierBloom, TierPageIndex} {
+		if o.Disable[t] {
+			flags |= 1 << i
+		}
+	}
+	k, ok := appendExprKey([]byte{flags}, e)
+	if !ok || len(k) > maxVerdictKeyBytes {
+		return 0
+	}
+	return internVerdictKey(k)
+}
+
+// appendExprKey appends an exact, unambiguous encoding of e (ok false: e
+// holds something it does not know).
+func appendExprKey(b []byte, e predicate.Expr) ([]byte, bool) {
+	kids := func(tag byte, ks []predicate.Expr) ([]byte, bool) {
+		b = binary.AppendUvarint(append(b, tag), uint64(len(ks)))
+		for _, k := range ks {
+			var ok bool
+			if b, ok = appendExprKey(b, k); !ok {
+				return nil, false
+			}
+		}
+		return b, true
+	}
+	switch x := e.(type) {
+	case predicate.Const:
+		if x.Value {
+			return append(b, 'T'), true
+		}
+		return append(b, 'F'), true
+	case predicate.And:
+		return kids('A', x.Kids)
+	case predicate.Or:
+		return kids('O', x.Kids)
+	case predicate.Not:
+		return kids('N', []predicate.Expr{x.Kid})
+	case predicate.Residual:
+		return appendKeyString(append(b, 'R'), x.Reason), true
+	case *predicate.Leaf:
+		if x.Type == nil || len(x.Raw) > 0 && len(x.Lits) == 0 {
+			return nil, false // not bound
+		}
+		b = append(b, 'L')
+		b = binary.AppendVarint(b, int64(x.FieldID))
+		b = appendKeyString(b, x.Name)
+		b = appendKeyString(b, x.Type.String())
+		b = append(b, byte(x.Op))
+		if x.Negated {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		b = binary.AppendUvarint(b, uint64(len(x.Lits)))
+		for _, v := range x.Lits {
+			b = appendValueKey(b, v)
+		}
+		return b, true
+	}
+	return nil, false
+}
+
+func appendKeyString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// appendValueKey appends every field of v.
+func appendValueKey(b []byte, v value.Value) []byte {
+	b = append(b, byte(v.K))
+	b = binary.AppendVarint(b, v.I)
+	b = binary.AppendUvarint(b, v.U)
+	b = binary.AppendUvarint(b, math.Float64bits(v.F))
+	if v.B == nil {
+		b = append(b, 0)
+	} else {
+		b = appendKeyString(append(b, 1), string(v.B))
+	}
+	switch {
+	case v.D == nil:
+		b = append(b, 0)
+	case v.D.Sign() < 0:
+		b = appendKeyString(append(b, 1), string(v.D.Bytes()))
+	default:
+		b = appendKeyString(append(b, 2), string(v.D.Bytes()))
+	}
+	b = binary.AppendVarint(b, int64(v.Scale))
+	if v.L == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(append(b, 1), uint64(len(v.L)))
+	for _, e := range v.L {
+		b = appendValueKey(b, e)
+	}
+	return b
+}

@@ -1,0 +1,164 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// verdictSummary is planSummary with what the tiers say about themselves.
+func verdictSummary(resp *pushdown_pb.ParquetPushdownResponse) string {
+	s := planSummary(resp)
+	for _, t := range resp.Stats.Tiers {
+		s += fmt.Sprintf(" %s:%d/%d/%d", t.Tier, t.FilesPruned, t.RowGroupsPruned, t.PagesPruned)
+	}
+	return s + fmt.Sprintf(" used%q missing%q sel%.6f", resp.Stats.IndexesUsed, resp.Stats.IndexesMissing, resp.Stats.EstimatedSelectivity)
+}
+
+// The footer tiers' verdicts a file state memoizes serve only the same
+// predicate with the same tiers on: a plan that changes the literal, the
+// operator, the negation, the field or a disabled tier right after another
+// one on the same files plans exactly what a fresh planner plans.
+func TestMemoizedVerdictsServeOnlyTheSamePredicateAndTiers(t *testing.T) {
+	schema, mem, files := threeEqualFiles(t)
+	i32 := func(op predicate.Op, n int32) predicate.Expr {
+		return &predicate.Leaf{FieldID: 1, Op: op, Raw: []iceberg.Literal{iceberg.Int32Literal(n)}}
+	}
+	without := func(tiers ...string) Options {
+		o := DefaultOptions()
+		o.Disable = map[string]bool{}
+		for _, t := range tiers {
+			o.Disable[t] = true
+		}
+		return o
+	}
+	cases := []struct {
+		name string
+		e    predicate.Expr
+		o    Options
+	}{
+		{"i32 in [100, 200]", xBetweenField(t, schema, 1, 100, 200), DefaultOptions()},
+		{"i32 in [600, 700]", xBetweenField(t, schema, 1, 600, 700), DefaultOptions()},
+		{"i32 >= 600", bindOrFail(t, schema, i32(predicate.OpGtEq, 600)), DefaultOptions()},
+		{"i32 > 600", bindOrFail(t, schema, i32(predicate.OpGt, 600)), DefaultOptions()},
+		{"NOT i32 >= 600", bindOrFail(t, schema, predicate.Not{Kid: i32(predicate.OpGtEq, 600)}), DefaultOptions()},
+		{"i32 in [600, 700], no page index", xBetweenField(t, schema, 1, 600, 700), without(TierPageIndex)},
+		{"i32 in [600, 700], no footer stats", xBetweenField(t, schema, 1, 600, 700), without(TierFooter)},
+		{"cat = purple", bindOrFail(t, schema, eqString(19, "purple")), DefaultOptions()},
+		{"cat = purple, no bloom", bindOrFail(t, schema, eqString(19, "purple")), without(TierBloom)},
+		{"cat = blue", bindOrFail(t, schema, eqString(19, "blue")), DefaultOptions()},
+		{"cat != purple", bindOrFail(t, schema, predicate.Not{Kid: eqString(19, "purple")}), DefaultOptions()},
+		{"str = blue", bindOrFail(t, schema, eqString(5, "blue")), DefaultOptions()},
+		{"cat = purple or i32 in [100, 200]", bindOrFail(t, schema, predicate.Or{Kids: []predicate.Expr{eqString(19, "purple"), xBetweenField(t, schema, 1, 100, 200)}}), DefaultOptions()},
+		{"cat = purple and i32 in [100, 200]", bindOrFail(t, schema, predicate.And{Kids: []predicate.Expr{eqString(19, "purple"), xBetweenField(t, schema, 1, 100, 200)}}), DefaultOptions()},
+	}
+	shared := &Planner{Cache: footer.NewCache("shared", 1<<30, mem.open)}
+	for round := 0; round < 2; round++ {
+		for _, c := range cases {
+			req := Request{Table: Table{Schema: schema}, Files: files, Predicate: c.e, Projection: []int{1, 5, 19}, Options: c.o}
+			got, _, err := shared.Plan(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := &Planner{Cache: footer.NewCache("fresh", 1<<30, mem.open)}
+			want, _, err := fresh.Plan(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := verdictSummary(got), verdictSummary(want); g != w {
+				t.Fatalf("round %d, %s: the shared planner planned\n%s\na fresh one\n%s", round, c.name, g, w)
+			}
+		}
+	}
+}
+
+// Leaves that differ in anything the tiers read get different verdict
+// keys; the same content bound twice gets the same one.
+func TestVerdictKeysDifferWhenAnythingTheTiersReadDiffers(t *testing.T) {
+	leaf := func(edit func(l *predicate.Leaf)) predicate.Expr {
+		l := &predicate.Leaf{FieldID: 19, Name: "cat", Op: predicate.OpEq, Type: iceberg.PrimitiveTypes.String, Lits: []value.Value{value.OfString("blue")}}
+		edit(l)
+		return l
+	}
+	same := func(*predicate.Leaf) {}
+	base := verdictKeyOf(leaf(same), DefaultOptions())
+	if base == 0 {
+		t.Fatal("an equality is not memoized")
+	}
+	if again := verdictKeyOf(leaf(same), DefaultOptions()); again != base {
+		t.Fatalf("the same leaf built twice got keys %d and %d", base, again)
+	}
+	noBloom := DefaultOptions()
+	noBloom.Disable = map[string]bool{TierBloom: true}
+	sideOff := DefaultOptions()
+	sideOff.Disable = map[string]bool{TierSideIndex: true} // not a footer tier
+	if k := verdictKeyOf(leaf(same), sideOff); k != base {
+		t.Fatalf("switching the side index tier off changed the key (%d, %d)", k, base)
+	}
+	others := map[string]uint64{
+		"bloom off": verdictKeyOf(leaf(same), noBloom),
+		"field":     verdictKeyOf(leaf(func(l *predicate.Leaf) { l.FieldID = 5 }), DefaultOptions()),
+		"name":      verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Name = "str" }), DefaultOptions()),
+		"type":      verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Type = iceberg.PrimitiveTypes.Binary }), DefaultOptions()),
+		"op":        verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Op = predicate.OpIn }), DefaultOptions()),
+		"negated":   verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Negated = true }), DefaultOptions()),
+		"literal":   verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Lits = []value.Value{value.OfString("blud")} }), DefaultOptions()),
+		"two literals": verdictKeyOf(leaf(func(l *predicate.Leaf) {
+			l.Lits = []value.Value{value.OfString("blue"), value.OfString("red")}
+		}), DefaultOptions()),
+		"or": verdictKeyOf(predicate.Or{Kids: []predicate.Expr{leaf(same), predicate.Const{Value: false}}}, DefaultOptions()),
+	}
+	seen := map[uint64]string{base: "base"}
+	for name, k := range others {
+		if k == 0 {
+			t.Fatalf("%s: not memoized", name)
+		}
+		if prev, dup := seen[k]; dup {
+			t.Fatalf("%s and %s share verdict key %d", name, prev, k)
+		}
+		seen[k] = name
+	}
+}
+
+// A leaf of a field the files do not store decides from the table (its
+// initial default), so its verdicts are not memoized: the same predicate
+// over the same files under a schema giving the field a default plans the
+// default's rows.
+func TestVerdictsOfAFieldTheFilesLackFollowTheTablesDefault(t *testing.T) {
+	cols := genColumns()
+	_, schema := genSchemas(cols)
+	mem := memFiles{}
+	data := writeVariant(t, cols, variants[0], 1000, 1)
+	mem["s3://t/0.parquet"] = data
+	files := []DataFile{{Path: "s3://t/0.parquet", Size: int64(len(data)), RecordCount: 1000}}
+	added := func(def any) *iceberg.Schema {
+		fields := append(schema.Fields(), iceberg.NestedField{ID: 99, Name: "added", Type: iceberg.PrimitiveTypes.String, InitialDefault: def})
+		return iceberg.NewSchema(0, fields...)
+	}
+	pl := &Planner{Cache: footer.NewCache("t", 1<<30, mem.open)}
+	for _, c := range []struct {
+		name   string
+		schema *iceberg.Schema
+		groups int
+	}{
+		{"no default: every row reads NULL", added(nil), 0},
+		{"default 'x': every row reads 'x'", added("x"), 1},
+		{"no default again", added(nil), 0},
+	} {
+		req := Request{Table: Table{Schema: c.schema}, Files: files, Predicate: bindOrFail(t, c.schema, eqString(99, "x")), Projection: []int{1}, Options: DefaultOptions()}
+		resp, _, err := pl.Plan(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resp.RowGroups); got != c.groups {
+			t.Fatalf("%s: %d row groups planned, want %d", c.name, got, c.groups)
+		}
+	}
+}
