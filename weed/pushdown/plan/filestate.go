@@ -31,6 +31,7 @@ import (
 type fileState struct {
 	nmKey   string
 	columns *ColumnMap
+	mapped  bool // columns.Mapped, read without reaching the column map
 	refs    []*pushdown_pb.ColumnRef
 	leaves  atomic.Pointer[[]*leafState]
 	// output and skipped are the last memoized outputs of the file read
@@ -88,7 +89,7 @@ func newFileState(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *fileS
 	for col := range refs {
 		refs[col] = &pushdown_pb.ColumnRef{FieldId: int32(cm.FieldOf(col)), Path: f.Meta.Schema.Column(col).Path()}
 	}
-	return &fileState{nmKey: nmKey, columns: cm, refs: refs}
+	return &fileState{nmKey: nmKey, columns: cm, mapped: cm.Mapped, refs: refs}
 }
 
 // leaf returns the state of field id's leaf column read as typ (ok false:

@@ -81,3 +81,33 @@ func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T)
 		}
 	}
 }
+
+// A whole-file output's shared PlannedFile says what the manifest entry of
+// the plan at hand says: a plan whose entry records another row count (0:
+// not recorded) gets its own.
+func TestSharedPlannedFilesFollowTheManifestsRecordCount(t *testing.T) {
+	schema, mem, files := threeEqualFiles(t)
+	unrecorded := append([]DataFile(nil), files...)
+	for i := range unrecorded {
+		unrecorded[i].RecordCount = 0
+	}
+	pl := &Planner{Cache: footer.NewCache("t", 1<<30, mem.open)}
+	for _, c := range []struct {
+		files []DataFile
+		want  int64
+	}{{files, 1000}, {unrecorded, 0}, {files, 1000}, {unrecorded, 0}} {
+		req := Request{Table: Table{Schema: schema}, Files: c.files, Predicate: bindOrFail(t, schema, eqString(19, "blue")), Projection: []int{2, 19}, Options: DefaultOptions()}
+		resp, _, err := pl.Plan(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Files) != 3 {
+			t.Fatalf("%d files planned, want 3", len(resp.Files))
+		}
+		for _, pf := range resp.Files {
+			if pf.RecordCount != c.want || pf.RowGroupsPlanned != 4 || pf.RowGroupsTotal != 4 {
+				t.Fatalf("%s: record count %d, row groups %d of %d; want %d, 4 of 4", pf.File, pf.RecordCount, pf.RowGroupsPlanned, pf.RowGroupsTotal, c.want)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
@@ -45,6 +46,7 @@ type fileContext struct {
 	allRows   RowSet // SelectRowsByPageIndex's scratch
 	rowGroups slab[RowGroupPlan]
 	strSlab   slab[string]
+	planned   slab[pushdown_pb.PlannedFile]
 }
 
 // noteStrings appends the strings of notes to dst (from the worker's
@@ -73,11 +75,19 @@ func (fc *fileContext) noteStrings(dst []string, notes noteSet) []string {
 // slab hands out short slices cut from larger allocations, so a plan of
 // many files allocates their small slices a few times instead of once per
 // file. A slice handed out has no spare capacity: appending to it copies.
-type slab[T any] struct{ buf []T }
+// chunk is the size of its allocations (0: 512).
+type slab[T any] struct {
+	buf   []T
+	chunk int
+}
 
 func (s *slab[T]) take(n int) []T {
 	if n > cap(s.buf)-len(s.buf) {
-		s.buf = make([]T, 0, max(n, 512))
+		chunk := s.chunk
+		if chunk <= 0 {
+			chunk = 512
+		}
+		s.buf = make([]T, 0, max(n, chunk))
 	}
 	i := len(s.buf)
 	s.buf = s.buf[:i+n]
