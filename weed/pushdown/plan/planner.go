@@ -397,21 +397,19 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	side := fp.Footer.SidePageColumns()
 	if v := fp.state.verdictsOf(req.verdictKey, side); v != nil {
 		// this predicate's verdicts on this file, memoized by an earlier plan
-		copy(fp.RowGroups, v.rowGroups)
-		fc.missing = append(fc.missing, v.missing...)
-		fc.used = append(fc.used, v.used...)
+		v.copyTo(fp)
 		local[TierFooter].dur += time.Since(t0)
 	} else {
 		if err := evaluateRowGroups(ctx, p.Cache, req.Options, fp, e, local, fc); err != nil {
 			return err
 		}
 		if req.verdictKey != 0 && !fc.volatile {
-			fp.state.storeVerdicts(newTierVerdicts(req.verdictKey, side, fp.RowGroups, fc.missing, fc.used))
+			fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.RowGroups))
 		}
+		fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+		fp.Used = fc.noteStrings(fp.Used, fc.used)
 	}
 	countSkips(fp, local)
-	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
-	fp.Used = fc.noteStrings(fp.Used, fc.used)
 	if !req.Options.Disable[TierSideIndex] {
 		p.applySideIndex(fp, local)
 	}

@@ -47,6 +47,8 @@ type fileContext struct {
 	rowGroups slab[RowGroupPlan]
 	strSlab   slab[string]
 	planned   slab[pushdown_pb.PlannedFile]
+	// the notes of the last verdicts the worker memoized (see notesOf)
+	lastNotes *verdictNotes
 }
 
 // noteStrings appends the strings of notes to dst (from the worker's

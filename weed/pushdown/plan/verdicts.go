@@ -34,14 +34,26 @@ const maxVerdictKeyBytes = 16 << 10
 // (the most recent).
 const maxFileVerdicts = 4
 
-// tierVerdicts are the footer tiers' output for one file and predicate.
+// tierVerdicts are the footer tiers' output for one file and predicate,
+// immutable once published; a file's memoized verdicts chain through next,
+// the most recent first (a warm plan mostly finds its own at the head, one
+// object away from the file state).
 type tierVerdicts struct {
 	key  uint64 // verdictKeys id
 	side int32  // the footer's SidePageColumns when evaluated
-	// rowGroups are shared by every plan copying them: nothing modifies
-	// them (RowSets are replaced, never changed in place)
-	rowGroups     []RowGroupPlan
-	missing, used noteSet
+	// the row group plans: the first inline, the others in rest; shared by
+	// every plan copying them (RowSets are replaced, never changed in place)
+	first RowGroupPlan
+	rest  []RowGroupPlan
+	notes *verdictNotes
+	next  *tierVerdicts
+}
+
+// verdictNotes are the notes the footer tiers took on a file, and their
+// strings; files with the same notes share one (see fileContext.notesOf).
+type verdictNotes struct {
+	missing, used         noteSet
+	missingStrs, usedStrs []string // no spare capacity: appending copies
 }
 
 // verdictsOf returns the memoized verdicts of key with side page columns
@@ -50,42 +62,76 @@ func (s *fileState) verdictsOf(key uint64, side int32) *tierVerdicts {
 	if key == 0 {
 		return nil
 	}
-	if cur := s.verdicts.Load(); cur != nil {
-		for _, v := range *cur {
-			if v.key == key && v.side == side {
-				return v
-			}
+	for v := s.verdicts.Load(); v != nil; v = v.next {
+		if v.key == key && v.side == side {
+			return v
 		}
 	}
 	return nil
 }
 
-// storeVerdicts memoizes v, keeping the maxFileVerdicts most recent.
+// storeVerdicts memoizes v (its next is set here), keeping the
+// maxFileVerdicts most recent.
 func (s *fileState) storeVerdicts(v *tierVerdicts) {
 	for {
-		cur := s.verdicts.Load()
-		next := make([]*tierVerdicts, 0, maxFileVerdicts)
-		next = append(next, v)
-		if cur != nil {
-			for _, old := range *cur {
-				if len(next) == maxFileVerdicts {
-					break
-				}
-				if old.key != v.key || old.side != v.side {
-					next = append(next, old)
-				}
+		head := s.verdicts.Load()
+		// the older entries are copied: published ones never change
+		last, n := v, 1
+		last.next = nil
+		for old := head; old != nil && n < maxFileVerdicts; old = old.next {
+			if old.key == v.key && old.side == v.side {
+				continue
 			}
+			cp := *old
+			cp.next = nil
+			last.next = &cp
+			last = &cp
+			n++
 		}
-		if s.verdicts.CompareAndSwap(cur, &next) {
+		if s.verdicts.CompareAndSwap(head, v) {
 			return
 		}
 	}
 }
 
-// newTierVerdicts copies a file's row group plans and notes for the memo.
-func newTierVerdicts(key uint64, side int32, rgs []RowGroupPlan, missing, used noteSet) *tierVerdicts {
-	return &tierVerdicts{key: key, side: side, rowGroups: slices.Clone(rgs),
-		missing: slices.Clip(slices.Clone(missing)), used: slices.Clip(slices.Clone(used))}
+// newTierVerdicts memoizes a file's row group plans and the worker's notes.
+func (fc *fileContext) newTierVerdicts(key uint64, side int32, rgs []RowGroupPlan) *tierVerdicts {
+	v := &tierVerdicts{key: key, side: side, notes: fc.notesOf()}
+	if len(rgs) > 0 {
+		v.first = rgs[0]
+		v.rest = slices.Clone(rgs[1:])
+	}
+	return v
+}
+
+// copyTo copies the memoized plans into fp's and adds their notes.
+func (v *tierVerdicts) copyTo(fp *FilePlan) {
+	if len(fp.RowGroups) > 0 {
+		fp.RowGroups[0] = v.first
+		copy(fp.RowGroups[1:], v.rest)
+	}
+	fp.Missing = appendNotes(fp.Missing, v.notes.missingStrs)
+	fp.Used = appendNotes(fp.Used, v.notes.usedStrs)
+}
+
+func appendNotes(dst, notes []string) []string {
+	if dst == nil {
+		return notes
+	}
+	return append(dst, notes...)
+}
+
+// notesOf returns the worker's notes of the current file as verdictNotes,
+// the previous file's when they are the same.
+func (fc *fileContext) notesOf() *verdictNotes {
+	if n := fc.lastNotes; n != nil && slices.Equal(n.missing, fc.missing) && slices.Equal(n.used, fc.used) {
+		return n
+	}
+	n := &verdictNotes{missing: slices.Clone(fc.missing), used: slices.Clone(fc.used)}
+	n.missingStrs = fc.noteStrings(nil, n.missing)
+	n.usedStrs = fc.noteStrings(nil, n.used)
+	fc.lastNotes = n
+	return n
 }
 
 // verdictKeys interns predicate keys to ids. Ids are never reused: when

@@ -162,3 +162,37 @@ func TestVerdictsOfAFieldTheFilesLackFollowTheTablesDefault(t *testing.T) {
 		}
 	}
 }
+
+// A file state keeps the verdicts of its maxFileVerdicts most recent
+// predicates, each once, and finds one only under its own key and side
+// page column count.
+func TestFileStateKeepsTheVerdictsOfItsMostRecentPredicates(t *testing.T) {
+	s := &fileState{}
+	store := func(key uint64, side int32) {
+		s.storeVerdicts(&tierVerdicts{key: key, side: side, notes: &verdictNotes{}, first: RowGroupPlan{SkipTier: fmt.Sprint(key, side)}})
+	}
+	for k := uint64(1); k <= 6; k++ {
+		store(k, 0)
+	}
+	store(4, 0) // again: moves to the front, not duplicated
+	store(4, 1) // another side page count: another entry
+	want := map[uint64]bool{3: false, 4: true, 5: true, 6: true, 1: false, 2: false}
+	for k, found := range want {
+		if got := s.verdictsOf(k, 0) != nil; got != found {
+			t.Fatalf("key %d found %v, want %v", k, got, found)
+		}
+	}
+	if v := s.verdictsOf(4, 1); v == nil || v.first.SkipTier != "4 1" {
+		t.Fatalf("key 4 with one side page column: %+v", v)
+	}
+	n := 0
+	for v := s.verdicts.Load(); v != nil; v = v.next {
+		n++
+	}
+	if n != maxFileVerdicts {
+		t.Fatalf("%d verdicts kept, want %d", n, maxFileVerdicts)
+	}
+	if s.verdictsOf(0, 0) != nil {
+		t.Fatal("key 0 (not memoized) found verdicts")
+	}
+}
