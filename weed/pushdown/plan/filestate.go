@@ -39,7 +39,7 @@ type fileState struct {
 	output, skipped atomic.Pointer[outputMemo]
 	// verdicts are the footer tiers' outputs of the last few predicates
 	// (see verdicts.go)
-	verdicts atomic.Pointer[tierVerdicts]
+	verdicts fileVerdicts
 }
 
 // leafState is one predicate field's leaf column of a file read as one

@@ -50,7 +50,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	}
 	hasPredicate := !isTrue(e)
 	if hasPredicate {
-		req.verdictKey = verdictKeyOf(e, o)
+		req.verdictKey, req.storeVerdicts = verdictKeyOf(e, o)
 	}
 	req.Table.nameMappingKey = nameMappingKey(req.Table.NameMapping)
 	tiers := map[string]*tierCounter{}
@@ -403,7 +403,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 		if err := evaluateRowGroups(ctx, p.Cache, req.Options, fp, e, local, fc); err != nil {
 			return err
 		}
-		if req.verdictKey != 0 && !fc.volatile {
+		if req.verdictKey != 0 && req.storeVerdicts && !fc.volatile {
 			fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.RowGroups))
 		}
 		fp.Missing = fc.noteStrings(fp.Missing, fc.missing)

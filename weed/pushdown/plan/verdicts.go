@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
@@ -20,6 +21,7 @@ import (
 //	predicate + disabled tiers ──verdictKeyOf──▶ exact byte key
 //	   ──verdictKeys.intern──▶ id (never reused; 0: not memoized)
 //	fileState.verdicts ──(id, side page columns)──▶ row group plans + notes
+//	(stored from the second plan of a predicate on)
 //
 // Not memoized (evaluated every time): a leaf of a field the file does
 // not store (its verdict reads the table's defaults and partition specs),
@@ -35,9 +37,7 @@ const maxVerdictKeyBytes = 16 << 10
 const maxFileVerdicts = 4
 
 // tierVerdicts are the footer tiers' output for one file and predicate,
-// immutable once published; a file's memoized verdicts chain through next,
-// the most recent first (a warm plan mostly finds its own at the head, one
-// object away from the file state).
+// immutable once published.
 type tierVerdicts struct {
 	key  uint64 // verdictKeys id
 	side int32  // the footer's SidePageColumns when evaluated
@@ -46,7 +46,6 @@ type tierVerdicts struct {
 	first RowGroupPlan
 	rest  []RowGroupPlan
 	notes *verdictNotes
-	next  *tierVerdicts
 }
 
 // verdictNotes are the notes the footer tiers took on a file, and their
@@ -56,42 +55,31 @@ type verdictNotes struct {
 	missingStrs, usedStrs []string // no spare capacity: appending copies
 }
 
+// fileVerdicts are a file state's memoized verdicts: maxFileVerdicts
+// slots in the state itself, replaced in turn, so a warm plan finds its
+// own one object away from the state.
+type fileVerdicts struct {
+	slots [maxFileVerdicts]atomic.Pointer[tierVerdicts]
+	turn  atomic.Uint32
+}
+
 // verdictsOf returns the memoized verdicts of key with side page columns
 // side, or nil.
 func (s *fileState) verdictsOf(key uint64, side int32) *tierVerdicts {
 	if key == 0 {
 		return nil
 	}
-	for v := s.verdicts.Load(); v != nil; v = v.next {
-		if v.key == key && v.side == side {
+	for i := range s.verdicts.slots {
+		if v := s.verdicts.slots[i].Load(); v != nil && v.key == key && v.side == side {
 			return v
 		}
 	}
 	return nil
 }
 
-// storeVerdicts memoizes v (its next is set here), keeping the
-// maxFileVerdicts most recent.
+// storeVerdicts memoizes v in the next slot.
 func (s *fileState) storeVerdicts(v *tierVerdicts) {
-	for {
-		head := s.verdicts.Load()
-		// the older entries are copied: published ones never change
-		last, n := v, 1
-		last.next = nil
-		for old := head; old != nil && n < maxFileVerdicts; old = old.next {
-			if old.key == v.key && old.side == v.side {
-				continue
-			}
-			cp := *old
-			cp.next = nil
-			last.next = &cp
-			last = &cp
-			n++
-		}
-		if s.verdicts.CompareAndSwap(head, v) {
-			return
-		}
-	}
+	s.verdicts.slots[(s.verdicts.turn.Add(1)-1)%maxFileVerdicts].Store(v)
 }
 
 // newTierVerdicts memoizes a file's row group plans and the worker's notes.
@@ -147,11 +135,13 @@ var verdictKeys struct {
 // maxVerdictKeysBytes bounds the interned keys' bytes.
 const maxVerdictKeysBytes = 4 << 20
 
-func internVerdictKey(k []byte) uint64 {
+// internVerdictKey returns k's id, and whether an earlier plan interned
+// it (repeat).
+func internVerdictKey(k []byte) (id uint64, repeat bool) {
 	verdictKeys.mu.Lock()
 	defer verdictKeys.mu.Unlock()
 	if id, ok := verdictKeys.ids[string(k)]; ok {
-		return id
+		return id, true
 	}
 	if verdictKeys.ids == nil || verdictKeys.bytes+len(k) > maxVerdictKeysBytes {
 		verdictKeys.ids, verdictKeys.bytes = map[string]uint64{}, 0
@@ -159,14 +149,16 @@ func internVerdictKey(k []byte) uint64 {
 	verdictKeys.next++
 	verdictKeys.ids[string(k)] = verdictKeys.next
 	verdictKeys.bytes += len(k)
-	return verdictKeys.next
+	return verdictKeys.next, false
 }
 
 // verdictKeyOf is the id of what the footer tiers' verdicts depend on
 // besides the file: the predicate, every leaf's field, name (notes carry
-// it), type, operator and literals, and which footer tiers are off. 0: not
-// memoized.
-func verdictKeyOf(e predicate.Expr, o Options) uint64 {
+// it), type, operator and literals, and which footer tiers are off (0: not
+// memoized); repeat says an earlier plan had the same (verdicts are stored
+// from a predicate's second plan on: point lookups of a new value each
+// plan store nothing).
+func verdictKeyOf(e predicate.Expr, o Options) (id uint64, repeat bool) {
 	var flags byte
 	for i, t := range []string{TierFooter, TierBloom, TierPageIndex} {
 		if o.Disable[t] {
@@ -175,7 +167,7 @@ func verdictKeyOf(e predicate.Expr, o Options) uint64 {
 	}
 	k, ok := appendExprKey([]byte{flags}, e)
 	if !ok || len(k) > maxVerdictKeyBytes {
-		return 0
+		return 0, false
 	}
 	return internVerdictKey(k)
 }

@@ -60,7 +60,7 @@ func TestMemoizedVerdictsServeOnlyTheSamePredicateAndTiers(t *testing.T) {
 		{"cat = purple and i32 in [100, 200]", bindOrFail(t, schema, predicate.And{Kids: []predicate.Expr{eqString(19, "purple"), xBetweenField(t, schema, 1, 100, 200)}}), DefaultOptions()},
 	}
 	shared := &Planner{Cache: footer.NewCache("shared", 1<<30, mem.open)}
-	for round := 0; round < 2; round++ {
+	for round := 0; round < 3; round++ { // stored by round 1, served from round 2
 		for _, c := range cases {
 			req := Request{Table: Table{Schema: schema}, Files: files, Predicate: c.e, Projection: []int{1, 5, 19}, Options: c.o}
 			got, _, err := shared.Plan(context.Background(), req)
@@ -88,32 +88,36 @@ func TestVerdictKeysDifferWhenAnythingTheTiersReadDiffers(t *testing.T) {
 		return l
 	}
 	same := func(*predicate.Leaf) {}
-	base := verdictKeyOf(leaf(same), DefaultOptions())
+	key := func(e predicate.Expr, o Options) uint64 {
+		id, _ := verdictKeyOf(e, o)
+		return id
+	}
+	base := key(leaf(same), DefaultOptions())
 	if base == 0 {
 		t.Fatal("an equality is not memoized")
 	}
-	if again := verdictKeyOf(leaf(same), DefaultOptions()); again != base {
+	if again := key(leaf(same), DefaultOptions()); again != base {
 		t.Fatalf("the same leaf built twice got keys %d and %d", base, again)
 	}
 	noBloom := DefaultOptions()
 	noBloom.Disable = map[string]bool{TierBloom: true}
 	sideOff := DefaultOptions()
 	sideOff.Disable = map[string]bool{TierSideIndex: true} // not a footer tier
-	if k := verdictKeyOf(leaf(same), sideOff); k != base {
+	if k := key(leaf(same), sideOff); k != base {
 		t.Fatalf("switching the side index tier off changed the key (%d, %d)", k, base)
 	}
 	others := map[string]uint64{
-		"bloom off": verdictKeyOf(leaf(same), noBloom),
-		"field":     verdictKeyOf(leaf(func(l *predicate.Leaf) { l.FieldID = 5 }), DefaultOptions()),
-		"name":      verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Name = "str" }), DefaultOptions()),
-		"type":      verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Type = iceberg.PrimitiveTypes.Binary }), DefaultOptions()),
-		"op":        verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Op = predicate.OpIn }), DefaultOptions()),
-		"negated":   verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Negated = true }), DefaultOptions()),
-		"literal":   verdictKeyOf(leaf(func(l *predicate.Leaf) { l.Lits = []value.Value{value.OfString("blud")} }), DefaultOptions()),
-		"two literals": verdictKeyOf(leaf(func(l *predicate.Leaf) {
+		"bloom off": key(leaf(same), noBloom),
+		"field":     key(leaf(func(l *predicate.Leaf) { l.FieldID = 5 }), DefaultOptions()),
+		"name":      key(leaf(func(l *predicate.Leaf) { l.Name = "str" }), DefaultOptions()),
+		"type":      key(leaf(func(l *predicate.Leaf) { l.Type = iceberg.PrimitiveTypes.Binary }), DefaultOptions()),
+		"op":        key(leaf(func(l *predicate.Leaf) { l.Op = predicate.OpIn }), DefaultOptions()),
+		"negated":   key(leaf(func(l *predicate.Leaf) { l.Negated = true }), DefaultOptions()),
+		"literal":   key(leaf(func(l *predicate.Leaf) { l.Lits = []value.Value{value.OfString("blud")} }), DefaultOptions()),
+		"two literals": key(leaf(func(l *predicate.Leaf) {
 			l.Lits = []value.Value{value.OfString("blue"), value.OfString("red")}
 		}), DefaultOptions()),
-		"or": verdictKeyOf(predicate.Or{Kids: []predicate.Expr{leaf(same), predicate.Const{Value: false}}}, DefaultOptions()),
+		"or": key(predicate.Or{Kids: []predicate.Expr{leaf(same), predicate.Const{Value: false}}}, DefaultOptions()),
 	}
 	seen := map[uint64]string{base: "base"}
 	for name, k := range others {
@@ -164,8 +168,7 @@ func TestVerdictsOfAFieldTheFilesLackFollowTheTablesDefault(t *testing.T) {
 }
 
 // A file state keeps the verdicts of its maxFileVerdicts most recent
-// predicates, each once, and finds one only under its own key and side
-// page column count.
+// stores and finds one only under its own key and side page column count.
 func TestFileStateKeepsTheVerdictsOfItsMostRecentPredicates(t *testing.T) {
 	s := &fileState{}
 	store := func(key uint64, side int32) {
@@ -174,7 +177,7 @@ func TestFileStateKeepsTheVerdictsOfItsMostRecentPredicates(t *testing.T) {
 	for k := uint64(1); k <= 6; k++ {
 		store(k, 0)
 	}
-	store(4, 0) // again: moves to the front, not duplicated
+	store(4, 0)
 	store(4, 1) // another side page count: another entry
 	want := map[uint64]bool{3: false, 4: true, 5: true, 6: true, 1: false, 2: false}
 	for k, found := range want {
@@ -185,14 +188,27 @@ func TestFileStateKeepsTheVerdictsOfItsMostRecentPredicates(t *testing.T) {
 	if v := s.verdictsOf(4, 1); v == nil || v.first.SkipTier != "4 1" {
 		t.Fatalf("key 4 with one side page column: %+v", v)
 	}
-	n := 0
-	for v := s.verdicts.Load(); v != nil; v = v.next {
-		n++
-	}
-	if n != maxFileVerdicts {
-		t.Fatalf("%d verdicts kept, want %d", n, maxFileVerdicts)
-	}
 	if s.verdictsOf(0, 0) != nil {
 		t.Fatal("key 0 (not memoized) found verdicts")
+	}
+}
+
+// A predicate's first plan memoizes nothing (point lookups of a new value
+// each plan would only fill memory); its second does, its third copies.
+func TestVerdictsAreMemoizedFromAPredicatesSecondPlanOn(t *testing.T) {
+	schema, mem, files := threeEqualFiles(t)
+	pl := &Planner{Cache: footer.NewCache("t", 1<<30, mem.open)}
+	req := Request{Table: Table{Schema: schema}, Files: files, Predicate: bindOrFail(t, schema, eqString(19, "a value no other test plans")), Projection: []int{1}, Options: DefaultOptions()}
+	for plan, want := range []bool{false, true, true} {
+		_, plans, err := pl.Plan(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _ := verdictKeyOf(req.Predicate, req.Options)
+		for _, fp := range plans {
+			if got := fp.state.verdictsOf(key, fp.Footer.SidePageColumns()) != nil; got != want {
+				t.Fatalf("after plan %d, %s memoized %v, want %v", plan+1, fp.File.Path, got, want)
+			}
+		}
 	}
 }
