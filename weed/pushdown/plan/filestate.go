@@ -19,6 +19,7 @@ import (
 //
 //	Footer.Attachment ──▶ fileState (per name mapping)
 //	                        ├ column map, column refs
+//	                        ├ footer tiers' verdicts of recent predicates
 //	                        └ per predicate column (leaf, Iceberg type):
 //	                            decoder, chunk stats of every row group,
 //	                            page stats per row group (on first use)
@@ -30,11 +31,15 @@ import (
 type fileState struct {
 	nmKey   string
 	columns *ColumnMap
+	mapped  bool // columns.Mapped, read without reaching the column map
 	refs    []*pushdown_pb.ColumnRef
 	leaves  atomic.Pointer[[]*leafState]
 	// output and skipped are the last memoized outputs of the file read
 	// whole and of the file pruned whole (see fileOutputOf)
 	output, skipped atomic.Pointer[outputMemo]
+	// verdicts are the footer tiers' outputs of the last few predicates
+	// (see verdicts.go)
+	verdicts fileVerdicts
 }
 
 // leafState is one predicate field's leaf column of a file read as one
@@ -84,7 +89,7 @@ func newFileState(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *fileS
 	for col := range refs {
 		refs[col] = &pushdown_pb.ColumnRef{FieldId: int32(cm.FieldOf(col)), Path: f.Meta.Schema.Column(col).Path()}
 	}
-	return &fileState{nmKey: nmKey, columns: cm, refs: refs}
+	return &fileState{nmKey: nmKey, columns: cm, mapped: cm.Mapped, refs: refs}
 }
 
 // leaf returns the state of field id's leaf column read as typ (ok false:

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -23,11 +24,9 @@ func planSummary(resp *pushdown_pb.ParquetPushdownResponse) string {
 	return s
 }
 
-// Whole-file outputs (read whole, or pruned whole) are shared between
-// plans of the same projection; a plan with deletes, another projection,
-// pruned row groups or a fresh planner must still see exactly what a plan
-// from scratch sees.
-func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T) {
+// threeEqualFiles are three files of the same 1000 generated rows in row
+// groups of 250 (variants[0]'s indexes), and the schema they are of.
+func threeEqualFiles(t *testing.T) (*iceberg.Schema, memFiles, []DataFile) {
 	cols := genColumns()
 	_, schema := genSchemas(cols)
 	v := variants[0]
@@ -40,6 +39,15 @@ func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T)
 		mem[p] = data
 		files = append(files, DataFile{Path: p, Size: int64(len(data)), RecordCount: 1000})
 	}
+	return schema, mem, files
+}
+
+// Whole-file outputs (read whole, or pruned whole) are shared between
+// plans of the same projection; a plan with deletes, another projection,
+// pruned row groups or a fresh planner must still see exactly what a plan
+// from scratch sees.
+func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T) {
+	schema, mem, files := threeEqualFiles(t)
 	deleted := roaring64.BitmapOf(3, 300, 999)
 	withDeletes := append([]DataFile(nil), files...)
 	withDeletes[1].HasDeletes = true
@@ -69,6 +77,36 @@ func TestWholeFileOutputsSharedBetweenPlansAnswerLikeAFreshPlanner(t *testing.T)
 			}
 			if g, w := planSummary(got), planSummary(want); g != w {
 				t.Fatalf("round %d, %s: the shared planner planned\n%s\na fresh one\n%s", round, r.name, g, w)
+			}
+		}
+	}
+}
+
+// A whole-file output's shared PlannedFile says what the manifest entry of
+// the plan at hand says: a plan whose entry records another row count (0:
+// not recorded) gets its own.
+func TestSharedPlannedFilesFollowTheManifestsRecordCount(t *testing.T) {
+	schema, mem, files := threeEqualFiles(t)
+	unrecorded := append([]DataFile(nil), files...)
+	for i := range unrecorded {
+		unrecorded[i].RecordCount = 0
+	}
+	pl := &Planner{Cache: footer.NewCache("t", 1<<30, mem.open)}
+	for _, c := range []struct {
+		files []DataFile
+		want  int64
+	}{{files, 1000}, {unrecorded, 0}, {files, 1000}, {unrecorded, 0}} {
+		req := Request{Table: Table{Schema: schema}, Files: c.files, Predicate: bindOrFail(t, schema, eqString(19, "blue")), Projection: []int{2, 19}, Options: DefaultOptions()}
+		resp, _, err := pl.Plan(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Files) != 3 {
+			t.Fatalf("%d files planned, want 3", len(resp.Files))
+		}
+		for _, pf := range resp.Files {
+			if pf.RecordCount != c.want || pf.RowGroupsPlanned != 4 || pf.RowGroupsTotal != 4 {
+				t.Fatalf("%s: record count %d, row groups %d of %d; want %d, 4 of 4", pf.File, pf.RecordCount, pf.RowGroupsPlanned, pf.RowGroupsTotal, c.want)
 			}
 		}
 	}

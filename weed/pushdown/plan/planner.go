@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -48,6 +49,9 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		e = predicate.Const{Value: true}
 	}
 	hasPredicate := !isTrue(e)
+	if hasPredicate {
+		req.verdictKey, req.storeVerdicts = verdictKeyOf(e, o)
+	}
 	req.Table.nameMappingKey = nameMappingKey(req.Table.NameMapping)
 	tiers := map[string]*tierCounter{}
 	for _, t := range Tiers {
@@ -193,13 +197,21 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		tierWorkers = o.Concurrency
 	}
 	outs := make([]*fileOutput, len(live))
-	// every surviving file's PlannedFile, filled by its worker (one allocation)
-	plannedSlab := make([]pushdown_pb.PlannedFile, len(live))
+	// every surviving file's PlannedFile, filled by its worker
+	planned := make([]*pushdown_pb.PlannedFile, len(live))
+	// Workers claim runs of neighbouring files (each writes its own stretch
+	// of outs, planned and the plans); one at a time while footers load.
+	run := int64(64)
+	if cold != nil {
+		run = 1
+	}
+	var claimed atomic.Int64
 	g, gctx = errgroup.WithContext(ctx)
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
 			local := newTierCounters()
 			fc := &fileContext{hashes: &bloomHashMemo{}, lookups: p.Cache.Lookups()}
+			fc.planned.chunk = min(512, len(live)/tierWorkers+1) // few if most are shared
 			defer fc.lookups.Flush()
 			defer func() {
 				mu.Lock()
@@ -210,26 +222,26 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 				}
 				mu.Unlock()
 			}()
-			for i := w; i < len(live); i += tierWorkers {
-				fp := live[i]
-				if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
-					return err
+			for {
+				lo := int(claimed.Add(run) - run)
+				if lo >= len(live) {
+					return nil
 				}
-				if fp.Skip {
-					continue
-				}
-				out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
-				outs[i] = out
-				if out.rowGroupsLeft > 0 {
-					plannedSlab[i] = pushdown_pb.PlannedFile{
-						File: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount,
-						FooterOffset: fp.Footer.TrailerOffset(), FooterLength: fp.Footer.TrailerLength(),
-						RowGroupsTotal: int32(len(fp.RowGroups)), RowGroupsPlanned: int32(out.rowGroupsLeft),
-						HasPageIndex: fp.Footer.HasNativePageIndex(), Identity: fp.Footer.IdentityDir(),
+				for i := lo; i < min(lo+int(run), len(live)); i++ {
+					fp := live[i]
+					if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
+						return err
+					}
+					if fp.Skip {
+						continue
+					}
+					out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
+					outs[i] = out
+					if out.rowGroupsLeft > 0 {
+						planned[i] = out.plannedFile(fp, &fc.planned)
 					}
 				}
 			}
-			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -239,14 +251,19 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.output = outs[i]
 	}
 
-	// One allocation for every file's FileRanges.
-	nranges := 0
+	// One allocation for the FileRanges of every file not sharing its own.
+	nranges, nshared := 0, 0
 	for _, out := range outs {
 		if out != nil && out.rowGroupsLeft > 0 {
-			nranges += len(out.ranges)
+			if out.fileRanges != nil {
+				nshared += len(out.fileRanges)
+			} else {
+				nranges += len(out.ranges)
+			}
 		}
 	}
 	rangeSlab := make([]pushdown_pb.FileRange, nranges)
+	nranges += nshared
 	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
 		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
 		FileRanges: make([]*pushdown_pb.FileRange, 0, nranges)}
@@ -298,14 +315,19 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		rowsPlanned += out.rowsPlanned
 		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
 		resp.Pages = append(resp.Pages, out.pages...)
-		for _, r := range out.ranges {
-			fr := &rangeSlab[0]
-			rangeSlab = rangeSlab[1:]
-			fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
-			resp.FileRanges = append(resp.FileRanges, fr)
-			st.BytesPlanned += r.Len
+		if out.fileRanges != nil {
+			resp.FileRanges = append(resp.FileRanges, out.fileRanges...)
+			st.BytesPlanned += out.bytesPlanned
+		} else {
+			for _, r := range out.ranges {
+				fr := &rangeSlab[0]
+				rangeSlab = rangeSlab[1:]
+				fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
+				resp.FileRanges = append(resp.FileRanges, fr)
+				st.BytesPlanned += r.Len
+			}
 		}
-		resp.Files = append(resp.Files, &plannedSlab[li])
+		resp.Files = append(resp.Files, planned[li])
 	}
 	for _, m := range lastMissing {
 		missing[m] += missingRun
@@ -364,23 +386,43 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	fp.state = fileStateOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
 	fp.Columns = fp.state.columns
 	fc.reset(&req.Table, fp.Footer, fp.state)
-	if !fp.Columns.Mapped {
+	if !fp.state.mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
 	fp.RowGroups = fc.rowGroups.take(md.NumRowGroups())
 	if !hasPredicate {
 		return p.applyDeletes(fp, local)
 	}
-	o := req.Options
-	alive := md.NumRowGroups()
-	lastTier := ""
-	for rg := 0; rg < md.NumRowGroups(); rg++ {
+	t0 := time.Now()
+	side := fp.Footer.SidePageColumns()
+	if v := fp.state.verdictsOf(req.verdictKey, side); v != nil {
+		// this predicate's verdicts on this file, memoized by an earlier plan
+		v.copyTo(fp)
+		local[TierFooter].dur += time.Since(t0)
+	} else {
+		if err := evaluateRowGroups(ctx, p.Cache, req.Options, fp, e, local, fc); err != nil {
+			return err
+		}
+		if req.verdictKey != 0 && req.storeVerdicts && !fc.volatile {
+			fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.RowGroups))
+		}
+		fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+		fp.Used = fc.noteStrings(fp.Used, fc.used)
+	}
+	countSkips(fp, local)
+	if !req.Options.Disable[TierSideIndex] {
+		p.applySideIndex(fp, local)
+	}
+	return p.applyDeletes(fp, local)
+}
+
+// evaluateRowGroups runs the footer tiers (zone maps, bloom filters and
+// dictionaries, page index) over every row group of fp.
+func evaluateRowGroups(ctx context.Context, cache *footer.Cache, o Options, fp *FilePlan, e predicate.Expr, local map[string]*tierCounter, fc *fileContext) error {
+	for rg := range fp.RowGroups {
 		rgp := &fp.RowGroups[rg]
 		if fp.Footer.RowGroupRows(rg) == 0 {
 			rgp.Skip, rgp.SkipTier = true, TierFooter
-			local[TierFooter].rowGroups++
-			alive--
-			lastTier = TierFooter
 			continue
 		}
 		t0 := time.Now()
@@ -390,7 +432,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 		local[TierFooter].dur += time.Since(t0)
 		if !rgp.Skip && !o.Disable[TierBloom] {
 			t0 = time.Now()
-			v, err := fc.PruneRowGroupByBloom(ctx, p.Cache, rg, e)
+			v, err := fc.PruneRowGroupByBloom(ctx, cache, rg, e)
 			if err != nil {
 				return err
 			}
@@ -412,7 +454,16 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 			}
 			local[TierPageIndex].dur += time.Since(t0)
 		}
-		if rgp.Skip {
+	}
+	return nil
+}
+
+// countSkips counts the row groups of fp each footer tier pruned, and the
+// file for the tier that pruned its last row group when none is left.
+func countSkips(fp *FilePlan, local map[string]*tierCounter) {
+	alive, lastTier := len(fp.RowGroups), ""
+	for i := range fp.RowGroups {
+		if rgp := &fp.RowGroups[i]; rgp.Skip {
 			local[rgp.SkipTier].rowGroups++
 			alive--
 			lastTier = rgp.SkipTier
@@ -421,12 +472,6 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	if alive == 0 && lastTier != "" {
 		local[lastTier].files++
 	}
-	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
-	fp.Used = fc.noteStrings(fp.Used, fc.used)
-	if !o.Disable[TierSideIndex] {
-		p.applySideIndex(fp, local)
-	}
-	return p.applyDeletes(fp, local)
 }
 
 // newTierCounters are one worker's counters of the footer tiers.
@@ -572,12 +617,14 @@ func forEachIndex(n, workers int, fn func(i int)) {
 		}
 		return
 	}
+	// each worker a contiguous stretch: neighbours' writes share no cache
+	// lines across cores
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < n; i += workers {
+			for i := w * n / workers; i < (w+1)*n/workers; i++ {
 				fn(i)
 			}
 		}()

@@ -66,6 +66,49 @@ type fileOutput struct {
 	pagesPlanned  int64
 	bytesTotal    int64 // projected column chunks of every row group
 	rowGroupsLeft int
+	// a memoized output's response messages, shared by every response
+	// naming the file (nil: built per plan): its FileRanges (bytesPlanned
+	// their bytes) and its PlannedFile, valid for a manifest entry of the
+	// same record count
+	fileRanges   []*pushdown_pb.FileRange
+	bytesPlanned int64
+	planned      *pushdown_pb.PlannedFile
+}
+
+// plannedFile is fp's PlannedFile: the memoized one when it says what fp's
+// manifest entry says, else one cut from slab.
+func (out *fileOutput) plannedFile(fp *FilePlan, slab *slab[pushdown_pb.PlannedFile]) *pushdown_pb.PlannedFile {
+	if pf := out.planned; pf != nil && pf.File == fp.File.Path && pf.SizeBytes == fp.File.Size && pf.RecordCount == fp.File.RecordCount {
+		return pf
+	}
+	pf := &slab.take(1)[0]
+	fillPlannedFile(pf, fp, out)
+	return pf
+}
+
+func fillPlannedFile(pf *pushdown_pb.PlannedFile, fp *FilePlan, out *fileOutput) {
+	pf.File, pf.SizeBytes, pf.RecordCount = fp.File.Path, fp.File.Size, fp.File.RecordCount
+	pf.FooterOffset, pf.FooterLength = fp.Footer.TrailerOffset(), fp.Footer.TrailerLength()
+	pf.RowGroupsTotal, pf.RowGroupsPlanned = int32(len(fp.RowGroups)), int32(out.rowGroupsLeft)
+	pf.HasPageIndex, pf.Identity = fp.Footer.HasNativePageIndex(), fp.Footer.IdentityDir()
+}
+
+// shareMessages builds the response messages of an output about to be
+// memoized for fp.
+func (out *fileOutput) shareMessages(fp *FilePlan) *fileOutput {
+	if out.rowGroupsLeft == 0 {
+		return out
+	}
+	msgs := make([]pushdown_pb.FileRange, len(out.ranges))
+	out.fileRanges = make([]*pushdown_pb.FileRange, len(out.ranges))
+	for i, r := range out.ranges {
+		msgs[i].File, msgs[i].Offset, msgs[i].Length = fp.File.Path, r.Off, r.Len
+		out.fileRanges[i] = &msgs[i]
+		out.bytesPlanned += r.Len
+	}
+	out.planned = &pushdown_pb.PlannedFile{}
+	fillPlannedFile(out.planned, fp, out)
+	return out
 }
 
 // fileOutputOf is buildFile's output for fp's projection. A file read
@@ -105,7 +148,7 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileO
 		side    int32
 		skipped bool
 	}
-	out := fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, side, allSkipped}, func() any { return buildFileOf(fp, fieldIDs, idsKey, gap) }).(*fileOutput)
+	out := fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, side, allSkipped}, func() any { return buildFileOf(fp, fieldIDs, idsKey, gap).shareMessages(fp) }).(*fileOutput)
 	slot.Store(&outputMemo{ids: idsKey, gap: gap, side: side, out: out})
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
@@ -29,6 +30,10 @@ type fileContext struct {
 	leaves  []fieldLeaf
 	missing noteSet
 	used    noteSet
+	// volatile: the file's verdicts read something besides the file and
+	// the predicate (the table's defaults or partition specs) or met a
+	// failure the next plan retries; they are not memoized
+	volatile bool
 	// hashes memoizes bloom hashes of predicate literals (the planning
 	// worker's; nil: computed each time)
 	hashes *bloomHashMemo
@@ -41,6 +46,9 @@ type fileContext struct {
 	allRows   RowSet // SelectRowsByPageIndex's scratch
 	rowGroups slab[RowGroupPlan]
 	strSlab   slab[string]
+	planned   slab[pushdown_pb.PlannedFile]
+	// the notes of the last verdicts the worker memoized (see notesOf)
+	lastNotes *verdictNotes
 }
 
 // noteStrings appends the strings of notes to dst (from the worker's
@@ -69,11 +77,19 @@ func (fc *fileContext) noteStrings(dst []string, notes noteSet) []string {
 // slab hands out short slices cut from larger allocations, so a plan of
 // many files allocates their small slices a few times instead of once per
 // file. A slice handed out has no spare capacity: appending to it copies.
-type slab[T any] struct{ buf []T }
+// chunk is the size of its allocations (0: 512).
+type slab[T any] struct {
+	buf   []T
+	chunk int
+}
 
 func (s *slab[T]) take(n int) []T {
 	if n > cap(s.buf)-len(s.buf) {
-		s.buf = make([]T, 0, max(n, 512))
+		chunk := s.chunk
+		if chunk <= 0 {
+			chunk = 512
+		}
+		s.buf = make([]T, 0, max(n, chunk))
 	}
 	i := len(s.buf)
 	s.buf = s.buf[:i+n]
@@ -202,6 +218,7 @@ func newFileContext(t *Table, f *footer.Footer, s *fileState) *fileContext {
 func (fc *fileContext) reset(t *Table, f *footer.Footer, s *fileState) {
 	fc.table, fc.footer, fc.md, fc.columns, fc.state = t, f, f.Meta, s.columns, s
 	fc.leaves, fc.missing, fc.used = fc.leaves[:0], fc.missing[:0], fc.used[:0]
+	fc.volatile = false
 }
 
 // leaf returns the leaf column state of a predicate field (ok false: the
@@ -239,6 +256,7 @@ func (fc *fileContext) absentStats(l *predicate.Leaf) (prune.ColumnStats, bool) 
 	if _, ok := fc.leaf(l); ok { // stored as a leaf column
 		return prune.ColumnStats{}, false
 	}
+	fc.volatile = true // what follows reads the table
 	if !fc.columns.Mapped || fc.columns.ByName {
 		// Only field ids prove a column absent; a name that did not resolve
 		// may still be there under another spelling.
@@ -341,6 +359,7 @@ func (fc *fileContext) PruneRowGroupByBloom(ctx context.Context, cache *footer.C
 			if ctx.Err() != nil {
 				ctxErr = ctx.Err()
 			}
+			fc.volatile = true
 			fc.missing.add(note{"bloom_filter", l.Name, "unreadable"})
 			return prune.MightMatch
 		}

@@ -23,6 +23,7 @@ func (fc *fileContext) SelectRowsByPageIndex(ctx context.Context, rg int, e pred
 		if perrCtx(err) {
 			return nil, err
 		}
+		fc.volatile = true
 		fc.missing.add(note{"page_index", "", err.Error()})
 		return nil, nil
 	}
