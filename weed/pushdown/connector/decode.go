@@ -715,18 +715,34 @@ func (fl *fileLayout) offsetIndex(sf *sparseFile, rg, leaf int) metadata.OffsetI
 }
 
 // latePages selects the pages of top's leaf in row group r.rg that hold a
-// row of keep (sorted), with the chunk's dictionary region; ok is false
-// when the offset index is unusable or the selection is not at most half
-// the chunk.
-func (fl *fileLayout) latePages(sf *sparseFile, r *rowGroupRead, top int, keep []int64) (pages []pageRange, dict byteRange, ok bool) {
+// row of rows, with the chunk's dictionary region; ok is false when the
+// offset index is unusable (and no earlier read listed the pages from
+// their headers) or the selection is not at most half the chunk.
+func (fl *fileLayout) latePages(sf *sparseFile, r *rowGroupRead, top int, rows plan.RowSet) (pages []pageRange, dict byteRange, ok bool) {
 	leaf := fl.leavesOf[top][0]
 	ch := fl.chunks[r.rg][leaf]
 	oi := fl.offsetIndex(sf, r.rg, leaf)
 	if oi == nil {
+		// no offset index: the pages an earlier read found by their
+		// headers (headerPagesOf), if any
+		if all, ok := fl.metaHeaderPages([2]int{r.rg, leaf}); ok && all != nil {
+			return pagesWithRows(all, ch, rows)
+		}
 		return nil, byteRange{}, false
 	}
 	all, err := footer.PagesOf(oi, ch, r.numRows)
 	if err != nil {
+		return nil, byteRange{}, false
+	}
+	return pagesWithRows(all, ch, rows)
+}
+
+// pagesWithRows selects the pages of all (a chunk's, in row order) that
+// hold a row of rows, with the chunk's dictionary region (the bytes before
+// its first page); ok is false when none does or the selection is not at
+// most half the chunk.
+func pagesWithRows(all []footer.Page, ch footer.Chunk, rows plan.RowSet) (pages []pageRange, dict byteRange, ok bool) {
+	if len(all) == 0 {
 		return nil, byteRange{}, false
 	}
 	if first := all[0].Offset; first > ch.Start {
@@ -735,10 +751,10 @@ func (fl *fileLayout) latePages(sf *sparseFile, r *rowGroupRead, top int, keep [
 	total := dict.Len
 	k := 0
 	for _, pg := range all {
-		for k < len(keep) && keep[k] < pg.FirstRow {
+		for k < len(rows) && rows[k].End <= pg.FirstRow {
 			k++
 		}
-		if k < len(keep) && keep[k] < pg.EndRow {
+		if k < len(rows) && rows[k].Start < pg.EndRow {
 			pages = append(pages, pageRangeOf(pg))
 			total += pg.Length
 		}
@@ -761,7 +777,7 @@ func (fl *fileLayout) lateRead(sf *sparseFile, r *rowGroupRead, keep []int64) la
 	lr := lateRead{sel: &rowGroupRead{rg: r.rg, numRows: r.numRows, pages: map[int][]pageRange{}, dict: map[int]byteRange{}}}
 	lr.sel.rows = rangesOf(keep)
 	for _, top := range r.late {
-		if pages, dict, ok := fl.latePages(sf, r, top, keep); ok {
+		if pages, dict, ok := fl.latePages(sf, r, top, lr.sel.rows); ok {
 			leaf := fl.leavesOf[top][0]
 			lr.sel.pages[leaf] = pages
 			if dict.Len > 0 {
