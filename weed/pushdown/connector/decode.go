@@ -49,6 +49,11 @@ type fileLayout struct {
 	// footer entry the layout came from (nil: not cached).
 	mapping iceberg.NameMapping
 	meta    *fileMeta
+	// bare is md without its key-value metadata (the stored ARROW:schema),
+	// and bareOK[top] tells whether pqarrow infers top's Arrow type from
+	// the Parquet schema alone (bareMeta).
+	bare   *metadata.FileMetaData
+	bareOK []bool
 }
 
 func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
@@ -57,6 +62,16 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 		return nil, fmt.Errorf("%s: Arrow schema: %w", path, err)
 	}
 	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm), mapping: nm}
+	if inferred, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, nil); err == nil && md.FileMetaData != nil && inferred.NumFields() == as.NumFields() {
+		fl.bareOK = make([]bool, as.NumFields())
+		for i := range fl.bareOK {
+			fl.bareOK[i] = arrow.TypeEqual(inferred.Field(i).Type, as.Field(i).Type)
+		}
+		bare, inner := *md, *md.FileMetaData
+		inner.KeyValueMetadata = nil
+		bare.FileMetaData = &inner
+		fl.bare = &bare
+	}
 	root := md.Schema.Root()
 	fl.leavesOf = make([][]int, root.NumFields())
 	fl.topOf = make([]int, md.Schema.NumColumns())
@@ -217,7 +232,7 @@ func wholeChunkReader(fl *fileLayout, sf *sparseFile, rg int, tops []int, stream
 	if stream {
 		rp.BufferSize = streamBufferBytes
 	}
-	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(rp))
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.bareMeta(tops)), file.WithReadProps(rp))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,6 +247,22 @@ func wholeChunkReader(fl *fileLayout, sf *sparseFile, rg int, tops []int, stream
 		return nil, nil, err
 	}
 	return fr, leaves, nil
+}
+
+// bareMeta is the footer to decode tops with: fl.md, or fl.bare when
+// pqarrow infers each of tops' Arrow types without the stored Arrow
+// schema — then arrow-go does not parse that schema again for every row
+// group it decodes (3% of a warm point lookup's CPU).
+func (fl *fileLayout) bareMeta(tops []int) *metadata.FileMetaData {
+	if fl.bare == nil {
+		return fl.md
+	}
+	for _, top := range tops {
+		if top < 0 || top >= len(fl.bareOK) || !fl.bareOK[top] {
+			return fl.md
+		}
+	}
+	return fl.bare
 }
 
 // topNamed is the index of the top-level field named name.

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -425,5 +426,59 @@ func TestFewRowsOfAChunkWithoutOffsetIndexDecompressOnlyThePagesHoldingThem(t *t
 	if cols, err := decodeWhole(ctx, fl, sparseOf(damaged), 0, []int{top}); err == nil {
 		releaseColumns(cols)
 		t.Fatal("the damaged chunk decodes whole")
+	}
+}
+
+// A whole-chunk decode reads without the stored Arrow schema only the
+// columns whose Arrow types the Parquet schema gives alone: every column
+// decodes as the file's Arrow type, with the values a decode with the
+// stored schema gives.
+func TestWholeChunksDecodeAsTheFilesArrowTypesWithOrWithoutTheStoredSchema(t *testing.T) {
+	ctx := context.Background()
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "i64", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts_tz", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "Europe/Paris"}, Nullable: true}, // its zone only in the stored schema
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true}, // large only with the stored schema
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	for i := 0; i < 5000; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 7)
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000 + i))
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("v%d", i%13))
+		b.Field(3).(*array.LargeStringBuilder).Append(fmt.Sprintf("large %d", i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	data := harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(2000), parquet.WithCompression(compress.Codecs.Zstd)),
+		pqarrow.WithStoreSchema())
+	fl, sf := layoutOf(t, "mem", data), sparseOf(data)
+	wantBare := map[string]bool{"i64": true, "ts_tz": false, "s": true, "big": false}
+	for top := 0; top < sch.NumFields(); top++ {
+		name := sch.Field(top).Name
+		if bare := fl.bareMeta([]int{top}) != fl.md; bare != wantBare[name] {
+			t.Fatalf("column %s decodes without the stored schema: %v, want %v", name, bare, wantBare[name])
+		}
+		withSchema := *fl
+		withSchema.bare = nil // always the stored schema
+		got, err := decodeWhole(ctx, fl, sf, 1, []int{top})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := decodeWhole(ctx, &withSchema, sf, 1, []int{top})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ := sch.Field(top).Type
+		if g, w := got[top].arr, want[top].arr; !(arrow.TypeEqual(g.DataType(), typ) || fl.readsAsDict(1, top) && isDictionaryOf(g.DataType(), typ)) || !array.Equal(g, w) || g.Len() != 2000 {
+			t.Fatalf("column %s: %s %v, with the stored schema %s %v", name, g.DataType(), g, w.DataType(), w)
+		}
+		releaseColumns(got)
+		releaseColumns(want)
+	}
+	// several columns: without it only when every one allows
+	if fl.bareMeta([]int{0, 1}) != fl.md || fl.bareMeta([]int{0, 2}) == fl.md {
+		t.Fatal("several columns: the stored schema is used unless no column's type needs it")
 	}
 }
