@@ -234,8 +234,11 @@ func gatherDictionaryBytes(d *array.Dictionary, pos []int32) (arrow.Array, bool)
 	// value's (a sliced dictionary)
 	valueOffsets, values := bin.ValueOffsets(), bin.ValueBytes()
 	base := valueOffsets[0]
-	index := dictIndex(d)
 	dictValues := d.Dictionary()
+	if ix, ok := d.Indices().(*array.Int32); ok && d.NullN() == 0 && dictValues.NullN() == 0 {
+		return gatherNoNulls(dictValues.DataType(), ix.Int32Values(), pos, valueOffsets, values)
+	}
+	index := dictIndex(d)
 	n := len(pos)
 	var size int64
 	nulls := 0
@@ -285,6 +288,41 @@ func gatherDictionaryBytes(d *array.Dictionary, pos []int32) (arrow.Array, bool)
 			b.Release() // ad holds them
 		}
 	}
+	return array.MakeFromData(ad), true
+}
+
+// gatherNoNulls is gatherDictionaryBytes without NULLs: the values of
+// dictionary entries indices[p] for p in pos, one loop each for the size
+// and the copy, no call a row.
+func gatherNoNulls(typ arrow.DataType, indices, pos []int32, valueOffsets []int32, values []byte) (arrow.Array, bool) {
+	base, nd := valueOffsets[0], int32(len(valueOffsets)-1)
+	var size int64
+	for _, p := range pos {
+		k := indices[p]
+		if k < 0 || k >= nd {
+			return nil, false // Arrow's take names the bad index
+		}
+		size += int64(valueOffsets[k+1] - valueOffsets[k])
+	}
+	if size > math.MaxInt32 {
+		return nil, false
+	}
+	offsets := memory.NewResizableBuffer(decodeMem)
+	offsets.Resize(arrow.Int32Traits.BytesRequired(len(pos) + 1))
+	data := memory.NewResizableBuffer(decodeMem)
+	data.Resize(int(size))
+	offs, out := arrow.Int32Traits.CastFromBytes(offsets.Bytes()), data.Bytes()
+	at := int32(0)
+	for i, p := range pos {
+		k := indices[p]
+		offs[i] = at
+		at += int32(copy(out[at:], values[valueOffsets[k]-base:valueOffsets[k+1]-base]))
+	}
+	offs[len(pos)] = at
+	ad := array.NewData(typ, len(pos), []*memory.Buffer{nil, offsets, data}, nil, 0, 0)
+	defer ad.Release()
+	offsets.Release()
+	data.Release()
 	return array.MakeFromData(ad), true
 }
 
