@@ -17,11 +17,12 @@ import (
 )
 
 // WriteParquet writes rec as one Parquet file (field ids, when wanted, go
-// in the Arrow fields' "PARQUET:field_id" metadata).
-func WriteParquet(t testing.TB, rec arrow.RecordBatch, props *parquet.WriterProperties) []byte {
+// in the Arrow fields' "PARQUET:field_id" metadata; arrowOpts e.g.
+// pqarrow.WithStoreSchema()).
+func WriteParquet(t testing.TB, rec arrow.RecordBatch, props *parquet.WriterProperties, arrowOpts ...pqarrow.WriterOption) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties(arrowOpts...))
 	if err != nil {
 		t.Fatal(err)
 	}

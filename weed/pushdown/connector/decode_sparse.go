@@ -34,7 +34,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
 // sparseShare: rows decode sparsely when they are at most 1/sparseShare of
@@ -158,11 +160,25 @@ func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGro
 		if r.rows == nil || !fl.lateEligible(top) {
 			return nil, false, nil
 		}
-		// the chunk as one page of every row
-		if rows, runs, nrows, ok = sparseRows(r, []pageRange{{firstRow: 0, rowCount: r.numRows}}); !ok {
-			return nil, false, nil
+		if pages, dict, found := fl.headerPagesOf(sf, r, top); found {
+			// the pages holding the rows, found by their headers: only
+			// those are decompressed
+			pr := *r
+			pr.pages, pr.dict = map[int][]pageRange{leaf: pages}, map[int]byteRange{}
+			if dict.Len > 0 {
+				pr.dict[leaf] = dict
+			}
+			if rows, runs, nrows, ok = sparseRows(&pr, pages); ok {
+				cr, typ, err = pagesReader(fl, sf, &pr, top, nrows)
+			}
 		}
-		cr, typ, err = chunkReader(fl, sf, r.rg, top)
+		if cr == nil && err == nil {
+			// the chunk as one page of every row
+			if rows, runs, nrows, ok = sparseRows(r, []pageRange{{firstRow: 0, rowCount: r.numRows}}); !ok {
+				return nil, false, nil
+			}
+			cr, typ, err = chunkReader(fl, sf, r.rg, top)
+		}
 	}
 	if err != nil || cr == nil {
 		return nil, false, err
@@ -222,6 +238,51 @@ func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGro
 		n.Add(1)
 	}
 	return &column{arr: arr, rows: rows}, true, nil
+}
+
+// headerPagesOf selects, as latePages does, the pages of top's chunk in
+// row group r.rg holding a row of r.rows, listed from the page headers of
+// the chunk (fetched whole in sf; cached with the footer): a file without
+// an offset index. ok is false when the headers do not list the chunk's
+// pages or the selection is not at most half the chunk.
+func (fl *fileLayout) headerPagesOf(sf *sparseFile, r *rowGroupRead, top int) (pages []pageRange, dict byteRange, ok bool) {
+	leaf := fl.leavesOf[top][0]
+	ch := fl.chunks[r.rg][leaf]
+	key := [2]int{r.rg, leaf}
+	var all []footer.Page
+	if v, cached := fl.metaHeaderPages(key); cached {
+		all = v
+	} else {
+		b, held := sf.bytesAt(ch.Start, ch.Length)
+		if !held {
+			return nil, byteRange{}, false
+		}
+		var err error
+		if all, err = sideindex.FlatChunkPages(ch, b, r.numRows); err != nil {
+			all = nil // read whole (and not tried again)
+		}
+		if fl.meta != nil {
+			fl.meta.headerPages.Store(key, all)
+		}
+	}
+	if all == nil {
+		return nil, byteRange{}, false
+	}
+	return pagesWithRows(all, ch, r.rows)
+}
+
+// metaHeaderPages are the cached page-header pages of key ([row group,
+// leaf]).
+func (fl *fileLayout) metaHeaderPages(key [2]int) ([]footer.Page, bool) {
+	if fl.meta == nil {
+		return nil, false
+	}
+	v, ok := fl.meta.headerPages.Load(key)
+	if !ok {
+		return nil, false
+	}
+	pages, _ := v.([]footer.Page)
+	return pages, true
 }
 
 // sparseCountKey keys the query's count of sparse decodes (Stats.SparseColumns)

@@ -14,10 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
 // sparseColumns are the columns of sparseTestFile; sparse tells whether the
@@ -128,7 +130,7 @@ func sparseTestFile(t *testing.T, v2 bool, codec compress.Compression) []byte {
 // holding a row, or every page when that is more than half the chunk.
 func pagesHolding(t *testing.T, fl *fileLayout, sf *sparseFile, rg, top int, numRows int64, rows []int64) ([]pageRange, map[int]byteRange) {
 	leaf := fl.leavesOf[top][0]
-	pages, d, ok := fl.latePages(sf, &rowGroupRead{rg: rg, numRows: numRows}, top, rows)
+	pages, d, ok := fl.latePages(sf, &rowGroupRead{rg: rg, numRows: numRows}, top, rangesOf(rows))
 	if !ok {
 		ch := fl.chunks[rg][leaf]
 		all, err := footer.PagesOf(fl.offsetIndex(sf, rg, leaf), ch, numRows)
@@ -339,5 +341,144 @@ func TestOnlyStringChunksWhollyDictionaryEncodedDecodeAsDictionaries(t *testing.
 			}
 		}
 		releaseColumns(cols)
+	}
+}
+
+// The pages listed from a chunk's page headers are the pages its offset
+// index gives: offsets, lengths and rows, every flat column and row
+// group, data pages v1 and v2.
+func TestPagesFromPageHeadersAreThePagesOfTheOffsetIndex(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		data := sparseTestFile(t, v2, compress.Codecs.Zstd)
+		fl, sf := layoutOf(t, "mem", data), sparseOf(data)
+		for rg := range fl.chunks {
+			numRows := fl.md.RowGroup(rg).NumRows()
+			for top := range sparseColumns {
+				leaf := fl.leavesOf[top][0]
+				ch := fl.chunks[rg][leaf]
+				want, err := footer.PagesOf(fl.offsetIndex(sf, rg, leaf), ch, numRows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := sideindex.FlatChunkPages(ch, data[ch.Start:ch.Start+ch.Length], numRows)
+				if err != nil {
+					t.Fatalf("v2 %v row group %d column %s: %v", v2, rg, sparseColumns[top].field.Name, err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("v2 %v row group %d column %s: pages from headers\n%v\nfrom the offset index\n%v", v2, rg, sparseColumns[top].field.Name, got, want)
+				}
+			}
+		}
+		// a chunk cut short, or claimed to hold other rows, lists no pages
+		ch := fl.chunks[0][fl.leavesOf[1][0]]
+		if _, err := sideindex.FlatChunkPages(ch, data[ch.Start:ch.Start+ch.Length/2], fl.md.RowGroup(0).NumRows()); err == nil {
+			t.Fatal("half a chunk: no error")
+		}
+		if _, err := sideindex.FlatChunkPages(ch, data[ch.Start:ch.Start+ch.Length], fl.md.RowGroup(0).NumRows()+1); err == nil {
+			t.Fatal("one row more than the pages hold: no error")
+		}
+	}
+}
+
+// In a file without offset indexes, a few rows of a whole chunk decode
+// from the pages holding them, found by the page headers: the other
+// pages are not decompressed (damage to their data does not reach the
+// decode), and the values are the whole decode's.
+func TestFewRowsOfAChunkWithoutOffsetIndexDecompressOnlyThePagesHoldingThem(t *testing.T) {
+	ctx := context.Background()
+	data := sparseTestFile(t, false, compress.Codecs.Zstd)
+	fl := layoutOf(t, "mem", data)
+	top := fl.topNamed("s_plain") // plain strings: the late column of a point lookup
+	leaf := fl.leavesOf[top][0]
+	numRows := fl.md.RowGroup(0).NumRows()
+	ch := fl.chunks[0][leaf]
+	oracle, err := decodeWhole(ctx, fl, sparseOf(data), 0, []int{top})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseColumns(oracle)
+	pages, err := sideindex.FlatChunkPages(ch, data[ch.Start:ch.Start+ch.Length], numRows)
+	if err != nil || len(pages) < 4 {
+		t.Fatalf("%d pages (%v), want several", len(pages), err)
+	}
+	row := (pages[2].FirstRow + pages[2].EndRow) / 2
+	damaged := append([]byte(nil), data...)
+	for _, pg := range []footer.Page{pages[0], pages[len(pages)-1]} {
+		for i := pg.Offset + pg.Length - 8; i < pg.Offset+pg.Length; i++ {
+			damaged[i] ^= 0x5a // the end of the page's compressed data
+		}
+	}
+	for _, d := range []struct {
+		name string
+		data []byte
+	}{{"intact", data}, {"other pages damaged", damaged}} {
+		r := &rowGroupRead{rg: 0, numRows: numRows, rows: rangesOf([]int64{row}), pages: map[int][]pageRange{}, dict: map[int]byteRange{}}
+		col, sparse, err := decodeSparse(ctx, fl, sparseOf(d.data), r, top)
+		if err != nil || !sparse {
+			t.Fatalf("%s: sparse %v, err %v", d.name, sparse, err)
+		}
+		if got, want := valueAt(col.arr, col.index(row)), valueAt(oracle[top].arr, int(row)); got != want {
+			t.Fatalf("%s: row %d is %s, want %s", d.name, row, got, want)
+		}
+		col.arr.Release()
+	}
+	// the damage is real: the whole chunk does not decode
+	if cols, err := decodeWhole(ctx, fl, sparseOf(damaged), 0, []int{top}); err == nil {
+		releaseColumns(cols)
+		t.Fatal("the damaged chunk decodes whole")
+	}
+}
+
+// A whole-chunk decode reads without the stored Arrow schema only the
+// columns whose Arrow types the Parquet schema gives alone: every column
+// decodes as the file's Arrow type, with the values a decode with the
+// stored schema gives.
+func TestWholeChunksDecodeAsTheFilesArrowTypesWithOrWithoutTheStoredSchema(t *testing.T) {
+	ctx := context.Background()
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "i64", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts_tz", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "Europe/Paris"}, Nullable: true}, // its zone only in the stored schema
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true}, // large only with the stored schema
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	defer b.Release()
+	for i := 0; i < 5000; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 7)
+		b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000 + i))
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("v%d", i%13))
+		b.Field(3).(*array.LargeStringBuilder).Append(fmt.Sprintf("large %d", i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	data := harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(2000), parquet.WithCompression(compress.Codecs.Zstd)),
+		pqarrow.WithStoreSchema())
+	fl, sf := layoutOf(t, "mem", data), sparseOf(data)
+	wantBare := map[string]bool{"i64": true, "ts_tz": false, "s": true, "big": false}
+	for top := 0; top < sch.NumFields(); top++ {
+		name := sch.Field(top).Name
+		if bare := fl.bareMeta([]int{top}) != fl.md; bare != wantBare[name] {
+			t.Fatalf("column %s decodes without the stored schema: %v, want %v", name, bare, wantBare[name])
+		}
+		withSchema := *fl
+		withSchema.bare = nil // always the stored schema
+		got, err := decodeWhole(ctx, fl, sf, 1, []int{top})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := decodeWhole(ctx, &withSchema, sf, 1, []int{top})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ := sch.Field(top).Type
+		if g, w := got[top].arr, want[top].arr; !(arrow.TypeEqual(g.DataType(), typ) || fl.readsAsDict(1, top) && isDictionaryOf(g.DataType(), typ)) || !array.Equal(g, w) || g.Len() != 2000 {
+			t.Fatalf("column %s: %s %v, with the stored schema %s %v", name, g.DataType(), g, w.DataType(), w)
+		}
+		releaseColumns(got)
+		releaseColumns(want)
+	}
+	// several columns: without it only when every one allows
+	if fl.bareMeta([]int{0, 1}) != fl.md || fl.bareMeta([]int{0, 2}) == fl.md {
+		t.Fatal("several columns: the stored schema is used unless no column's type needs it")
 	}
 }

@@ -79,6 +79,18 @@ func (f *sparseFile) ReadAt(p []byte, off int64) (int, error) {
 	return int(want), nil
 }
 
+// bytesAt are the n bytes at off, without a copy, when one fetched range
+// holds them all.
+func (f *sparseFile) bytesAt(off, n int64) ([]byte, bool) {
+	j := sort.Search(len(f.spans), func(j int) bool { return f.spans[j].off > off }) - 1
+	for ; j >= 0; j-- {
+		if s := f.spans[j]; s.off+int64(len(s.data)) >= off+n {
+			return s.data[off-s.off : off-s.off+n], true
+		}
+	}
+	return nil, false
+}
+
 // Seek implements io.Seeker (parquet.ReaderAtSeeker).
 func (f *sparseFile) Seek(offset int64, whence int) (int64, error) {
 	switch whence {
@@ -440,6 +452,7 @@ func objectSize(contentRange *string) (int64, bool) {
 type fileMeta struct {
 	layout        *fileLayout // consts and defaults unset
 	offsetIndexes sync.Map    // [2]int{row group, leaf} → metadata.OffsetIndex (nil: unusable)
+	headerPages   sync.Map    // [2]int{row group, leaf} → []footer.Page from the page headers (nil: unusable)
 }
 
 // metaKey identifies a file version as the catalog does: path and size,

@@ -970,6 +970,18 @@ func leafRowsOf(l *predicate.Leaf, typ iceberg.Type, arr arrow.Array) (keep []in
 			return keep, true
 		}
 	}
+	if x, isInt64 := arr.(*array.Int64); isInt64 && x.NullN() == 0 && !l.Negated && l.Op == predicate.OpEq && len(l.Lits) == 1 && l.Lits[0].K == value.Int {
+		// a point lookup's scan of a whole id column: one comparison a
+		// value, no call
+		c := l.Lits[0].I
+		keep = rowScratch.get(n)[:0]
+		for p, v := range x.Int64Values() {
+			if v == c {
+				keep = append(keep, int64(p))
+			}
+		}
+		return keep, true
+	}
 	test := leafTest(l, typ, arr)
 	if test == nil {
 		return nil, false

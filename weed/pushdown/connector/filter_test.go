@@ -529,3 +529,28 @@ func TestAnAndOfLeavesTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *te
 		t.Fatalf("the in-place test applied to %d of 3000 conjunctions", applied)
 	}
 }
+
+// A point lookup's equality on a whole int64 column without NULLs keeps
+// exactly the positions holding the value (every one, none when absent),
+// and its negation the others.
+func TestInt64EqualityOverAWholeColumnKeepsExactlyThePositionsOfTheValue(t *testing.T) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for _, v := range []int64{5, 7, -3, 7, 0, 7, 1 << 40} {
+		b.Append(v)
+	}
+	arr := b.NewArray()
+	defer arr.Release()
+	for _, tc := range []struct {
+		lit     int64
+		negated bool
+		want    string
+	}{{7, false, "[1 3 5]"}, {1 << 40, false, "[6]"}, {8, false, "[]"}, {7, true, "[0 2 4 6]"}} {
+		l := &predicate.Leaf{FieldID: 1, Op: predicate.OpEq, Lits: []value.Value{{K: value.Int, I: tc.lit}}, Negated: tc.negated}
+		got, ok := leafRowsOf(l, iceberg.PrimitiveTypes.Int64, arr)
+		if !ok || fmt.Sprint(got) != tc.want {
+			t.Fatalf("%s: kept %v (ok %v), want %s", l, got, ok, tc.want)
+		}
+		rowScratch.put(got)
+	}
+}

@@ -67,7 +67,7 @@ func TestLatePagesSelectThePagesOfMatchingRowsAndFallBackToWholeChunks(t *testin
 	r := &rowGroupRead{rg: 0, numRows: 2000}
 	msg := 1 // top-level field of msg
 	keep := []int64{7, 1500}
-	pages, _, ok := fl.latePages(sparseOf(data), r, msg, keep)
+	pages, _, ok := fl.latePages(sparseOf(data), r, msg, rangesOf(keep))
 	if !ok || len(pages) != 2 {
 		t.Fatalf("latePages = %d pages, ok %v; want the 2 pages holding rows 7 and 1500", len(pages), ok)
 	}
@@ -82,7 +82,7 @@ func TestLatePagesSelectThePagesOfMatchingRowsAndFallBackToWholeChunks(t *testin
 	for i := int64(0); i < 2000; i += 3 {
 		many = append(many, i)
 	}
-	if _, _, ok := fl.latePages(sparseOf(data), r, msg, many); ok {
+	if _, _, ok := fl.latePages(sparseOf(data), r, msg, rangesOf(many)); ok {
 		t.Fatal("a selection of nearly every page was not read whole")
 	}
 
@@ -92,7 +92,7 @@ func TestLatePagesSelectThePagesOfMatchingRowsAndFallBackToWholeChunks(t *testin
 	for i := loc.Offset; i < loc.Offset+int64(loc.Length); i++ {
 		broken[i] = 0xff
 	}
-	if _, _, ok := fl.latePages(sparseOf(broken), r, msg, keep); ok {
+	if _, _, ok := fl.latePages(sparseOf(broken), r, msg, rangesOf(keep)); ok {
 		t.Fatal("a malformed offset index was trusted")
 	}
 
@@ -100,13 +100,13 @@ func TestLatePagesSelectThePagesOfMatchingRowsAndFallBackToWholeChunks(t *testin
 	lying := append([]byte(nil), data...)
 	other := fl.chunks[0][fl.leavesOf[0][0]].OffsetIndex // id's index, pages outside msg's chunk
 	copy(lying[loc.Offset:], data[other.Offset:other.Offset+int64(min(other.Length, loc.Length))])
-	if _, _, ok := fl.latePages(sparseOf(lying), r, msg, keep); ok {
+	if _, _, ok := fl.latePages(sparseOf(lying), r, msg, rangesOf(keep)); ok {
 		t.Fatal("an offset index inconsistent with its chunk was trusted")
 	}
 
 	// no page index at all
 	flNone, dataNone := lateFile(t, false)
-	if _, _, ok := flNone.latePages(sparseOf(dataNone), r, msg, keep); ok {
+	if _, _, ok := flNone.latePages(sparseOf(dataNone), r, msg, rangesOf(keep)); ok {
 		t.Fatal("a chunk without an offset index was read page by page")
 	}
 }

@@ -9,9 +9,11 @@ package connector
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -174,6 +176,9 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 		}
 	}
 	if d, ok := col.arr.(*array.Dictionary); ok {
+		if taken, ok := gatherDictionaryBytes(d, pos); ok {
+			return taken, -1, nil
+		}
 		// the values of the rows' dictionary indices
 		b := array.NewInt32Builder(decodeMem)
 		defer b.Release()
@@ -204,6 +209,121 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 	defer indices.Release()
 	taken, err = compute.TakeArray(ctx, col.arr, indices)
 	return taken, -1, err
+}
+
+// gatherDictionaryBytes is the string or binary values of dictionary d at
+// positions pos (valid ones), copied straight into the result's offsets
+// and data (a low-cardinality column's matching rows: Arrow's take of the
+// dictionary was 8% of a status equality's CPU); ok is false for other
+// value types or results past 2 GiB.
+func gatherDictionaryBytes(d *array.Dictionary, pos []int32) (arrow.Array, bool) {
+	// String and Binary: int32 offsets into one byte buffer
+	bin, ok := d.Dictionary().(interface {
+		ValueOffsets() []int32
+		ValueBytes() []byte
+	})
+	if !ok {
+		return nil, false
+	}
+	switch d.Dictionary().DataType().ID() {
+	case arrow.STRING, arrow.BINARY:
+	default:
+		return nil, false
+	}
+	// offsets count from the data buffer's start, values from the first
+	// value's (a sliced dictionary)
+	valueOffsets, values := bin.ValueOffsets(), bin.ValueBytes()
+	base := valueOffsets[0]
+	dictValues := d.Dictionary()
+	if ix, ok := d.Indices().(*array.Int32); ok && d.NullN() == 0 && dictValues.NullN() == 0 {
+		return gatherNoNulls(dictValues.DataType(), ix.Int32Values(), pos, valueOffsets, values)
+	}
+	index := dictIndex(d)
+	n := len(pos)
+	var size int64
+	nulls := 0
+	for _, p := range pos {
+		if d.IsNull(int(p)) || dictValues.IsNull(index(int(p))) {
+			nulls++
+			continue
+		}
+		k := index(int(p))
+		if k < 0 || k >= dictValues.Len() {
+			return nil, false // Arrow's take names the bad index
+		}
+		size += int64(valueOffsets[k+1] - valueOffsets[k])
+	}
+	if size > math.MaxInt32 {
+		return nil, false
+	}
+	offsets := memory.NewResizableBuffer(decodeMem)
+	offsets.Resize(arrow.Int32Traits.BytesRequired(n + 1))
+	data := memory.NewResizableBuffer(decodeMem)
+	data.Resize(int(size))
+	var bitmap *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		bitmap = memory.NewResizableBuffer(decodeMem)
+		bitmap.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits = bitmap.Bytes()
+	}
+	offs, out := arrow.Int32Traits.CastFromBytes(offsets.Bytes()), data.Bytes()
+	at := int32(0)
+	for i, p := range pos {
+		offs[i] = at
+		if bits != nil {
+			if d.IsNull(int(p)) || dictValues.IsNull(index(int(p))) {
+				continue
+			}
+			bitutil.SetBit(bits, i)
+		}
+		k := index(int(p))
+		at += int32(copy(out[at:], values[valueOffsets[k]-base:valueOffsets[k+1]-base]))
+	}
+	offs[n] = at
+	ad := array.NewData(dictValues.DataType(), n, []*memory.Buffer{bitmap, offsets, data}, nil, nulls, 0)
+	defer ad.Release()
+	for _, b := range []*memory.Buffer{bitmap, offsets, data} {
+		if b != nil {
+			b.Release() // ad holds them
+		}
+	}
+	return array.MakeFromData(ad), true
+}
+
+// gatherNoNulls is gatherDictionaryBytes without NULLs: the values of
+// dictionary entries indices[p] for p in pos, one loop each for the size
+// and the copy, no call a row.
+func gatherNoNulls(typ arrow.DataType, indices, pos []int32, valueOffsets []int32, values []byte) (arrow.Array, bool) {
+	base, nd := valueOffsets[0], int32(len(valueOffsets)-1)
+	var size int64
+	for _, p := range pos {
+		k := indices[p]
+		if k < 0 || k >= nd {
+			return nil, false // Arrow's take names the bad index
+		}
+		size += int64(valueOffsets[k+1] - valueOffsets[k])
+	}
+	if size > math.MaxInt32 {
+		return nil, false
+	}
+	offsets := memory.NewResizableBuffer(decodeMem)
+	offsets.Resize(arrow.Int32Traits.BytesRequired(len(pos) + 1))
+	data := memory.NewResizableBuffer(decodeMem)
+	data.Resize(int(size))
+	offs, out := arrow.Int32Traits.CastFromBytes(offsets.Bytes()), data.Bytes()
+	at := int32(0)
+	for i, p := range pos {
+		k := indices[p]
+		offs[i] = at
+		at += int32(copy(out[at:], values[valueOffsets[k]-base:valueOffsets[k+1]-base]))
+	}
+	offs[len(pos)] = at
+	ad := array.NewData(typ, len(pos), []*memory.Buffer{nil, offsets, data}, nil, 0, 0)
+	defer ad.Release()
+	offsets.Release()
+	data.Release()
+	return array.MakeFromData(ad), true
 }
 
 // emptySchema is the Arrow schema of a result without files.

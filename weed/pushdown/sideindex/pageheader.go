@@ -27,6 +27,22 @@ type pageStats struct {
 
 const maxPageHeaderBytes = 16 << 20
 
+// readPageHeaderAt decodes the page header at byte pos of chunk, reading
+// a window of the bytes that grows until the header fits (a header is a
+// few dozen bytes; copying the rest of the chunk for each would cost the
+// square of the pages).
+func readPageHeaderAt(chunk []byte, pos int64) (pageHeader, error) {
+	rest := chunk[pos:]
+	for w := 4 << 10; ; w *= 2 {
+		if w >= len(rest) || w >= maxPageHeaderBytes {
+			return readPageHeader(rest)
+		}
+		if h, err := readPageHeader(rest[:w]); err == nil {
+			return h, nil
+		}
+	}
+}
+
 // readPageHeader decodes the Thrift-compact PageHeader at the start of b.
 func readPageHeader(b []byte) (h pageHeader, err error) {
 	defer func() {

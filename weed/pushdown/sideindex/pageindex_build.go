@@ -72,7 +72,7 @@ func chunkPages(rg int, ch footer.Chunk, chunk []byte, repeated bool) ([]dataPag
 	var pages []dataPage
 	var seenValues int64
 	for pos := int64(0); pos < ch.Length && seenValues < ch.NumValues; {
-		h, err := readPageHeader(chunk[pos:])
+		h, err := readPageHeaderAt(chunk, pos)
 		if err != nil {
 			return nil, fmt.Errorf("page_index: row group %d, byte %d of the chunk: %w", rg, pos, err)
 		}
@@ -94,6 +94,34 @@ func chunkPages(rg int, ch footer.Chunk, chunk []byte, repeated bool) ([]dataPag
 		pos += size
 	}
 	return pages, nil
+}
+
+// FlatChunkPages lists the data pages of one column chunk of a
+// non-repeated column from their headers (chunk: its bytes, from
+// ch.Start), as its offset index would: offsets and lengths with the
+// headers, the rows of each. An error when a header is malformed, a page
+// overruns the chunk or the pages do not hold exactly numRows rows.
+func FlatChunkPages(ch footer.Chunk, chunk []byte, numRows int64) ([]footer.Page, error) {
+	if int64(len(chunk)) < ch.Length {
+		return nil, fmt.Errorf("page headers: %d bytes of a %d-byte column chunk", len(chunk), ch.Length)
+	}
+	pages, err := chunkPages(0, ch, chunk[:ch.Length], false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]footer.Page, len(pages))
+	var row int64
+	for i, pg := range pages {
+		if pg.rows < 0 {
+			return nil, fmt.Errorf("page headers: page %d holds %d rows", i, pg.rows)
+		}
+		out[i] = footer.Page{Offset: pg.offset, Length: pg.size, FirstRow: row, EndRow: row + pg.rows}
+		row += pg.rows
+	}
+	if row != numRows {
+		return nil, fmt.Errorf("page headers: the pages hold %d rows, the row group %d", row, numRows)
+	}
+	return out, nil
 }
 
 func (k pageIndexKind) Build(ctx context.Context, in Input) ([]byte, error) {
