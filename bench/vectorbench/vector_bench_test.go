@@ -655,7 +655,7 @@ func TestVectorBenchmark(t *testing.T) {
 
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Vector search\n\n`BENCH=vector ./scripts/bench.sh` on the 2-core development machine (shared with other agents, noisy), `weed mini -pushdown`, "+
-		"metric L2, k = 10, default nprobe (one list in 32, at least 16; under a mask: exact when it is no larger than an unmasked search scores, "+
+		"metric L2, k = 10, default nprobe (one list in 32, at least 16, raised to score 4,096 rows of a file while the next centroid is within 1.25× the k-th distance found; under a mask: exact when it is no larger than an unmasked search scores, "+
 		"else lists are probed until as many masked rows were scored as an unmasked search scores). Spreads are run 1 (min–max over %d runs). "+
 		"Warm: median over the 10 queries of the second plan of each query (vectors, packed lists, index and the predicate's answer cached on the volume); "+
 		"cold: the first plan after a cluster restart (every cache empty). Two brute-force baselines: "+

@@ -1,12 +1,14 @@
 package vector
 
 import (
+	"cmp"
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -182,4 +184,93 @@ func TestFilteredIVFOnFashionMNISTLabelsKeepsRecallAtEverySelectivity(t *testing
 		t.Fatal(err)
 	}
 	checkFilteredRecall(t, "fashion-mnist ivf", train, ix, qs, masks)
+}
+
+// The label-partitioned benchmark's σ = 0.2 query (label IN (3, 7): two
+// files of 6,000 images, one per label) at the default nprobe: recall@10
+// of the merged top-10 against the exact one stays ≥ 0.95 while each file
+// scores well under the floor's DefaultMinScored rows (probing stops at
+// lists farther than the neighbours found; the floor scanned 70% of them).
+func TestPartitionedFashionMNISTSearchesScoreAFractionOfTheFilesAtTheDefaultNProbe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds indexes over 12,000 × 784 vectors")
+	}
+	train, _ := fashion(t)
+	labels, err := LoadFashionMNISTLabels("train-labels-idx1-ubyte.gz", int(train.Rows()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := LoadFashionMNIST("t10k-images-idx3-ubyte.gz", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct {
+		m  *Matrix
+		ix *Index
+		pk *Packed
+	}
+	var files []file
+	for _, label := range []byte{3, 7} {
+		f := file{m: &Matrix{Dim: train.Dim}}
+		for p := range train.Rows() {
+			if labels[p] == label {
+				f.m.Data = append(f.m.Data, train.Row(p)...)
+				f.m.Valid = append(f.m.Valid, true)
+			}
+		}
+		if f.ix, err = Build(f.m, BuildOptions{Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if f.pk, err = f.ix.Pack(f.m); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	type hit struct {
+		file int
+		h    Hit
+	}
+	top := func(hs []hit) []hit {
+		slices.SortFunc(hs, func(a, b hit) int {
+			return cmp.Or(cmp.Compare(a.h.Dist, b.h.Dist), cmp.Compare(a.file, b.file), cmp.Compare(a.h.Pos, b.h.Pos))
+		})
+		return hs[:min(10, len(hs))]
+	}
+	var r float64
+	var scored int64
+	for i := range test.Rows() {
+		q := Query{Vector: test.Row(i), K: 10, Metric: L2}
+		var got, want []hit
+		for fi, f := range files {
+			hs, st, err := f.ix.SearchPacked(f.m, f.pk, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scored += st.Scored
+			for _, h := range hs {
+				got = append(got, hit{fi, h})
+			}
+			ex, _, _ := Exact(f.m, q)
+			for _, h := range ex {
+				want = append(want, hit{fi, h})
+			}
+		}
+		got, want = top(got), top(want)
+		n := 0
+		for _, g := range got {
+			if slices.ContainsFunc(want, func(w hit) bool { return w.file == g.file && w.h.Pos == g.h.Pos }) {
+				n++
+			}
+		}
+		r += float64(n) / float64(len(want))
+	}
+	r /= float64(test.Rows())
+	perFile := scored / test.Rows() / int64(len(files))
+	t.Logf("label IN (3, 7): %d lists a file, recall@10 %.3f, %d rows of %d scored a file", files[0].ix.NList(), r, perFile, files[0].m.Rows())
+	if r < 0.95 {
+		t.Errorf("recall@10 %.3f, want ≥ 0.95", r)
+	}
+	if perFile > files[0].m.Rows()/3 {
+		t.Errorf("%d rows of %d scored a file, want at most a third", perFile, files[0].m.Rows())
+	}
 }

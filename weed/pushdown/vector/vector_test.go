@@ -417,3 +417,51 @@ func TestTheDefaultNProbeKeepsRecallOnSmallFilesOfTightClusters(t *testing.T) {
 		t.Errorf("recall@10 = %.3f, want ≥ 0.95", r)
 	}
 }
+
+// The floor of DefaultMinScored rows is for tight clusters; where the
+// centroids beyond the first DefaultNProbe lists are clearly farther than
+// the neighbours found (32 separated centres), an unmasked default L2
+// search stops there instead of scanning most of a small file, with its
+// recall, and an explicit nprobe or another metric still probes the floor.
+func TestTheDefaultNProbeStopsWideningAtListsFartherThanTheNeighboursFound(t *testing.T) {
+	m := clustered(6000, 64, 11)
+	ix, err := Build(m, BuildOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := ix.Pack(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := defaultNProbeOf(ix.NList(), ix.Rows)
+	if floor <= DefaultNProbe(ix.NList()) {
+		t.Fatalf("%d lists of %d rows: the floor (%d lists) adds none to %d", ix.NList(), ix.Rows, floor, DefaultNProbe(ix.NList()))
+	}
+	var r float64
+	var scored, probed int64
+	qs := queries(m, 40, 3)
+	for _, q := range qs {
+		qq := Query{Vector: q, K: 10, Metric: L2}
+		got, st, err := ix.SearchPacked(m, pk, qq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scored, probed = scored+st.Scored, probed+int64(st.Probed)
+		r += recall(got, bruteForce(t, m, qq))
+		// the floor is probed when asked for (nprobe) and for dot
+		for _, o := range []Query{{Vector: q, K: 10, Metric: L2, NProbe: floor}, {Vector: q, K: 10, Metric: Dot}} {
+			if _, st, err := ix.SearchPacked(m, pk, o); err != nil || st.Probed+st.Pruned < floor {
+				t.Fatalf("nprobe %d metric %s: probed %d lists, want %d (%v)", o.NProbe, o.Metric, st.Probed+st.Pruned, floor, err)
+			}
+		}
+	}
+	n := int64(len(qs))
+	r /= float64(n)
+	t.Logf("%d lists, floor %d: %d lists and %d rows probed on average, recall@10 %.3f", ix.NList(), floor, probed/n, scored/n, r)
+	if probed/n >= int64(floor) || scored/n >= DefaultMinScored/2 {
+		t.Errorf("probed %d lists (%d rows) on average: the widening to %d lists did not stop", probed/n, scored/n, floor)
+	}
+	if r < 0.95 {
+		t.Errorf("recall@10 = %.3f, want ≥ 0.95", r)
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -390,7 +393,7 @@ func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, sche
 		return nil, indexing.StateStale, fmt.Errorf("the data file is now %s, the index was built against %s", identity, p.GetIdentity())
 	}
 	loc := indexing.PayloadPath(p.GetDataFile(), identity, kind.Name(), int(p.GetFieldId()))
-	key := loc + "\x00" + identity + "\x00" + fmt.Sprint(p.GetParams())
+	key := loc + "\x00" + identity + "\x00" + paramsKey(p.GetParams())
 	if idx, ok := s.indexes.Get(key); ok {
 		return idx, "", nil
 	}
@@ -407,6 +410,27 @@ func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, sche
 	}
 	s.indexes.Add(key, loc, loaded, idx, idx.Bytes())
 	return idx, "", nil
+}
+
+// paramsKey is a canonical text of index params for a cache key: sorted,
+// each key and value length-prefixed (fmt.Sprint of the map sorted it by
+// reflection, which was most of a cached open's cost).
+func paramsKey(params map[string]string) string {
+	if len(params) == 0 {
+		return ""
+	}
+	keys := slices.Sorted(maps.Keys(params))
+	var b strings.Builder
+	for _, k := range keys {
+		v := params[k]
+		b.WriteString(strconv.Itoa(len(k)))
+		b.WriteByte(':')
+		b.WriteString(k)
+		b.WriteString(strconv.Itoa(len(v)))
+		b.WriteByte(':')
+		b.WriteString(v)
+	}
+	return b.String()
 }
 
 func identityOf(d *pushdown_pb.DataFileDescriptor, hash string) string {

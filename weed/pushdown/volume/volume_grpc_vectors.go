@@ -474,6 +474,10 @@ func rowGroupOf(ft *footer.Footer, pos int64) int {
 	return -1
 }
 
+// sliceRows is the most rows of a segment projectRows takes as slices of
+// one row each rather than through arrow's take kernel.
+const sliceRows = 4
+
 // projectRows reads the projected columns of the row groups holding
 // positions and returns exactly those rows, in the order given, as an
 // Arrow IPC stream; cached tells whether every row group came decoded
@@ -568,6 +572,16 @@ func (s *Service) projectRows(ctx context.Context, path, identity string, ft *fo
 				schema = g.schema
 				parts = make([][]arrow.Array, len(g.cols))
 			}
+		}
+		if len(sg.idx) <= sliceRows {
+			// A few rows: zero-copy slices, concatenated below (the take
+			// kernel's set-up per call was most of a top-k's projection).
+			for c, col := range g.cols {
+				for _, i := range sg.idx {
+					parts[c] = append(parts[c], array.NewSlice(col, i, i+1))
+				}
+			}
+			continue
 		}
 		idx := array.NewInt64Builder(memory.DefaultAllocator)
 		idx.AppendValues(sg.idx, nil)
