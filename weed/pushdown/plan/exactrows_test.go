@@ -161,7 +161,8 @@ func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
 		for _, planned := range []RowSet{nil, {{0, 1_000}, {20_000, 35_000}}} {
 			for _, exact := range []bool{true, false} {
 				rgp := &RowGroupPlan{Rows: planned}
-				pruneBySideIndex(rgp, positions, first, n, exact)
+				budget := MaxExactRanges
+				pruneBySideIndex(rgp, positions, first, n, exact, &budget)
 				rows := planned
 				if rows == nil {
 					rows = All(n)
@@ -185,5 +186,35 @@ func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A file's row groups share one budget of MaxExactRanges exact ranges: a
+// row group that fits in what is left is planned exactly and takes its
+// ranges from it; one that does not is planned as candidates merged across
+// short gaps, not marked exact, and takes nothing.
+func TestAFilesRowGroupsShareOneBudgetOfExactRanges(t *testing.T) {
+	const n = 10_000
+	positions := roaring64.New() // 1,500 single rows in each of four row groups
+	for rg := uint64(0); rg < 4; rg++ {
+		for i := uint64(0); i < 1_500; i++ {
+			positions.Add(rg*n + 3*i)
+		}
+	}
+	budget := MaxExactRanges
+	var exact []bool
+	for rg := int64(0); rg < 4; rg++ {
+		rgp := &RowGroupPlan{}
+		pruneBySideIndex(rgp, positions, rg*n, n, true, &budget)
+		exact = append(exact, rgp.RowsExact)
+		if want := 1_500; rgp.RowsExact && len(rgp.Rows) != want {
+			t.Errorf("row group %d planned exactly in %d ranges, want %d", rg, len(rgp.Rows), want)
+		}
+		if !rgp.RowsExact && len(rgp.Rows) != 1 {
+			t.Errorf("row group %d planned as candidates in %d ranges, want one merged range", rg, len(rgp.Rows))
+		}
+	}
+	if fmt.Sprint(exact) != "[true true false false]" || budget != MaxExactRanges-3_000 {
+		t.Fatalf("row groups planned exactly: %v, budget left %d; want [true true false false], %d left", exact, budget, MaxExactRanges-3_000)
 	}
 }

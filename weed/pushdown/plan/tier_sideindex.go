@@ -44,13 +44,14 @@ const MinSideIndexGap = 64
 // match is skipped; runs of at least MinSideIndexGap rows that cannot
 // match are cut out of the planned ranges. It only ever narrows.
 func PruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64) {
-	pruneBySideIndex(rgp, positions, first, n, false)
+	pruneBySideIndex(rgp, positions, first, n, false, nil)
 }
 
-// MaxExactRanges bounds the row ranges of a row group planned exactly
-// (positions the whole predicate's exact answer): more, and its ranges
-// merge across gaps shorter than MinSideIndexGap as for candidates, the
-// reader then evaluating the predicate. Scattered rows cost a range each
+// MaxExactRanges bounds the row ranges of a file planned exactly
+// (positions the whole predicate's exact answer): a row group that would
+// take the file past it has its ranges merged across gaps shorter than
+// MinSideIndexGap as for candidates, the reader then evaluating the
+// predicate. Scattered rows cost a range each
 // in the plan: an unselective answer (status = 'error', 20% of the rows
 // interleaved: 6,500 ranges a 32,768-row group) made plans of 200,000
 // ranges that took longer to send and walk than evaluating the predicate.
@@ -58,11 +59,14 @@ const MaxExactRanges = 1 << 12
 
 // pruneBySideIndex is PruneBySideIndex; exact: positions are exactly the
 // rows matching the predicate, so the row group's ranges are cut to them
-// (gaps of any length, at most MaxExactRanges ranges) and marked exact.
-func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64, exact bool) {
+// (gaps of any length) and marked exact, as long as they fit in the file's
+// budget of exact ranges (*budget, what is left of MaxExactRanges), which
+// they take from it.
+func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64, exact bool, budget *int) {
 	if rgp.Skip || positions == nil || n <= 0 {
 		return
 	}
+	exact = exact && budget != nil && *budget > 0
 	rows := rgp.Rows
 	if rows == nil {
 		rows = All(n)
@@ -75,7 +79,7 @@ func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n i
 	for _, r := range rows {
 		limit := -1
 		if exact {
-			limit = MaxExactRanges - len(out)
+			limit = *budget - len(out)
 		}
 		part, ok := matchingRanges(positions, first, r, gap, limit)
 		if !ok { // too many exact ranges: candidates merged across short gaps
@@ -87,6 +91,9 @@ func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n i
 			break
 		}
 		out = append(out, part...)
+	}
+	if exact {
+		*budget -= len(out)
 	}
 	set := normalize(out)
 	rgp.RowsExact = exact
@@ -247,8 +254,9 @@ func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter) {
 	if fp.SideIndex == nil {
 		return
 	}
+	budget := MaxExactRanges
 	narrowRowGroups(fp, local[TierSideIndex], func(rgp *RowGroupPlan, first, n int64) {
-		pruneBySideIndex(rgp, fp.SideIndex, first, n, fp.SideIndexExact)
+		pruneBySideIndex(rgp, fp.SideIndex, first, n, fp.SideIndexExact, &budget)
 	})
 }
 
