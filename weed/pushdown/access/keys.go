@@ -14,7 +14,9 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
@@ -66,12 +68,34 @@ func LoadKeys(ctx context.Context, configured string, filer FilerFunc) (*Keys, e
 		return NewKeys([]byte(configured)), nil
 	}
 	var key []byte
-	err := filer(func(c filer_pb.SeaweedFilerClient) error {
+	// a filer still starting (weed mini, weed server) refuses connections
+	// for a moment: retried until ctx ends
+	var err error
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		if err = loadKey(ctx, filer, &key); err == nil || status.Code(err) != codes.Unavailable {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("pushdown service key: %w (filer unavailable until %v)", err, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pushdown service key: %w", err)
+	}
+	return NewKeys(key), nil
+}
+
+// loadKey reads the cluster's service key from the filer into key,
+// creating it when there is none.
+func loadKey(ctx context.Context, filer FilerFunc, key *[]byte) error {
+	return filer(func(c filer_pb.SeaweedFilerClient) error {
 		for attempt := 0; attempt < 3; attempt++ {
 			resp, err := filer_pb.LookupEntry(ctx, c, &filer_pb.LookupDirectoryEntryRequest{Directory: ServiceKeyDir, Name: ServiceKeyName})
 			if err == nil {
 				if k := strings.TrimSpace(string(resp.Entry.GetContent())); len(k) >= 32 {
-					key = []byte(k)
+					*key = []byte(k)
 					return nil
 				}
 				return fmt.Errorf("%s/%s holds no usable key (%d bytes); remove it to have a new one made", ServiceKeyDir, ServiceKeyName, len(resp.Entry.GetContent()))
@@ -95,10 +119,6 @@ func LoadKeys(ctx context.Context, configured string, filer FilerFunc) (*Keys, e
 		}
 		return fmt.Errorf("could not create or read %s/%s", ServiceKeyDir, ServiceKeyName)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("pushdown service key: %w", err)
-	}
-	return NewKeys(key), nil
 }
 
 // Token mints a service token valid for TokenTTL, allowing reads under

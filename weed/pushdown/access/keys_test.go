@@ -1,12 +1,17 @@
 package access
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A service token verified once is accepted again from memory with the
@@ -49,5 +54,29 @@ func TestAVerifiedTokenIsRememberedUntilItExpiresAndNoLonger(t *testing.T) {
 	time.Sleep(1600 * time.Millisecond)
 	if got, err := k.Verify(short); err == nil {
 		t.Fatalf("an expired token was accepted from memory: %v", got)
+	}
+}
+
+// A filer that refuses connections while it starts is asked again until
+// it answers; any other error, or one lasting past the deadline, is
+// returned naming the service key.
+func TestTheServiceKeyIsLoadedOnceAStartingFilerAnswers(t *testing.T) {
+	calls := 0
+	unavailable := func(fn func(filer_pb.SeaweedFilerClient) error) error {
+		calls++
+		return fmt.Errorf("LookupEntry1: %w", status.Error(codes.Unavailable, "connection reset by peer"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := LoadKeys(ctx, "", unavailable); err == nil || !strings.Contains(err.Error(), "pushdown service key") || calls < 2 {
+		t.Fatalf("a filer unavailable throughout: %v after %d calls; want an error naming the service key after retries", err, calls)
+	}
+	calls = 0
+	denied := func(fn func(filer_pb.SeaweedFilerClient) error) error {
+		calls++
+		return status.Error(codes.PermissionDenied, "no")
+	}
+	if _, err := LoadKeys(context.Background(), "", denied); err == nil || calls != 1 {
+		t.Fatalf("a refusal: %v after %d calls; want the error at once", err, calls)
 	}
 }
