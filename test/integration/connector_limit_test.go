@@ -232,6 +232,10 @@ func TestALimitOverRowsASideIndexNarrowedDecodesWindowsOfThem(t *testing.T) {
 			}
 			t.Logf("no volume rows %v, LIMIT %d: %d row groups (%d exact, %d from volumes), %d rows decoded, %d bytes", noVolumeRows, limit,
 				res.Stats.RowGroups, res.Stats.ExactRowGroups, res.Stats.VolumeRowGroups, res.Stats.RowsDecoded, res.Stats.BytesRead)
+			if res.Stats.ExactRowGroups > int64(res.Stats.RowGroups) || res.Stats.VolumeRowGroups > res.Stats.ExactRowGroups {
+				t.Errorf("LIMIT %d: %d row groups read, %d counted exact, %d from volumes: a row group counts once, a volume's only when exact",
+					limit, res.Stats.RowGroups, res.Stats.ExactRowGroups, res.Stats.VolumeRowGroups)
+			}
 			return res
 		}
 		full := query(0)

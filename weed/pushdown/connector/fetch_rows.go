@@ -92,9 +92,6 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 	if k, _ := ctx.Value(volumeRowsKey{}).(*atomic.Int64); k != nil {
 		k.Add(1)
 	}
-	if k, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); k != nil {
-		k.Add(1)
-	}
 	rec, err = project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
 	return rec, err == nil, err
 }

@@ -411,6 +411,11 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	if err != nil {
 		return nil, err
 	}
+	if _, isConst := p.expr.(predicate.Const); r.exact && !isConst {
+		if n, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); n != nil {
+			n.Add(1) // read without evaluating the predicate, however read
+		}
+	}
 	// fetch: an exact row group's few rows from the volume holding them
 	if rec, ok, err := c.volumeRows(ctx, p, f, r); ok || err != nil {
 		return rec, err
@@ -481,16 +486,11 @@ func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRea
 		}
 		countDecoded(ctx, cs.at-first)
 		w := *r
-		w.rows = plan.RowSet{{Start: first, End: cs.at}}
-		if r.rows != nil { // the window's planned rows, exact when the plan's are
+		w.rows = plan.RowSet{{Start: first, End: cs.at}} // the window's planned rows, exact when the plan's are
+		if r.rows != nil {
 			w.rows = plan.Intersect(r.rows, w.rows)
-		} else {
-			w.exact = false // the window's rows, not the matching ones
 		}
 		keep, err := c.keepRows(ctx, p, fl, &w, cols)
-		if first == 0 { // the row group counts once among the exact ones
-			ctx = context.WithValue(ctx, exactCountKey{}, (*atomic.Int64)(nil))
-		}
 		var rec arrow.RecordBatch
 		if err == nil {
 			taken := keep[:min(int64(len(keep)), p.q.Limit-found)] // the rows past the LIMIT are not taken
@@ -554,9 +554,6 @@ func (c *Connector) keepRows(ctx context.Context, p *prepared, fl *fileLayout, r
 	case isConst && k.Value:
 		return candidates(r), nil // no predicate: every candidate
 	case r.exact && !isConst:
-		if n, _ := ctx.Value(exactCountKey{}).(*atomic.Int64); n != nil {
-			n.Add(1)
-		}
 		return candidates(r), nil // the planned rows are exactly the matching ones
 	}
 	if keep, ok := denseLeafRows(p, fl, r, cols); ok {
