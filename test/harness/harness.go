@@ -90,13 +90,35 @@ func RequireShared(t testing.TB, rel string) string {
 	return p
 }
 
-var portMu sync.Mutex
+var (
+	portMu sync.Mutex
+	// handedOut holds every port this test process has handed out. A port
+	// is released to the kernel before the process meant to bind it has
+	// started, so without this a later allocation in the same test binary
+	// could be given the same port (the kernel reuses a just-closed one).
+	handedOut = map[int]bool{}
+)
 
-// FreePorts returns n distinct free loopback ports.
+// FreePorts returns n distinct free loopback ports, none handed out before
+// in this process.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
 	portMu.Lock()
 	defer portMu.Unlock()
+	return freePortsLocked(t, n, false)
+}
+
+// FreePortWithGrpc returns a free loopback port p whose p+10000 is free too
+// (upstream derives some gRPC ports that way); both are reserved.
+func FreePortWithGrpc(t testing.TB) int {
+	t.Helper()
+	portMu.Lock()
+	defer portMu.Unlock()
+	return freePortsLocked(t, 1, true)[0]
+}
+
+func freePortsLocked(t testing.TB, n int, withGrpc bool) []int {
+	t.Helper()
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -104,7 +126,10 @@ func FreePorts(t testing.TB, n int) []int {
 		}
 	}()
 	var ports []int
-	for len(ports) < n {
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("allocate %d loopback ports: only %d free after %d tries", n, len(ports), tries)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatalf("allocate port: %v", err)
@@ -112,9 +137,21 @@ func FreePorts(t testing.TB, n int) []int {
 		ls = append(ls, l)
 		p := l.Addr().(*net.TCPAddr).Port
 		// Keep every port low enough that upstream's +10000 rules stay valid.
-		if p > 55000 {
+		if p > 55000 || handedOut[p] {
 			continue
 		}
+		if withGrpc {
+			if handedOut[p+10000] {
+				continue
+			}
+			g, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
+			if err != nil {
+				continue
+			}
+			ls = append(ls, g)
+			handedOut[p+10000] = true
+		}
+		handedOut[p] = true
 		ports = append(ports, p)
 	}
 	return ports

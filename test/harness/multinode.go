@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,7 +72,7 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 	// The filer's embedded S3 gateway dials the filer's gRPC at its HTTP
 	// port + 10000 whatever -port.grpc says (upstream), so the filer gets
 	// such a pair.
-	mc.FilerPort = freePortWithGrpc(t)
+	mc.FilerPort = FreePortWithGrpc(t)
 	mc.FilerGrpcPort, mc.S3Port, mc.IcebergPort, mc.CatalogPort = mc.FilerPort+10000, f[1], f[2], f[3]
 	mc.Proc = StartProcess(t, dir, "filer", nil, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-port="+strconv.Itoa(mc.FilerPort), "-port.grpc="+strconv.Itoa(mc.FilerGrpcPort), "-master="+master,
@@ -124,21 +123,6 @@ func createTableBucket(ctx context.Context, t testing.TB, dir, master, filer, na
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// freePortWithGrpc returns a free loopback port p whose p+10000 is free too.
-func freePortWithGrpc(t testing.TB) int {
-	t.Helper()
-	for i := 0; i < 100; i++ {
-		p := FreePorts(t, 1)[0]
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
-		if err == nil {
-			l.Close()
-			return p
-		}
-	}
-	t.Fatalf("no free loopback port p with p+10000 free")
-	return 0
 }
 
 func subdir(t testing.TB, parent, name string) string {
