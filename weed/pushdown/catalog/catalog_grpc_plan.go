@@ -142,6 +142,10 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		// vector and row-id plans need every file's plan
 		DecideEarly: req.GetDecideEarly() && req.GetVectorQuery() == nil && !req.GetRequestRowIds(),
 	}
+	if req.GetVectorQuery() == nil && !req.GetRequestRowIds() {
+		// a vector plan's limit is its k: every file is searched
+		preq.Limit = req.GetLimit()
+	}
 	if preq.MaxRowIDs == 0 {
 		preq.MaxRowIDs = s.Config.Limits.MaxRowIds
 	}

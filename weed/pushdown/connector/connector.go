@@ -318,6 +318,10 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	// Force reads the plan whatever the cost model says: the catalog plans
 	// every file for it rather than stop at the manifest tier.
 	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), DecideEarly: !c.opts.Force}
+	if q.Vector == nil {
+		// any Limit matching rows will do: the plan may stop at them
+		p.req.Limit = q.Limit
+	}
 	if p.snapshot != 0 {
 		p.req.SnapshotId = ptr(p.snapshot)
 	}

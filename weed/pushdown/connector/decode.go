@@ -172,6 +172,16 @@ func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
 	return false
 }
 
+// pagesLocate says every one of tops decodes from r's planned pages.
+func (fl *fileLayout) pagesLocate(tops []int, r *rowGroupRead, pageAware bool) bool {
+	for _, top := range tops {
+		if !pageAware || !fl.pageAwareOK(top, r) {
+			return false
+		}
+	}
+	return true
+}
+
 // needRanges returns the byte ranges decoding tops of r requires.
 func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []byteRange {
 	var out []byteRange

@@ -423,9 +423,10 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	pageAware := c.opts.Mode == PageAware
 	now := n.tops
 	// under a LIMIT, a row group the plan did not narrow to a few of its
-	// rows decodes a window of rows at a time from its whole chunks, all
-	// its columns at once, until the LIMIT is met
-	windowed := p.q.Limit > 0 && (r.rows == nil || r.rows.Rows()*sparseShare > r.numRows)
+	// rows, or whose planned rows no planned pages locate (its chunks read
+	// whole either way), decodes a window of rows at a time from its whole
+	// chunks, all its columns at once, until the LIMIT is met
+	windowed := p.q.Limit > 0 && (r.rows == nil || r.rows.Rows()*sparseShare > r.numRows || !fl.pagesLocate(now, r, pageAware))
 	var needs, extra []byteRange
 	if !windowed && r.rows == nil && len(n.late) > 0 {
 		r.late, now = n.late, n.early

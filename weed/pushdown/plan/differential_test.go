@@ -546,6 +546,9 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 	}
 	t.Logf("%d predicates: %d of %d rows matched, %d planned; false-positive rate %.3f; prunes by tier %v", n, matching, total, planned, fp, tierPrunes)
 	for _, tier := range Tiers {
+		if tier == TierLimit {
+			continue // no request here has a limit: TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch
+		}
 		if tierPrunes[tier] == 0 {
 			t.Errorf("tier %s never pruned anything: the suite does not exercise it", tier)
 		}
@@ -561,6 +564,9 @@ func checkPagesCoverRows(t testing.TB, name string, e predicate.Expr, fp *FilePl
 	type key struct{ rg, col int }
 	pages := map[key][]*pushdown_pb.PageRef{}
 	for _, pg := range resp.GetPages() {
+		if pg.File != fp.File.Path {
+			continue
+		}
 		c := -1
 		for i := 0; i < fp.Footer.Meta.Schema.NumColumns(); i++ {
 			if fp.Footer.Meta.Schema.Column(i).Path() == pg.GetColumn().GetPath() {

@@ -128,6 +128,9 @@ func randomDeletes(r *rand.Rand, df *decodedFile) *roaring64.Bitmap {
 func checkDeletedPositions(t testing.TB, name string, fp *FilePlan, resp *pushdown_pb.ParquetPushdownResponse) {
 	t.Helper()
 	for _, ref := range resp.GetRowGroups() {
+		if ref.File != fp.File.Path {
+			continue
+		}
 		lo, hi := uint64(ref.FirstRow), uint64(ref.FirstRow+ref.RowCount)
 		want := roaring64.New()
 		if fp.Deleted != nil {

@@ -247,6 +247,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
+	for _, i := range filesPastLimit(live, req.Limit) {
+		skipFile(live[i], tiers[TierLimit])
+		if outs[i] != nil {
+			outs[i] = fileOutputOf(live[i], fieldIDs, idsKey, o.CoalesceGap)
+		}
+		planned[i] = nil
+	}
 	for i, fp := range live {
 		fp.output = outs[i]
 	}
@@ -411,7 +418,7 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	}
 	countSkips(fp, local)
 	if !req.Options.Disable[TierSideIndex] {
-		p.applySideIndex(fp, local)
+		p.applySideIndex(fp, local, req.Limit)
 	}
 	return p.applyDeletes(fp, local)
 }

@@ -250,14 +250,35 @@ var (
 )
 
 // applySideIndex runs the side_index tier over a file's row groups.
-func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter) {
+// Under a LIMIT (limit > 0) an exact answer is walked only as far as the
+// limit's rows (tier_limit.go).
+func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter, limit int64) {
 	if fp.SideIndex == nil {
 		return
 	}
 	budget := MaxExactRanges
+	lim := newRowLimit(fp, limit)
+	var past []*RowGroupPlan
 	narrowRowGroups(fp, local[TierSideIndex], func(rgp *RowGroupPlan, first, n int64) {
+		if lim.reached() {
+			past = append(past, rgp)
+			return
+		}
+		lim.truncate(rgp, fp.SideIndex, fp.Deleted, first, n)
 		pruneBySideIndex(rgp, fp.SideIndex, first, n, fp.SideIndexExact, &budget)
 	})
+	fp.limitCertain = lim.certain(limit)
+	if len(past) > 0 {
+		c := local[TierLimit]
+		for _, rgp := range past {
+			if lim.skipRest(rgp) {
+				c.rowGroups++
+			}
+		}
+		if fp.allSkipped() {
+			c.files++
+		}
+	}
 }
 
 // computeSideIndex asks src about the surviving files.

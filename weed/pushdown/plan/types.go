@@ -37,7 +37,7 @@ const (
 )
 
 // Tiers in planning order.
-var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex, TierSideIndex, TierDeletes}
+var Tiers = []string{TierManifest, TierFooter, TierBloom, TierPageIndex, TierSideIndex, TierDeletes, TierLimit}
 
 // ManifestStats are a data file's column metrics from its manifest entry
 // (maps keyed by field id; nil maps mean "not recorded").
@@ -117,6 +117,10 @@ type Request struct {
 	// (PlanningSkipped), when the manifest-level cost model says pushdown
 	// does not pay; otherwise every file is planned whatever the verdict.
 	DecideEarly bool
+	// Limit > 0: the reader wants any Limit matching rows (a LIMIT without
+	// ORDER BY): the limit tier leaves out rows and files past the first
+	// Limit rows certain to match (tier_limit.go). 0: every row.
+	Limit int64
 
 	verdictKey    uint64 // the predicate's verdict memo key (set by Plan)
 	storeVerdicts bool   // an earlier plan had the same key: memoize
@@ -155,6 +159,18 @@ type FilePlan struct {
 	Missing []string
 	Used    []string
 	output  *fileOutput // the file's response pieces (nil: pruned)
+	// limitCertain are the rows the plan holds certain to match, counted
+	// under a LIMIT (tier_limit.go).
+	limitCertain int64
+}
+
+func (fp *FilePlan) allSkipped() bool {
+	for i := range fp.RowGroups {
+		if !fp.RowGroups[i].Skip {
+			return false
+		}
+	}
+	return true
 }
 
 // Clock is swappable for tests.

@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+)
+
+// exactPerFile answers every file with exactly its matching rows, as a
+// side index answering every leaf exactly does.
+type exactPerFile map[string]*roaring64.Bitmap
+
+func (s exactPerFile) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+	out := make([]*roaring64.Bitmap, len(files))
+	notes := SideIndexNotes{Exact: make([]bool, len(files))}
+	for i, f := range files {
+		out[i], notes.Exact[i] = s[f.Path], s[f.Path] != nil
+	}
+	return out, notes, nil
+}
+
+// TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch plans random predicates
+// over several generated files with an exact side index, random deletes
+// and random limits, and checks against a full decode of every file that
+// the rows a reader finds in the plan — matching, not deleted — are at
+// least the limit, or every such row when fewer match; that rows planned
+// exactly all match; and that a limit past every match drops none.
+func TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch(t *testing.T) {
+	files, schema := generatedFiles(t, 3600)
+	mem := memFiles{}
+	for _, f := range files {
+		mem[f.file.Path] = f.data
+	}
+	p := &Planner{Cache: footer.NewCache("test", 64<<20, mem.open)}
+	r := rand.New(rand.NewPCG(7, 3))
+	var limitPrunes, truncated int64
+	n := 400
+	if testing.Short() {
+		n = 80
+	}
+	for it := 0; it < n; it++ {
+		pick := r.Perm(len(files))[:1+r.IntN(3)]
+		raw := randomPredicate(r, schema, files[pick[0]].df, 2)
+		e, err := predicate.Bind(raw, schema, predicate.DefaultLimits)
+		if err != nil {
+			t.Fatalf("bind %s: %v", raw, err)
+		}
+		side := exactPerFile{}
+		dels := map[string]*roaring64.Bitmap{}
+		req := Request{Table: Table{Schema: schema}, Predicate: e, Options: DefaultOptions(), SideIndex: side}
+		var total int64 // matching rows not deleted, every file
+		for _, i := range pick {
+			f := files[i]
+			df := f.file
+			m := roaring64.New()
+			for _, pos := range f.df.Matching(e) {
+				m.Add(uint64(pos))
+			}
+			side[df.Path] = m
+			if r.IntN(2) == 0 {
+				df.HasDeletes = true
+				dels[df.Path] = randomDeletes(r, f.df)
+			}
+			live := m.Clone()
+			if d := dels[df.Path]; d != nil {
+				live.AndNot(d)
+			}
+			total += int64(live.GetCardinality())
+			req.Files = append(req.Files, df)
+		}
+		if len(dels) > 0 {
+			req.Deletes = perFileDeletes(dels)
+		}
+		req.Limit = []int64{1, 3, 10, 100, 1000, 100000}[r.IntN(6)]
+		resp, plans, err := p.Plan(context.Background(), req)
+		if err != nil {
+			t.Fatalf("plan %s limit %d: %v", e, req.Limit, err)
+		}
+		var found int64
+		for k, fp := range plans {
+			f := files[pick[k]]
+			if fp.Skip {
+				if !side[f.file.Path].IsEmpty() {
+					t.Fatalf("%s: %s: the %s tier pruned a file holding matching rows", f.name, e, fp.SkipTier)
+				}
+				continue
+			}
+			for rg, rgp := range fp.RowGroups {
+				if rgp.Skip {
+					if rgp.SkipTier == TierLimit {
+						limitPrunes++
+					}
+					continue
+				}
+				start, rows := f.df.RowGroupStart[rg], fp.Footer.RowGroupRows(rg)
+				set := rgp.Rows
+				if set == nil {
+					set = All(rows)
+				}
+				for _, rr := range set {
+					for local := rr.Start; local < rr.End; local++ {
+						pos := start + local
+						if fp.Deleted != nil && fp.Deleted.Contains(uint64(pos)) {
+							continue
+						}
+						matches := side[f.file.Path].Contains(uint64(pos))
+						if rgp.RowsExact && !matches {
+							t.Fatalf("%s: %s: row %d is planned exactly but does not match", f.name, e, pos)
+						}
+						if matches {
+							found++
+						}
+					}
+				}
+			}
+			checkDeletedPositions(t, f.name, fp, resp)
+			checkPagesCoverRows(t, f.name, e, fp, resp)
+			if req.Limit >= total {
+				checkPlan(t, f.name, e, f.df, fp, resp)
+			}
+		}
+		if found < total {
+			truncated++ // plans that left matching rows out
+		}
+		if want := min(req.Limit, total); found < want {
+			t.Fatalf("%s limit %d over %d files: the plan holds %d matching rows, want at least %d (%d match)", e, req.Limit, len(pick), found, want, total)
+		}
+	}
+	t.Logf("%d plans: %d row groups skipped by the limit, %d plans left matching rows out", n, limitPrunes, truncated)
+	if limitPrunes == 0 || truncated == 0 {
+		t.Errorf("the limit never skipped a row group (%d) or left a matching row out (%d): the test does not exercise it", limitPrunes, truncated)
+	}
+}
+
+// perFileDeletes is a DeleteSource with a bitmap per file path.
+type perFileDeletes map[string]*roaring64.Bitmap
+
+func (d perFileDeletes) Deleted(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, DeleteStats, error) {
+	out := make([]*roaring64.Bitmap, len(files))
+	for i, f := range files {
+		out[i] = d[f.Path]
+	}
+	return out, DeleteStats{}, nil
+}
