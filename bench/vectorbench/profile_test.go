@@ -95,7 +95,9 @@ func TestWarmVectorPlanProfile(t *testing.T) {
 		for t0 := time.Now(); time.Since(t0) < 12*time.Second; {
 			if partitioned && f.where != "" {
 				// LAKEWEED_BENCH_PROFILE_EXACT=1: the connector's brute force
-				lat = append(lat, connectorLatency(t, c, ds, f, len(ds.queries), os.Getenv("LAKEWEED_BENCH_PROFILE_EXACT") != "", 0).warm)
+				// LAKEWEED_BENCH_PROFILE_LOOP_NPROBE: the nprobe profiled
+				// (default: the index's default)
+				lat = append(lat, connectorLatency(t, c, ds, f, len(ds.queries), os.Getenv("LAKEWEED_BENCH_PROFILE_EXACT") != "", envInt("LAKEWEED_BENCH_PROFILE_LOOP_NPROBE", 0)).warm)
 				continue
 			}
 			for _, q := range ds.queries {

@@ -271,9 +271,9 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	schemaJSON, err := json.Marshal(schema)
+	schemaJSON, err := encodeSchema(schema)
 	if err != nil {
-		return nil, perr.New(perr.Internal, "encode schema: %v", err)
+		return nil, err
 	}
 	var nmJSON []byte
 	if nm := tbl.NameMapping; len(nm) > 0 {

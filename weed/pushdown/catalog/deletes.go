@@ -52,9 +52,9 @@ func (d *deleteSource) Deleted(ctx context.Context, files []*plan.DataFile) ([]*
 	for i, a := range addrOf {
 		groups[a] = append(groups[a], i)
 	}
-	schemaJSON, err := json.Marshal(d.schema)
+	schemaJSON, err := encodeSchema(d.schema)
 	if err != nil {
-		return nil, st, perr.New(perr.Internal, "encode schema: %v", err)
+		return nil, st, err
 	}
 	var nmJSON []byte
 	if len(d.nm) > 0 {

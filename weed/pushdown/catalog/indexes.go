@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -92,9 +91,9 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 	if err != nil {
 		return nil, notes, err
 	}
-	schemaJSON, err := json.Marshal(src.schema)
+	schemaJSON, err := encodeSchema(src.schema)
 	if err != nil {
-		return nil, notes, perr.New(perr.Internal, "encode schema: %v", err)
+		return nil, notes, err
 	}
 	// answers[file][leaf] intersects what every index of the leaf's field said.
 	answers := make([]map[string]indexing.Answer, len(files))

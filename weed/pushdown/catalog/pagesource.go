@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -55,9 +54,9 @@ func (src *sideIndexSource) PageIndexes(ctx context.Context, files []*plan.DataF
 	if len(byEndpoint) == 0 {
 		return out, missing, nil
 	}
-	schemaJSON, err := json.Marshal(src.schema)
+	schemaJSON, err := encodeSchema(src.schema)
 	if err != nil {
-		return nil, nil, perr.New(perr.Internal, "encode schema: %v", err)
+		return nil, nil, err
 	}
 	var mu sync.Mutex
 	err = forEachBatch(ctx, byEndpoint, func(gctx context.Context, addr string, batch []probeRef) error {

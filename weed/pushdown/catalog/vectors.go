@@ -155,9 +155,9 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 	if err := s.placeVectorFiles(ctx, files); err != nil {
 		return nil, err
 	}
-	schemaJSON, err := json.Marshal(schema)
+	schemaJSON, err := encodeSchema(schema)
 	if err != nil {
-		return nil, perr.New(perr.Internal, "encode schema: %v", err)
+		return nil, err
 	}
 	var nmJSON []byte
 	if nm != nil {

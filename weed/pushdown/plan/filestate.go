@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"crypto/sha256"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -81,6 +82,19 @@ func fileStateOf(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *fileSt
 	}
 	type key struct{ nameMapping string }
 	return f.SmallMemo(key{nmKey}, build).(*fileState)
+}
+
+// ColumnMapOf is the column map of f under the name mapping nm whose
+// content nmJSON is (its JSON; empty: none), built once per footer and
+// name mapping and kept on the footer's file state, so a service
+// answering many calls over the same files does not rebuild it per call.
+func ColumnMapOf(f *footer.Footer, nm iceberg.NameMapping, nmJSON []byte) *ColumnMap {
+	key := ""
+	if len(nm) > 0 {
+		sum := sha256.Sum256(nmJSON)
+		key = string(sum[:])
+	}
+	return fileStateOf(f, nm, key).columns
 }
 
 func newFileState(f *footer.Footer, nm iceberg.NameMapping, nmKey string) *fileState {

@@ -120,7 +120,7 @@ func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexe
 	return resp, nil
 }
 
-func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescriptor, sp *pushdown_pb.IndexSpec, schema *iceberg.Schema, nm iceberg.NameMapping, out *pushdown_pb.BuiltIndex) error {
+func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescriptor, sp *pushdown_pb.IndexSpec, schema *iceberg.Schema, nm nameMapping, out *pushdown_pb.BuiltIndex) error {
 	kind, ok := sideindex.Lookup(sp.GetKind())
 	if !ok {
 		return perr.New(perr.InvalidArgument, "unknown side-index kind %s", perr.Quote(sp.GetKind()))
@@ -139,7 +139,7 @@ func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescripto
 	if d.GetRecordCount() >= 0 && ft.NumRows() != d.GetRecordCount() {
 		return perr.New(perr.FailedPrecondition, "%s holds %d rows, the request says %d", d.GetPath(), ft.NumRows(), d.GetRecordCount())
 	}
-	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
+	cm := nm.columns(ft)
 	col, ok := cm.Leaf(int(sp.GetFieldId()))
 	if leaves := cm.Leaves(int(sp.GetFieldId())); !ok && len(leaves) == 1 {
 		col, ok = leaves[0], true // a list's element column (label_list) or a vector column's one repeated leaf
@@ -437,7 +437,7 @@ func identityOf(d *pushdown_pb.DataFileDescriptor, hash string) string {
 	return footer.IdentityDir(d.GetSizeBytes(), d.GetRecordCount(), hash)
 }
 
-func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, error) {
+func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, nameMapping, error) {
 	var schema *iceberg.Schema
 	if len(schemaJSON) > 0 {
 		key := sha256.Sum256(schemaJSON)
@@ -445,20 +445,32 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, iceberg.NameMapping, 
 		if schema, ok = parsedSchemas.Get(key); !ok {
 			schema = new(iceberg.Schema)
 			if err := json.Unmarshal(schemaJSON, schema); err != nil {
-				return nil, nil, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
+				return nil, nameMapping{}, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
 			}
 			if len(schemaJSON) <= maxCachedSchemaBytes {
 				parsedSchemas.Add(key, schema)
 			}
 		}
 	}
-	var nm iceberg.NameMapping
+	nm := nameMapping{json: nmJSON}
 	if len(nmJSON) > 0 {
-		if err := json.Unmarshal(nmJSON, &nm); err != nil {
-			return nil, nil, perr.New(perr.InvalidArgument, "name_mapping_json: %v", boundedReason(err))
+		if err := json.Unmarshal(nmJSON, &nm.nm); err != nil {
+			return nil, nameMapping{}, perr.New(perr.InvalidArgument, "name_mapping_json: %v", boundedReason(err))
 		}
 	}
 	return schema, nm, nil
+}
+
+// nameMapping is a request's name mapping and its JSON, the content its
+// files' column maps are kept under (on their footers' state).
+type nameMapping struct {
+	nm   iceberg.NameMapping
+	json []byte
+}
+
+// columns is the column map of ft under the mapping.
+func (m nameMapping) columns(ft *footer.Footer) *plan.ColumnMap {
+	return plan.ColumnMapOf(ft, m.nm, m.json)
 }
 
 // parsedSchemas keeps the schemas requests carried, by the SHA-256 of

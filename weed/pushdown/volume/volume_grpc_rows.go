@@ -3,13 +3,10 @@ package volume
 import (
 	"context"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
@@ -81,7 +78,7 @@ func (s *Service) ReadRows(ctx context.Context, req *pushdown_pb.ReadRowsRequest
 }
 
 // readRowsOf answers one file of a ReadRows call.
-func (s *Service) readRowsOf(ctx context.Context, f *pushdown_pb.ReadRowsFile, nm iceberg.NameMapping, ids []int32) (*pushdown_pb.ReadRowsFileResult, error) {
+func (s *Service) readRowsOf(ctx context.Context, f *pushdown_pb.ReadRowsFile, nm nameMapping, ids []int32) (*pushdown_pb.ReadRowsFileResult, error) {
 	positions, err := rowPositions(f)
 	if err != nil {
 		return nil, err
@@ -102,7 +99,7 @@ func (s *Service) readRowsOf(ctx context.Context, f *pushdown_pb.ReadRowsFile, n
 	if err != nil {
 		return nil, err
 	}
-	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
+	cm := nm.columns(ft)
 	if res.ColumnsIpc, res.CacheHit, err = s.projectRows(ctx, f.GetPath(), identity, ft, cm, ids, positions); err != nil {
 		return nil, err
 	}

@@ -146,6 +146,13 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 				}
 				return perr.New(perr.KindOf(err), "SearchVectors: %s: %w", f.GetPath(), err)
 			}
+			// the centroid distances (for the bound and the search) and the
+			// lower bound of the file's distances, on the file's worker
+			o.lower = math.Inf(-1)
+			if o.ix != nil && o.ix.NList() > 0 {
+				o.q.Centroids = o.ix.CentroidDistances(o.q)
+				o.lower = o.ix.LowerBound(o.pk, o.q)
+			}
 			outs[i] = o
 			return nil
 		})
@@ -159,13 +166,8 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	// skipped — the batch's top-K is unchanged.
 	bound := vector.NewBound(q.K)
 	order := make([]int, len(outs))
-	for i, o := range outs {
+	for i := range outs {
 		order[i] = i
-		o.lower = math.Inf(-1)
-		if o.ix != nil && o.ix.NList() > 0 {
-			o.q.Centroids = o.ix.CentroidDistances(o.q) // for the bound and the search
-			o.lower = o.ix.LowerBound(o.pk, o.q)
-		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(outs[a].lower, outs[b].lower) })
 	g, gctx = errgroup.WithContext(ctx)
@@ -245,7 +247,7 @@ type fileSearch struct {
 // prepareFile resolves one file of a search: its identity, footer,
 // column, mask (the candidates, the predicate evaluated here), vectors and
 // index; a file with an empty mask is already done.
-func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm iceberg.NameMapping,
+func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFile, schema *iceberg.Schema, nm nameMapping,
 	field iceberg.NestedField, vf *vectorFilter, q vector.Query) (*fileSearch, error) {
 	res := &pushdown_pb.VectorFileResult{Path: f.GetPath()}
 	hash, err := s.footers.Identify(ctx, f.GetPath(), f.GetSizeBytes(), f.GetRecordCount())
@@ -257,7 +259,7 @@ func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFi
 		return nil, err
 	}
 	identity := identityOf(&pushdown_pb.DataFileDescriptor{SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount()}, hash)
-	cm := plan.NewColumnMap(ft.Meta.Schema, nm)
+	cm := nm.columns(ft)
 	leaves := cm.Leaves(field.ID)
 	if len(leaves) != 1 {
 		return nil, perr.New(perr.FailedPrecondition, "the file stores %d leaf columns for vector field %d (%s), not one", len(leaves), field.ID, perr.Quote(field.Name))
