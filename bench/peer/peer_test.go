@@ -193,6 +193,11 @@ func TestPeerBenchmark(t *testing.T) {
 			// a. connector with pushdown
 			results = append(results, run(t, "a. lakeweed connector (pushdown)", tb.label, q.name, s3Sent, clusterCPU, func(fresh bool, st *connector.Stats) (int64, int64, error) {
 				conn := connectorFor(t, c, fresh)
+				if fresh {
+					// a cold run's connector is closed after it, not left
+					// holding connections under the queries measured next
+					defer conn.Close()
+				}
 				res, err := conn.Query(ctx, connector.Query{Table: tb.name, Where: q.where, Select: q.sel, Limit: q.limit})
 				if err != nil {
 					return 0, 0, err
