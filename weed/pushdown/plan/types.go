@@ -117,6 +117,9 @@ type Request struct {
 	// (PlanningSkipped), when the manifest-level cost model says pushdown
 	// does not pay; otherwise every file is planned whatever the verdict.
 	DecideEarly bool
+	// RowPositions: the client reads RowGroupRef.row_positions, so a row
+	// group's many row ranges go as a bitmap of its rows.
+	RowPositions bool
 
 	verdictKey    uint64 // the predicate's verdict memo key (set by Plan)
 	storeVerdicts bool   // an earlier plan had the same key: memoize
