@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -56,6 +57,23 @@ func TestARowGroupsRowPositionsAreItsPlannedRowsLessTheDeletedOnes(t *testing.T)
 	} {
 		if _, err := c.rowGroupReadOf(f, bad); err == nil || !strings.Contains(err.Error(), "mem row group 0") {
 			t.Fatalf("%s: %v, want an error naming the row group", name, err)
+		}
+	}
+}
+
+// An exact row group whose rows are more than 1/volumeRowsShare of it is
+// decoded here, not asked of the volume: rows hitting every page are
+// cheaper as pages. (The fetcher is nil: asking would panic.)
+func TestDenseExactRowsAreDecodedHereNotAskedOfTheVolume(t *testing.T) {
+	c := &Connector{}
+	p := &prepared{}
+	for _, r := range []*rowGroupRead{
+		{numRows: 2000, rows: plan.RowSet{{Start: 0, End: 2000/volumeRowsShare + 1}}, exact: true},
+		{numRows: 1 << 20, rows: plan.RowSet{{Start: 0, End: volumeRowsMax + 1}}, exact: true},
+	} {
+		_, ok, err := c.volumeRows(context.Background(), p, &fileRead{}, r)
+		if ok || err != nil {
+			t.Fatalf("%d rows of %d: asked of the volume (%v, %v)", r.rows.Rows(), r.numRows, ok, err)
 		}
 	}
 }
