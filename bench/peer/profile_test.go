@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -50,6 +51,7 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 		createSideIndexes(t, c, name)
 	}
 	cold := os.Getenv("LAKEWEED_PEER_PROFILE_COLD") != ""
+	var last connector.Stats
 	run := func() {
 		conn := connectorFor(t, c, cold)
 		if cold {
@@ -59,10 +61,14 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		last = res.Stats
 		res.Release()
 	}
 	for w := 0; w < 5; w++ {
 		run()
+	}
+	if st, err := json.Marshal(last); err == nil {
+		t.Logf("stats of a warm query: %s", st)
 	}
 	w := benchutil.ProfileWarm(t, port, c.Proc.Cmd.Process.Pid, out+".pprof", out+".cluster.pprof", run)
 	t.Logf("%s %s (cold %v): %d queries, median %.2f ms, CPU a query %.2f ms here + %.2f ms cluster (load %s); profiles %s.pprof (connector), %s.cluster.pprof (cluster)",

@@ -317,9 +317,13 @@ type ParquetPushdownRequest struct {
 	// read and no file planned (stats.planning_skipped). Off, every file is
 	// planned and the verdict only reported. The connector asks it unless
 	// forced or explaining; vector and row-id plans ignore it.
-	DecideEarly   bool `protobuf:"varint,13,opt,name=decide_early,json=decideEarly,proto3" json:"decide_early,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DecideEarly bool `protobuf:"varint,13,opt,name=decide_early,json=decideEarly,proto3" json:"decide_early,omitempty"`
+	// The client reads RowGroupRef.row_positions: a row group's planned rows
+	// may come as a bitmap instead of row_ranges. A client that does not
+	// say so gets row_ranges only.
+	AcceptsRowPositions bool `protobuf:"varint,14,opt,name=accepts_row_positions,json=acceptsRowPositions,proto3" json:"accepts_row_positions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ParquetPushdownRequest) Reset() {
@@ -439,6 +443,13 @@ func (x *ParquetPushdownRequest) GetWarehouse() string {
 func (x *ParquetPushdownRequest) GetDecideEarly() bool {
 	if x != nil {
 		return x.DecideEarly
+	}
+	return false
+}
+
+func (x *ParquetPushdownRequest) GetAcceptsRowPositions() bool {
+	if x != nil {
+		return x.AcceptsRowPositions
 	}
 	return false
 }
@@ -1216,7 +1227,14 @@ type RowGroupRef struct {
 	// matching the predicate, deleted ones aside: side indexes answered
 	// every leaf of it exactly. A reader need not evaluate it on them (the
 	// deleted positions still apply).
-	RowsExact     bool `protobuf:"varint,7,opt,name=rows_exact,json=rowsExact,proto3" json:"rows_exact,omitempty"`
+	RowsExact bool `protobuf:"varint,7,opt,name=rows_exact,json=rowsExact,proto3" json:"rows_exact,omitempty"`
+	// Past the sketch: the planned rows as a serialized roaring64 bitmap
+	// (portable format) of row-group-local rows, in place of row_ranges
+	// (then empty) when the ranges are many, to a client that accepts it
+	// (ParquetPushdownRequest.accepts_row_positions): the same rows, a few
+	// bytes a row where thousands of scattered exact rows would take a
+	// RowRange message each. Neither set: the whole row group.
+	RowPositions  []byte `protobuf:"bytes,8,opt,name=row_positions,json=rowPositions,proto3" json:"row_positions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1298,6 +1316,13 @@ func (x *RowGroupRef) GetRowsExact() bool {
 		return x.RowsExact
 	}
 	return false
+}
+
+func (x *RowGroupRef) GetRowPositions() []byte {
+	if x != nil {
+		return x.RowPositions
+	}
+	return nil
 }
 
 type RowRange struct {
@@ -4899,7 +4924,7 @@ var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
 	"\n" +
-	"\x0epushdown.proto\x12\vpushdown_pb\"\xc3\x04\n" +
+	"\x0epushdown.proto\x12\vpushdown_pb\"\xf7\x04\n" +
 	"\x16ParquetPushdownRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12$\n" +
 	"\vsnapshot_id\x18\x02 \x01(\x03H\x00R\n" +
@@ -4916,7 +4941,8 @@ const file_pushdown_proto_rawDesc = "" +
 	" \x01(\bR\rrequestRowIds\x12\x1e\n" +
 	"\vmax_row_ids\x18\v \x01(\x03R\tmaxRowIds\x12\x1c\n" +
 	"\twarehouse\x18\f \x01(\tR\twarehouse\x12!\n" +
-	"\fdecide_early\x18\r \x01(\bR\vdecideEarlyB\x0e\n" +
+	"\fdecide_early\x18\r \x01(\bR\vdecideEarly\x122\n" +
+	"\x15accepts_row_positions\x18\x0e \x01(\bR\x13acceptsRowPositionsB\x0e\n" +
 	"\f_snapshot_idB\f\n" +
 	"\n" +
 	"_schema_id\"\xbd\x02\n" +
@@ -5002,7 +5028,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
-	"\x06length\x18\x03 \x01(\x03R\x06length\"\xfa\x01\n" +
+	"\x06length\x18\x03 \x01(\x03R\x06length\"\x9f\x02\n" +
 	"\vRowGroupRef\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1b\n" +
 	"\trow_group\x18\x02 \x01(\x05R\browGroup\x12\x1b\n" +
@@ -5012,7 +5038,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"row_ranges\x18\x05 \x03(\v2\x15.pushdown_pb.RowRangeR\trowRanges\x12+\n" +
 	"\x11deleted_positions\x18\x06 \x01(\fR\x10deletedPositions\x12\x1d\n" +
 	"\n" +
-	"rows_exact\x18\a \x01(\bR\trowsExact\"2\n" +
+	"rows_exact\x18\a \x01(\bR\trowsExact\x12#\n" +
+	"\rrow_positions\x18\b \x01(\fR\frowPositions\"2\n" +
 	"\bRowRange\x12\x14\n" +
 	"\x05start\x18\x01 \x01(\x03R\x05start\x12\x10\n" +
 	"\x03end\x18\x02 \x01(\x03R\x03end\"\xe7\x02\n" +

@@ -140,7 +140,8 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 		RowIDs:     req.GetRequestRowIds(),
 		MaxRowIDs:  req.GetMaxRowIds(),
 		// vector and row-id plans need every file's plan
-		DecideEarly: req.GetDecideEarly() && req.GetVectorQuery() == nil && !req.GetRequestRowIds(),
+		DecideEarly:  req.GetDecideEarly() && req.GetVectorQuery() == nil && !req.GetRequestRowIds(),
+		RowPositions: req.GetAcceptsRowPositions(),
 	}
 	if req.GetVectorQuery() == nil && !req.GetRequestRowIds() {
 		// a vector plan's limit is its k: every file is searched

@@ -361,10 +361,19 @@ func (c *Connector) rowGroupReadOf(f *fileRead, ref *pushdown_pb.RowGroupRef) (*
 			return nil, fmt.Errorf("%s row group %d: the plan's deleted positions do not decode: %w", f.pf.File, ref.RowGroup, err)
 		}
 	}
-	if len(ref.RowRanges) > 0 {
-		var rs []plan.RowRange
-		for _, rr := range ref.RowRanges {
-			rs = append(rs, plan.RowRange{Start: rr.Start, End: rr.End})
+	switch {
+	case len(ref.RowPositions) > 0 && len(ref.RowRanges) > 0:
+		return nil, fmt.Errorf("%s row group %d: the plan gives both row ranges and row positions", f.pf.File, ref.RowGroup)
+	case len(ref.RowPositions) > 0:
+		rows, err := plan.RowSetOfPositions(ref.RowPositions, ref.RowCount)
+		if err != nil {
+			return nil, fmt.Errorf("%s row group %d: the plan's row positions: %w", f.pf.File, ref.RowGroup, err)
+		}
+		r.rows = rows
+	case len(ref.RowRanges) > 0:
+		rs := make([]plan.RowRange, len(ref.RowRanges))
+		for i, rr := range ref.RowRanges {
+			rs[i] = plan.RowRange{Start: rr.Start, End: rr.End}
 		}
 		r.rows = plan.Union(nil, rs)
 	}

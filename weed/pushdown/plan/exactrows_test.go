@@ -195,9 +195,9 @@ func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
 // short gaps, not marked exact, and takes nothing.
 func TestAFilesRowGroupsShareOneBudgetOfExactRanges(t *testing.T) {
 	const n = 10_000
-	positions := roaring64.New() // 1,500 single rows in each of four row groups
+	positions := roaring64.New() // 3,000 single rows in each of four row groups
 	for rg := uint64(0); rg < 4; rg++ {
-		for i := uint64(0); i < 1_500; i++ {
+		for i := uint64(0); i < 3_000; i++ {
 			positions.Add(rg*n + 3*i)
 		}
 	}
@@ -207,14 +207,14 @@ func TestAFilesRowGroupsShareOneBudgetOfExactRanges(t *testing.T) {
 		rgp := &RowGroupPlan{}
 		pruneBySideIndex(rgp, positions, rg*n, n, true, &budget)
 		exact = append(exact, rgp.RowsExact)
-		if want := 1_500; rgp.RowsExact && len(rgp.Rows) != want {
+		if want := 3_000; rgp.RowsExact && len(rgp.Rows) != want {
 			t.Errorf("row group %d planned exactly in %d ranges, want %d", rg, len(rgp.Rows), want)
 		}
 		if !rgp.RowsExact && len(rgp.Rows) != 1 {
 			t.Errorf("row group %d planned as candidates in %d ranges, want one merged range", rg, len(rgp.Rows))
 		}
 	}
-	if fmt.Sprint(exact) != "[true true false false]" || budget != MaxExactRanges-3_000 {
-		t.Fatalf("row groups planned exactly: %v, budget left %d; want [true true false false], %d left", exact, budget, MaxExactRanges-3_000)
+	if fmt.Sprint(exact) != "[true true false false]" || budget != MaxExactRanges-6_000 {
+		t.Fatalf("row groups planned exactly: %v, budget left %d; want [true true false false], %d left", exact, budget, MaxExactRanges-6_000)
 	}
 }

@@ -235,7 +235,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 					if fp.Skip {
 						continue
 					}
-					out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap)
+					out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 					outs[i] = out
 					if out.rowGroupsLeft > 0 {
 						planned[i] = out.plannedFile(fp, &fc.planned)
@@ -250,7 +250,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	for _, i := range filesPastLimit(live, req.Limit) {
 		skipFile(live[i], tiers[TierLimit])
 		if outs[i] != nil {
-			outs[i] = fileOutputOf(live[i], fieldIDs, idsKey, o.CoalesceGap)
+			outs[i] = fileOutputOf(live[i], fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 		}
 		planned[i] = nil
 	}

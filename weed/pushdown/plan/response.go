@@ -119,7 +119,7 @@ func (out *fileOutput) shareMessages(fp *FilePlan) *fileOutput {
 // file state's). Warm plans of many files that every query visits then do
 // no per-file assembly; the last projection's outputs are reached straight
 // from the file state.
-func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileOutput {
+func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64, positions bool) *fileOutput {
 	skipped, whole := 0, 0
 	for _, rg := range fp.RowGroups {
 		switch {
@@ -131,7 +131,7 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileO
 	}
 	allSkipped := skipped == len(fp.RowGroups)
 	if (!allSkipped && whole < len(fp.RowGroups)) || (!allSkipped && fp.Deleted != nil) || fp.File.Path != fp.Footer.ID.Path {
-		return buildFileOf(fp, fieldIDs, idsKey, gap)
+		return buildFileOf(fp, fieldIDs, idsKey, gap, positions)
 	}
 	side := fp.Footer.SidePageColumns() // the page counts change when side page indexes attach
 	slot := &fp.state.output
@@ -148,19 +148,20 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileO
 		side    int32
 		skipped bool
 	}
-	out := fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, side, allSkipped}, func() any { return buildFileOf(fp, fieldIDs, idsKey, gap).shareMessages(fp) }).(*fileOutput)
+	out := fp.Footer.SmallMemo(key{fp.Columns, idsKey, gap, side, allSkipped}, func() any { return buildFileOf(fp, fieldIDs, idsKey, gap, false).shareMessages(fp) }).(*fileOutput)
 	slot.Store(&outputMemo{ids: idsKey, gap: gap, side: side, out: out})
 	return out
 }
 
 // buildFileOf is buildFile over fp's projection with the file state's refs.
-func buildFileOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64) *fileOutput {
+func buildFileOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64, positions bool) *fileOutput {
 	refs := fp.state.refs
-	return buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, gap)
+	return buildFile(fp, projectionOf(fp, fieldIDs, idsKey), func(col int) *pushdown_pb.ColumnRef { return refs[col] }, gap, positions)
 }
 
-// buildFile assembles the refs and byte ranges of one file plan.
-func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb.ColumnRef, gap int64) *fileOutput {
+// buildFile assembles the refs and byte ranges of one file plan;
+// positions: a row group's many row ranges go as row_positions.
+func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb.ColumnRef, gap int64, positions bool) *fileOutput {
 	out := &fileOutput{}
 	md := fp.Footer.Meta
 	// One allocation for the file's row group refs.
@@ -238,9 +239,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			ref.RowsExact = rgp.RowsExact
 			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
-				for _, r := range rgp.Rows {
-					ref.RowRanges = append(ref.RowRanges, &pushdown_pb.RowRange{Start: r.Start, End: r.End})
-				}
+				ref.RowRanges, ref.RowPositions = rowRefsOf(rgp.Rows, positions)
 				out.rowsPlanned += rgp.Rows.Rows()
 			} else {
 				out.rowsPlanned += numRows
@@ -251,4 +250,21 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 	}
 	out.ranges = Coalesce(out.ranges, gap)
 	return out
+}
+
+// rowRefsOf are a row group's planned rows as the response carries them:
+// row ranges, or (positions, many ranges) a bitmap of the rows.
+func rowRefsOf(rows RowSet, positions bool) ([]*pushdown_pb.RowRange, []byte) {
+	if positions && len(rows) >= MinPositionRanges {
+		if b, err := PositionBytes(rows); err == nil {
+			return nil, b
+		}
+	}
+	msgs := make([]pushdown_pb.RowRange, len(rows))
+	out := make([]*pushdown_pb.RowRange, len(rows))
+	for i, r := range rows {
+		msgs[i].Start, msgs[i].End = r.Start, r.End
+		out[i] = &msgs[i]
+	}
+	return out, nil
 }

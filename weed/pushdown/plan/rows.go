@@ -2,8 +2,14 @@ package plan
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sort"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // RowRange is a half-open range [Start, End) of row positions local to a
@@ -98,4 +104,72 @@ func Intersect(a, b RowSet) RowSet {
 func (s RowSet) Overlaps(start, end int64) bool {
 	i := sort.Search(len(s), func(i int) bool { return s[i].End > start })
 	return i < len(s) && s[i].Start < end
+}
+
+// MinPositionRanges is the fewest row ranges a row group's plan ships as
+// row_positions (a bitmap) to a client that accepts them: from here on
+// the bitmap is the smaller message and the cheaper to read.
+const MinPositionRanges = 8
+
+// PositionBytes is s as a portable roaring64 bitmap of its rows
+// (RowGroupRef.row_positions).
+func PositionBytes(s RowSet) ([]byte, error) {
+	bm := roaring64.New()
+	// short ranges a row at a time, in order (roaring appends them to its
+	// containers); AddRange's per-call work is for long ranges only
+	buf := positionRows.Get().(*[]uint64)
+	defer positionRows.Put(buf)
+	rows := (*buf)[:0]
+	for _, r := range s {
+		if r.End-r.Start >= 64 {
+			bm.AddMany(rows)
+			rows = rows[:0]
+			bm.AddRange(uint64(r.Start), uint64(r.End))
+			continue
+		}
+		for row := r.Start; row < r.End; row++ {
+			rows = append(rows, uint64(row))
+		}
+	}
+	bm.AddMany(rows)
+	*buf = rows[:0]
+	bm.RunOptimize()
+	return bm.ToBytes()
+}
+
+// positionRows are PositionBytes' buffers of rows.
+var positionRows = sync.Pool{New: func() any { return new([]uint64) }}
+
+// RowSetOfPositions reads a row group's row_positions (rows of a row
+// group of n rows) back into a RowSet; positions outside [0, n) or bytes
+// that are no bitmap are an error.
+func RowSetOfPositions(b []byte, n int64) (RowSet, error) {
+	bm, err := rowbits.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	if bm.IsEmpty() {
+		return RowSet{}, nil
+	}
+	if last := bm.Maximum(); last >= uint64(max(n, 0)) {
+		return nil, fmt.Errorf("row position %d is past the row group's %d rows", last, n)
+	}
+	out := make(RowSet, 0, min(bm.GetCardinality(), 1<<16))
+	buf := positionBatches.Get().(*[]uint64)
+	defer positionBatches.Put(buf)
+	for it := bm.ManyIterator(); ; {
+		k := it.NextMany(*buf)
+		if k == 0 {
+			break
+		}
+		for _, p := range (*buf)[:k] {
+			row := int64(p)
+			if last := len(out) - 1; last >= 0 && out[last].End == row {
+				out[last].End++
+				continue
+			}
+			out = append(out, RowRange{row, row + 1})
+		}
+	}
+	return out, nil
 }

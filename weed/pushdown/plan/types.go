@@ -121,6 +121,9 @@ type Request struct {
 	// ORDER BY): the limit tier leaves out rows and files past the first
 	// Limit rows certain to match (tier_limit.go). 0: every row.
 	Limit int64
+	// RowPositions: the client reads RowGroupRef.row_positions, so a row
+	// group's many row ranges go as a bitmap of its rows.
+	RowPositions bool
 
 	verdictKey    uint64 // the predicate's verdict memo key (set by Plan)
 	storeVerdicts bool   // an earlier plan had the same key: memoize

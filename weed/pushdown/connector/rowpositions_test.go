@@ -1,0 +1,79 @@
+package connector
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+)
+
+// A row group's row positions (RowGroupRef.row_positions) are its planned
+// rows as its row ranges would be: an exact row group's candidates are
+// exactly those rows less the deleted ones. Positions past the row group,
+// bytes that are no bitmap, or positions beside row ranges fail the read
+// with an error naming the row group, never rows guessed.
+func TestARowGroupsRowPositionsAreItsPlannedRowsLessTheDeletedOnes(t *testing.T) {
+	fl, _ := lateFile(t, false)
+	c := &Connector{opts: Options{Mode: PageAware}}
+	f := &fileRead{pf: &pushdown_pb.PlannedFile{File: "mem"}, fl: fl}
+	n := fl.md.RowGroup(0).NumRows()
+	rows := plan.RowSet{{Start: 3, End: 4}, {Start: 10, End: 11}, {Start: 17, End: 40}, {Start: n - 1, End: n}}
+	positions, err := plan.PositionBytes(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, err := roaring64.BitmapOf(10, 20).ToBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &pushdown_pb.RowGroupRef{File: "mem", RowGroup: 0, RowCount: n, RowPositions: positions, RowsExact: true, DeletedPositions: deleted}
+	r, err := c.rowGroupReadOf(f, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := candidates(r)
+	var want []int64
+	for _, rr := range rows {
+		for row := rr.Start; row < rr.End; row++ {
+			if row != 10 && row != 20 {
+				want = append(want, row)
+			}
+		}
+	}
+	if !r.exact || !slices.Equal(got, want) {
+		t.Fatalf("candidates %v exact %v, want %v exact", got, r.exact, want)
+	}
+	rowScratch.put(got)
+	past, _ := plan.PositionBytes(plan.RowSet{{Start: 5, End: 6}, {Start: n, End: n + 1}})
+	for name, bad := range map[string]*pushdown_pb.RowGroupRef{
+		"past the row group": {File: "mem", RowCount: n, RowPositions: past},
+		"not a bitmap":       {File: "mem", RowCount: n, RowPositions: []byte("garbage bytes")},
+		"beside row ranges":  {File: "mem", RowCount: n, RowPositions: positions, RowRanges: []*pushdown_pb.RowRange{{Start: 0, End: 5}}},
+	} {
+		if _, err := c.rowGroupReadOf(f, bad); err == nil || !strings.Contains(err.Error(), "mem row group 0") {
+			t.Fatalf("%s: %v, want an error naming the row group", name, err)
+		}
+	}
+}
+
+// An exact row group whose rows are more than 1/volumeRowsShare of it is
+// decoded here, not asked of the volume: rows hitting every page are
+// cheaper as pages. (The fetcher is nil: asking would panic.)
+func TestDenseExactRowsAreDecodedHereNotAskedOfTheVolume(t *testing.T) {
+	c := &Connector{}
+	p := &prepared{}
+	for _, r := range []*rowGroupRead{
+		{numRows: 2000, rows: plan.RowSet{{Start: 0, End: 2000/volumeRowsShare + 1}}, exact: true},
+		{numRows: 1 << 20, rows: plan.RowSet{{Start: 0, End: volumeRowsMax + 1}}, exact: true},
+	} {
+		_, ok, err := c.volumeRows(context.Background(), p, &fileRead{}, r)
+		if ok || err != nil {
+			t.Fatalf("%d rows of %d: asked of the volume (%v, %v)", r.rows.Rows(), r.numRows, ok, err)
+		}
+	}
+}
