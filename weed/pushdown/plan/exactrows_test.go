@@ -131,12 +131,13 @@ func oracleRanges(positions *roaring64.Bitmap, first int64, rows RowSet, gap int
 // A side index's answer narrows a row group's planned rows exactly as a
 // row-by-row walk of the answer does, over dense, sparse, clustered and
 // empty answers, planned rows whole or already narrowed: an exact answer
-// with at most MaxExactRanges ranges is cut to its rows and marked exact
-// (exactly MaxExactRanges stays exact); one with more, and any candidate
-// answer, merges across gaps shorter than MinSideIndexGap, not marked; a
-// row group with no position left is skipped.
+// with at most MaxExactRanges ranges (and one per exactRangeShare rows) is
+// cut to its rows and marked exact (exactly MaxExactRanges stays exact);
+// one with more, and any candidate answer, merges across gaps shorter than
+// MinSideIndexGap, not marked; a row group with no position left is
+// skipped.
 func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
-	const n, first = 40_000, 100_000
+	const n, first = 80_000, 100_000
 	rng := rand.New(rand.NewPCG(7, 11))
 	exactly := roaring64.New() // MaxExactRanges single rows, 3 apart
 	for i := 0; i < MaxExactRanges; i++ {
@@ -168,7 +169,7 @@ func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
 					rows = All(n)
 				}
 				want, wantExact := oracleRanges(positions, first, rows, 1), exact
-				if !exact || len(want) > MaxExactRanges {
+				if !exact || len(want) > min(MaxExactRanges, n/exactRangeShare) {
 					want, wantExact = oracleRanges(positions, first, rows, MinSideIndexGap), false
 				}
 				got := rgp.Rows
@@ -194,7 +195,7 @@ func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
 // ranges from it; one that does not is planned as candidates merged across
 // short gaps, not marked exact, and takes nothing.
 func TestAFilesRowGroupsShareOneBudgetOfExactRanges(t *testing.T) {
-	const n = 10_000
+	const n = 30_000
 	positions := roaring64.New() // 3,000 single rows in each of four row groups
 	for rg := uint64(0); rg < 4; rg++ {
 		for i := uint64(0); i < 3_000; i++ {
@@ -216,5 +217,34 @@ func TestAFilesRowGroupsShareOneBudgetOfExactRanges(t *testing.T) {
 	}
 	if fmt.Sprint(exact) != "[true true false false]" || budget != MaxExactRanges-6_000 {
 		t.Fatalf("row groups planned exactly: %v, budget left %d; want [true true false false], %d left", exact, budget, MaxExactRanges-6_000)
+	}
+}
+
+// An exact answer more scattered than one range per exactRangeShare rows
+// of its row group is planned as candidates merged across short gaps, not
+// marked exact, and takes nothing from the budget; one just within it is
+// planned exactly.
+func TestAnAnswerMoreScatteredThanOneRangePerEightRowsIsPlannedAsCandidates(t *testing.T) {
+	const n = 10_000
+	for _, c := range []struct {
+		every     int64
+		wantExact bool
+	}{{5, false}, {9, true}} {
+		positions := roaring64.New()
+		for row := int64(0); row < n; row += c.every {
+			positions.Add(uint64(row))
+		}
+		budget := MaxExactRanges
+		rgp := &RowGroupPlan{}
+		pruneBySideIndex(rgp, positions, 0, n, true, &budget)
+		ranges := int((n + c.every - 1) / c.every)
+		switch {
+		case rgp.RowsExact != c.wantExact:
+			t.Errorf("a row in every %d: planned exactly %v, want %v", c.every, rgp.RowsExact, c.wantExact)
+		case c.wantExact && (len(rgp.Rows) != ranges || budget != MaxExactRanges-ranges):
+			t.Errorf("a row in every %d: %d exact ranges, budget left %d; want %d and %d", c.every, len(rgp.Rows), budget, ranges, MaxExactRanges-ranges)
+		case !c.wantExact && (fmt.Sprint(rgp.Rows) != fmt.Sprint(RowSet{{0, (n-1)/c.every*c.every + 1}}) || budget != MaxExactRanges):
+			t.Errorf("a row in every %d: candidates %v, budget left %d; want one range up to the last match and the budget untouched", c.every, rgp.Rows, budget)
+		}
 	}
 }
