@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -9,9 +8,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 )
 
@@ -27,19 +26,9 @@ func TestAColumnMapIsKeptPerFooterAndNameMapping(t *testing.T) {
 	bld.Field(1).(*array.Int64Builder).AppendValues([]int64{3, 4}, nil)
 	rec := bld.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, nil, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	mem := memFiles{"s3://t/a.parquet": buf.Bytes()}
-	ft, _, err := footer.NewCache("test", 1<<20, mem.open).Get(context.Background(), footer.Identity{Path: "s3://t/a.parquet", Size: int64(buf.Len())})
+	data := harness.WriteParquet(t, rec, nil)
+	mem := memFiles{"s3://t/a.parquet": data}
+	ft, _, err := footer.NewCache("test", 1<<20, mem.open).Get(context.Background(), footer.Identity{Path: "s3://t/a.parquet", Size: int64(len(data))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,14 +155,8 @@ func RowSetOfPositions(b []byte, n int64) (RowSet, error) {
 		return nil, fmt.Errorf("row position %d is past the row group's %d rows", last, n)
 	}
 	out := make(RowSet, 0, min(bm.GetCardinality(), 1<<16))
-	buf := positionBatches.Get().(*[]uint64)
-	defer positionBatches.Put(buf)
-	for it := bm.ManyIterator(); ; {
-		k := it.NextMany(*buf)
-		if k == 0 {
-			break
-		}
-		for _, p := range (*buf)[:k] {
+	eachPositionBatch(bm, func(batch []uint64) {
+		for _, p := range batch {
 			row := int64(p)
 			if last := len(out) - 1; last >= 0 && out[last].End == row {
 				out[last].End++
@@ -170,6 +164,20 @@ func RowSetOfPositions(b []byte, n int64) (RowSet, error) {
 			}
 			out = append(out, RowRange{row, row + 1})
 		}
-	}
+	})
 	return out, nil
+}
+
+// eachPositionBatch hands f bm's positions in order, a batch at a time
+// (a pooled buffer f must not keep).
+func eachPositionBatch(bm *roaring64.Bitmap, f func([]uint64)) {
+	buf := positionBatches.Get().(*[]uint64)
+	defer positionBatches.Put(buf)
+	for it := bm.ManyIterator(); ; {
+		k := it.NextMany(*buf)
+		if k == 0 {
+			return
+		}
+		f((*buf)[:k])
+	}
 }

@@ -154,18 +154,13 @@ func rangeBits(positions *roaring64.Bitmap, lo, hi uint64) *[]uint64 {
 	in := roaring64.New()
 	in.AddRange(lo, hi)
 	in.And(positions)
-	buf := positionBatches.Get().(*[]uint64)
-	defer positionBatches.Put(buf)
-	for it := in.ManyIterator(); ; {
-		n := it.NextMany(*buf)
-		if n == 0 {
-			break
-		}
-		for _, p := range (*buf)[:n] {
+	w := *words
+	eachPositionBatch(in, func(batch []uint64) {
+		for _, p := range batch {
 			i := p - lo
-			(*words)[i>>6] |= 1 << (i & 63)
+			w[i>>6] |= 1 << (i & 63)
 		}
-	}
+	})
 	return words
 }
 
