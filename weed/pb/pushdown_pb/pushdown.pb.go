@@ -3157,8 +3157,12 @@ type EvaluateIndexesRequest struct {
 	PredicateKind PredicateKind          `protobuf:"varint,2,opt,name=predicate_kind,json=predicateKind,proto3,enum=pushdown_pb.PredicateKind" json:"predicate_kind,omitempty"`
 	Predicate     []byte                 `protobuf:"bytes,3,opt,name=predicate,proto3" json:"predicate,omitempty"` // the plan's predicate; leaves on a probe's field are evaluated
 	SchemaJson    []byte                 `protobuf:"bytes,4,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// first_positions > 0 (a LIMIT's plan): an exact answer of more
+	// positions may be cut to its first first_positions (in file order), the
+	// answer's `cut` then set; inexact answers are never cut.
+	FirstPositions uint64 `protobuf:"varint,5,opt,name=first_positions,json=firstPositions,proto3" json:"first_positions,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EvaluateIndexesRequest) Reset() {
@@ -3219,13 +3223,23 @@ func (x *EvaluateIndexesRequest) GetSchemaJson() []byte {
 	return nil
 }
 
+func (x *EvaluateIndexesRequest) GetFirstPositions() uint64 {
+	if x != nil {
+		return x.FirstPositions
+	}
+	return 0
+}
+
 type LeafAnswer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Probe         int32                  `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"` // index into probes
-	Leaf          string                 `protobuf:"bytes,2,opt,name=leaf,proto3" json:"leaf,omitempty"`    // the leaf, as the predicate package prints it
-	Unknown       bool                   `protobuf:"varint,3,opt,name=unknown,proto3" json:"unknown,omitempty"`
-	Exact         bool                   `protobuf:"varint,4,opt,name=exact,proto3" json:"exact,omitempty"`
-	Positions     []byte                 `protobuf:"bytes,5,opt,name=positions,proto3" json:"positions,omitempty"` // portable roaring64, file-absolute
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Probe     int32                  `protobuf:"varint,1,opt,name=probe,proto3" json:"probe,omitempty"` // index into probes
+	Leaf      string                 `protobuf:"bytes,2,opt,name=leaf,proto3" json:"leaf,omitempty"`    // the leaf, as the predicate package prints it
+	Unknown   bool                   `protobuf:"varint,3,opt,name=unknown,proto3" json:"unknown,omitempty"`
+	Exact     bool                   `protobuf:"varint,4,opt,name=exact,proto3" json:"exact,omitempty"`
+	Positions []byte                 `protobuf:"bytes,5,opt,name=positions,proto3" json:"positions,omitempty"` // portable roaring64, file-absolute
+	// cut: positions are only the first first_positions of the exact answer;
+	// rows after the last of them were not answered (they may match).
+	Cut           bool `protobuf:"varint,6,opt,name=cut,proto3" json:"cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3293,6 +3307,13 @@ func (x *LeafAnswer) GetPositions() []byte {
 		return x.Positions
 	}
 	return nil
+}
+
+func (x *LeafAnswer) GetCut() bool {
+	if x != nil {
+		return x.Cut
+	}
+	return false
 }
 
 type ProbeError struct {
@@ -5221,20 +5242,22 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06params\x18\a \x03(\v2#.pushdown_pb.IndexProbe.ParamsEntryR\x06params\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcb\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf4\x01\n" +
 	"\x16EvaluateIndexesRequest\x12/\n" +
 	"\x06probes\x18\x01 \x03(\v2\x17.pushdown_pb.IndexProbeR\x06probes\x12A\n" +
 	"\x0epredicate_kind\x18\x02 \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
 	"\tpredicate\x18\x03 \x01(\fR\tpredicate\x12\x1f\n" +
 	"\vschema_json\x18\x04 \x01(\fR\n" +
-	"schemaJson\"\x84\x01\n" +
+	"schemaJson\x12'\n" +
+	"\x0ffirst_positions\x18\x05 \x01(\x04R\x0efirstPositions\"\x96\x01\n" +
 	"\n" +
 	"LeafAnswer\x12\x14\n" +
 	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12\x12\n" +
 	"\x04leaf\x18\x02 \x01(\tR\x04leaf\x12\x18\n" +
 	"\aunknown\x18\x03 \x01(\bR\aunknown\x12\x14\n" +
 	"\x05exact\x18\x04 \x01(\bR\x05exact\x12\x1c\n" +
-	"\tpositions\x18\x05 \x01(\fR\tpositions\"P\n" +
+	"\tpositions\x18\x05 \x01(\fR\tpositions\x12\x10\n" +
+	"\x03cut\x18\x06 \x01(\bR\x03cut\"P\n" +
 	"\n" +
 	"ProbeError\x12\x14\n" +
 	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12\x14\n" +

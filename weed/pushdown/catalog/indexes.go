@@ -84,9 +84,15 @@ type probeRef struct {
 	entry indexing.Entry
 }
 
-func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) ([]*roaring64.Bitmap, plan.SideIndexNotes, error) {
+func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile, first int64) ([]*roaring64.Bitmap, plan.SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
-	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files)), Exact: make([]bool, len(files))}
+	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files)), Exact: make([]bool, len(files)), Cut: make([]bool, len(files))}
+	if !src.answersWhole() {
+		// Cut answers are asked only where a file's answer is its one
+		// leaf's from one index: intersections and unions of cut answers
+		// are not the first positions of anything.
+		first = 0
+	}
 	byEndpoint, err := src.locate(ctx, files, func(int) []indexing.Spec { return src.specs }, notes.Missing)
 	if err != nil {
 		return nil, notes, err
@@ -102,7 +108,7 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 	}
 	var mu sync.Mutex
 	err = forEachBatch(ctx, byEndpoint, func(gctx context.Context, addr string, batch []probeRef) error {
-		resp, err := src.evaluate(gctx, addr, files, batch, schemaJSON)
+		resp, err := src.evaluate(gctx, addr, files, batch, schemaJSON, first)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -130,6 +136,11 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 			if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] || la.GetUnknown() {
 				continue
 			}
+			if la.GetCut() && (first <= 0 || !la.GetExact()) {
+				// cut unasked, or an inexact answer cut: it says nothing of
+				// the rows after it
+				continue
+			}
 			p := batch[la.GetProbe()]
 			bm, err := rowbits.Decode(la.GetPositions())
 			if len(la.GetPositions()) == 0 && err == nil {
@@ -146,6 +157,7 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile) 
 				exact = exact || prev.Exact
 			}
 			m[la.GetLeaf()] = indexing.Answer{Positions: bm, Exact: exact}
+			notes.Cut[p.file] = la.GetCut()
 			if !usedProbe[la.GetProbe()] {
 				usedProbe[la.GetProbe()] = true
 				notes.Used[p.file] = append(notes.Used[p.file], specName(src.schema, p.spec))
@@ -231,8 +243,16 @@ func forEachBatch(ctx context.Context, byEndpoint map[string][]probeRef, fn func
 	return g.Wait()
 }
 
-func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*plan.DataFile, batch []probeRef, schemaJSON []byte) (*pushdown_pb.EvaluateIndexesResponse, error) {
-	req := &pushdown_pb.EvaluateIndexesRequest{PredicateKind: src.req.GetPredicateKind(), Predicate: src.req.GetPredicate(), SchemaJson: schemaJSON}
+// answersWhole says each file's answer is one probe's answer to the
+// predicate's only leaf: one leaf, one index on its field.
+func (src *sideIndexSource) answersWhole() bool {
+	leaves := 0
+	predicate.Walk(src.e, func(*predicate.Leaf) { leaves++ })
+	return leaves == 1 && len(src.specs) == 1
+}
+
+func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*plan.DataFile, batch []probeRef, schemaJSON []byte, first int64) (*pushdown_pb.EvaluateIndexesResponse, error) {
+	req := &pushdown_pb.EvaluateIndexesRequest{PredicateKind: src.req.GetPredicateKind(), Predicate: src.req.GetPredicate(), SchemaJson: schemaJSON, FirstPositions: uint64(max(0, first))}
 	var named []string
 	for _, p := range batch {
 		f := files[p.file]

@@ -19,7 +19,7 @@ type exactSideIndex struct {
 	exact bool
 }
 
-func (s exactSideIndex) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+func (s exactSideIndex) Select(_ context.Context, files []*DataFile, _ int64) ([]*roaring64.Bitmap, SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
 	ex := make([]bool, len(files))
 	for i := range out {

@@ -179,7 +179,7 @@ type fixedSideIndex struct {
 	answers map[*predicate.Leaf]indexing.Answer
 }
 
-func (s fixedSideIndex) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+func (s fixedSideIndex) Select(_ context.Context, files []*DataFile, _ int64) ([]*roaring64.Bitmap, SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
 	pos, ok := indexing.Combine(s.e, func(l *predicate.Leaf) indexing.Answer {
 		if a, ok := s.answers[l]; ok {

@@ -137,7 +137,11 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			return
 		}
 		t0 := time.Now()
-		err := computeSideIndex(ctx, req.SideIndex, live)
+		first := int64(0)
+		if req.Limit > 0 {
+			first = req.Limit + max(0, o.LimitSlack)
+		}
+		err := computeSideIndex(ctx, req.SideIndex, live, first)
 		tiers[TierSideIndex].dur += time.Since(t0)
 		sideDone <- err
 	}()
@@ -418,7 +422,9 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 	}
 	countSkips(fp, local)
 	if !req.Options.Disable[TierSideIndex] {
-		p.applySideIndex(fp, local, req.Limit)
+		if err := p.applySideIndex(ctx, req.SideIndex, fp, local, req.Limit); err != nil {
+			return err
+		}
 	}
 	return p.applyDeletes(fp, local)
 }

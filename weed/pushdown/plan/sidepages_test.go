@@ -305,7 +305,7 @@ func TestSidePageIndexesThatDoNotFitTheFileAreIgnoredAndCostNoRow(t *testing.T) 
 // positionsSideIndex answers every file with the same positions.
 type positionsSideIndex struct{ bm *roaring64.Bitmap }
 
-func (s positionsSideIndex) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+func (s positionsSideIndex) Select(_ context.Context, files []*DataFile, _ int64) ([]*roaring64.Bitmap, SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
 	for i := range out {
 		out[i] = s.bm

@@ -3,25 +3,56 @@ package plan
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
+	"sync/atomic"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
 // exactPerFile answers every file with exactly its matching rows, as a
 // side index answering every leaf exactly does.
 type exactPerFile map[string]*roaring64.Bitmap
 
-func (s exactPerFile) Select(_ context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+func (s exactPerFile) Select(_ context.Context, files []*DataFile, _ int64) ([]*roaring64.Bitmap, SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
 	notes := SideIndexNotes{Exact: make([]bool, len(files))}
 	for i, f := range files {
 		out[i], notes.Exact[i] = s[f.Path], s[f.Path] != nil
 	}
 	return out, notes, nil
+}
+
+// firstPositionsPerFile is exactPerFile cutting each answer to the first
+// positions asked for, as the volume pushdown service does for a LIMIT's
+// plan, counting the answers cut and the files asked again whole.
+type firstPositionsPerFile struct {
+	exactPerFile
+	cut, whole *atomic.Int64
+}
+
+func (s firstPositionsPerFile) Select(ctx context.Context, files []*DataFile, first int64) ([]*roaring64.Bitmap, SideIndexNotes, error) {
+	out, notes, err := s.exactPerFile.Select(ctx, files, 0)
+	notes.Cut = make([]bool, len(files))
+	if first <= 0 {
+		s.whole.Add(int64(len(files)))
+		return out, notes, err
+	}
+	for i := range out {
+		if out[i] != nil {
+			if out[i], notes.Cut[i] = rowbits.First(out[i], uint64(first)); notes.Cut[i] {
+				s.cut.Add(1)
+			}
+		}
+	}
+	return out, notes, err
 }
 
 // TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch plans random predicates
@@ -39,6 +70,7 @@ func TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch(t *testing.T) {
 	p := &Planner{Cache: footer.NewCache("test", 64<<20, mem.open)}
 	r := rand.New(rand.NewPCG(7, 3))
 	var limitPrunes, truncated int64
+	var cuts, wholes atomic.Int64
 	n := 400
 	if testing.Short() {
 		n = 80
@@ -127,11 +159,39 @@ func TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch(t *testing.T) {
 		if found < total {
 			truncated++ // plans that left matching rows out
 		}
+		// The same plan from answers cut to their first positions (a small
+		// slack, so deleted rows among them often force the whole answer).
+		creq := req
+		creq.SideIndex = firstPositionsPerFile{side, &cuts, &wholes}
+		creq.Options.LimitSlack = r.Int64N(8)
+		cresp, cplans, err := p.Plan(context.Background(), creq)
+		if err != nil {
+			t.Fatalf("plan %s limit %d from cut answers: %v", e, req.Limit, err)
+		}
+		for k, fp := range plans {
+			cfp := cplans[k]
+			if fp.Skip != cfp.Skip || len(fp.RowGroups) != len(cfp.RowGroups) {
+				t.Fatalf("%s limit %d, %s: from cut answers the file is skipped %v (%d row groups), from whole answers %v (%d)", e, req.Limit, files[pick[k]].name, cfp.Skip, len(cfp.RowGroups), fp.Skip, len(fp.RowGroups))
+			}
+			for rg := range fp.RowGroups {
+				a, b := fp.RowGroups[rg], cfp.RowGroups[rg]
+				if a.Skip != b.Skip || a.SkipTier != b.SkipTier || a.RowsExact != b.RowsExact || !slices.Equal(a.Rows, b.Rows) {
+					t.Fatalf("%s limit %d, %s row group %d: from cut answers %+v, from whole answers %+v", e, req.Limit, files[pick[k]].name, rg, b, a)
+				}
+			}
+		}
+		if !proto.Equal(&pushdown_pb.ParquetPushdownResponse{RowGroups: resp.RowGroups, FileRanges: resp.FileRanges},
+			&pushdown_pb.ParquetPushdownResponse{RowGroups: cresp.RowGroups, FileRanges: cresp.FileRanges}) {
+			t.Fatalf("%s limit %d: the plan's row groups or ranges differ between cut and whole answers", e, req.Limit)
+		}
 		if want := min(req.Limit, total); found < want {
 			t.Fatalf("%s limit %d over %d files: the plan holds %d matching rows, want at least %d (%d match)", e, req.Limit, len(pick), found, want, total)
 		}
 	}
-	t.Logf("%d plans: %d row groups skipped by the limit, %d plans left matching rows out", n, limitPrunes, truncated)
+	t.Logf("%d plans: %d row groups skipped by the limit, %d plans left matching rows out; %d answers cut, %d asked again whole", n, limitPrunes, truncated, cuts.Load(), wholes.Load())
+	if cuts.Load() == 0 || wholes.Load() == 0 {
+		t.Errorf("no answer was cut (%d) or asked again whole (%d): the test does not exercise cut answers", cuts.Load(), wholes.Load())
+	}
 	if limitPrunes == 0 || truncated == 0 {
 		t.Errorf("the limit never skipped a row group (%d) or left a matching row out (%d): the test does not exercise it", limitPrunes, truncated)
 	}

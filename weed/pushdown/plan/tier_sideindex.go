@@ -20,8 +20,11 @@ const TierSideIndex = "side_index"
 type SideIndexSource interface {
 	// Select returns, index-aligned with files, the file-absolute row
 	// positions that might match (nil: the indexes say nothing of that
-	// file), and notes of what was used and what was missing.
-	Select(ctx context.Context, files []*DataFile) ([]*roaring64.Bitmap, SideIndexNotes, error)
+	// file), and notes of what was used and what was missing. With
+	// first > 0 (a LIMIT's plan) an exact answer may be cut to its first
+	// `first` positions, notes.Cut saying which were: rows after the last
+	// of them were not answered.
+	Select(ctx context.Context, files []*DataFile, first int64) ([]*roaring64.Bitmap, SideIndexNotes, error)
 }
 
 // SideIndexNotes say which indexes answered and which could not.
@@ -32,6 +35,9 @@ type SideIndexNotes struct {
 	// are exactly its rows matching the whole predicate (every leaf
 	// answered exactly; see indexing.CombineExact); nil: none are.
 	Exact []bool
+	// Cut, index-aligned with the files asked, says the file's exact
+	// positions are only the first ones asked for; nil: none are.
+	Cut []bool
 }
 
 // MinSideIndexGap is the shortest run of non-matching rows that splits a
@@ -259,9 +265,16 @@ var (
 // applySideIndex runs the side_index tier over a file's row groups.
 // Under a LIMIT (limit > 0) an exact answer is walked only as far as the
 // limit's rows (tier_limit.go).
-func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter, limit int64) {
+func (p *Planner) applySideIndex(ctx context.Context, src SideIndexSource, fp *FilePlan, local map[string]*tierCounter, limit int64) error {
+	if fp.SideIndex != nil && fp.SideIndexCut && !limitReachedWithin(fp, limit) {
+		// The first positions asked for end before the limit's rows (deleted
+		// rows among them): the whole answer is needed after all.
+		if err := reselectWhole(ctx, src, fp); err != nil {
+			return err
+		}
+	}
 	if fp.SideIndex == nil {
-		return
+		return nil
 	}
 	budget := MaxExactRanges
 	lim := newRowLimit(fp, limit)
@@ -286,10 +299,59 @@ func (p *Planner) applySideIndex(fp *FilePlan, local map[string]*tierCounter, li
 			c.files++
 		}
 	}
+	return nil
+}
+
+// limitReachedWithin says the limit tier, walking fp's row groups as
+// applySideIndex does, finds the limit's rows among fp.SideIndex's
+// positions: only then is an answer cut to its first positions the same
+// plan as the whole answer (every row after the prefix is skipped).
+func limitReachedWithin(fp *FilePlan, limit int64) bool {
+	sim := newRowLimit(fp, limit)
+	if sim == nil {
+		return false
+	}
+	var first int64
+	for rg := range fp.RowGroups {
+		n := fp.Footer.RowGroupRows(rg)
+		rgp := fp.RowGroups[rg] // truncate replaces Rows, never writes into them
+		sim.truncate(&rgp, fp.SideIndex, fp.Deleted, first, n)
+		if sim.reached() {
+			return true
+		}
+		first += n
+	}
+	return false
+}
+
+// reselectWhole asks src again for fp's answer, uncut.
+func reselectWhole(ctx context.Context, src SideIndexSource, fp *FilePlan) error {
+	fp.SideIndex, fp.SideIndexExact, fp.SideIndexCut = nil, false, false
+	if src == nil {
+		return nil
+	}
+	bms, notes, err := src.Select(ctx, []*DataFile{fp.File}, 0)
+	if err != nil {
+		return err
+	}
+	if len(bms) != 1 {
+		return perr.New(perr.Internal, "side index source returned %d answers for 1 file", len(bms))
+	}
+	fp.SideIndex = bms[0]
+	fp.SideIndexExact = bms[0] != nil && len(notes.Exact) == 1 && notes.Exact[0]
+	if len(notes.Missing) == 1 {
+		fp.Missing = append(fp.Missing, notes.Missing[0]...)
+	}
+	return nil
 }
 
 // computeSideIndex asks src about the surviving files.
-func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan) error {
+//
+// A LIMIT's plan asks only the first `first` positions of each exact
+// answer (first > 0: the limit and Options.LimitSlack): the limit tier never plans past them
+// when the file holds the limit's rows, and applySideIndex asks the whole
+// answer of a file where it would.
+func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan, first int64) error {
 	if src == nil || len(live) == 0 {
 		return nil
 	}
@@ -297,7 +359,7 @@ func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan
 	for i, fp := range live {
 		files[i] = fp.File
 	}
-	bms, notes, err := src.Select(ctx, files)
+	bms, notes, err := src.Select(ctx, files, first)
 	if err != nil {
 		return err
 	}
@@ -307,6 +369,12 @@ func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan
 	for i, fp := range live {
 		fp.SideIndex = bms[i]
 		fp.SideIndexExact = bms[i] != nil && i < len(notes.Exact) && notes.Exact[i]
+		fp.SideIndexCut = fp.SideIndexExact && i < len(notes.Cut) && notes.Cut[i]
+		if bms[i] != nil && !fp.SideIndexExact && i < len(notes.Cut) && notes.Cut[i] {
+			// a cut answer the source did not call exact says nothing of
+			// the rows after it: unusable
+			fp.SideIndex = nil
+		}
 		if i < len(notes.Used) {
 			fp.Used = append(fp.Used, notes.Used[i]...)
 		}

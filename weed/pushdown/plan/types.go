@@ -87,11 +87,15 @@ type Options struct {
 	MinScanBytes   int64   // below this (and ≤ MinFiles files) a plain read is cheaper
 	MinFiles       int     // see MinScanBytes
 	MaxSelectivity float64 // above this, with no column pruning, pushdown does not pay
+	// LimitSlack are the positions of an exact side-index answer asked
+	// beyond a LIMIT's rows: room for deleted rows among the first
+	// matches before the whole answer must be asked (see computeSideIndex).
+	LimitSlack int64
 }
 
 // DefaultOptions are the defaults of the -pushdown.* flags.
 func DefaultOptions() Options {
-	return Options{CoalesceGap: 64 << 10, Concurrency: 64, MinScanBytes: 10 << 20, MinFiles: 1, MaxSelectivity: 0.5}
+	return Options{CoalesceGap: 64 << 10, Concurrency: 64, MinScanBytes: 10 << 20, MinFiles: 1, MaxSelectivity: 0.5, LimitSlack: 4096}
 }
 
 // Request is one planning request.
@@ -158,6 +162,9 @@ type FilePlan struct {
 	// SideIndexExact says SideIndex holds exactly the rows matching the
 	// whole predicate (deleted rows aside).
 	SideIndexExact bool
+	// SideIndexCut says SideIndex (exact) holds only the first positions
+	// of the answer, asked for a LIMIT (see computeSideIndex).
+	SideIndexCut bool
 	// Why a tier could not be used on this file (for indexes_missing).
 	Missing []string
 	Used    []string

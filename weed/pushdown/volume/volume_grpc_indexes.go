@@ -33,6 +33,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
@@ -348,6 +349,10 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 				case a.Unknown || a.Positions == nil:
 					la.Unknown = true
 				default:
+					if first := req.GetFirstPositions(); first > 0 && a.Exact {
+						// a LIMIT's plan needs only the first rows matching
+						a.Positions, la.Cut = rowbits.First(a.Positions, first)
+					}
 					var buf bytes.Buffer
 					a.Positions.RunOptimize()
 					if _, err := a.Positions.WriteTo(&buf); err != nil {
