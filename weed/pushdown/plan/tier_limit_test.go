@@ -47,7 +47,8 @@ func (s firstPositionsPerFile) Select(ctx context.Context, files []*DataFile, fi
 	}
 	for i := range out {
 		if out[i] != nil {
-			if out[i], notes.Cut[i] = rowbits.First(out[i], uint64(first)); notes.Cut[i] {
+			out[i] = out[i].Clone()
+			if notes.Cut[i] = rowbits.KeepFirst(out[i], uint64(first)); notes.Cut[i] {
 				s.cut.Add(1)
 			}
 		}

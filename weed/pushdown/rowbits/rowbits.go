@@ -40,25 +40,24 @@ func Decode(b []byte) (*roaring64.Bitmap, error) {
 	return bm, nil
 }
 
-// First returns the first n positions of bm (the smallest), and whether
-// any were left out; bm itself when it holds no more than n. (A copy cut
-// at the n-th position: adding n positions one by one costs ten times
-// more.)
-func First(bm *roaring64.Bitmap, n uint64) (*roaring64.Bitmap, bool) {
+// KeepFirst cuts bm, in place, to its first n positions (the smallest),
+// saying whether any were left out. (Removing the tail's containers: adding
+// n positions one by one to a new bitmap cost ten times more.)
+func KeepFirst(bm *roaring64.Bitmap, n uint64) bool {
 	if bm.GetCardinality() <= n {
-		return bm, false
+		return false
 	}
 	if n == 0 {
-		return roaring64.New(), true
+		bm.Clear()
+		return true
 	}
 	last, err := bm.Select(n - 1)
 	if err != nil { // cannot happen: bm holds more than n positions
-		return bm, false
+		return false
 	}
-	out := bm.Clone()
-	if top := out.Maximum(); top > last {
-		out.RemoveRange(last+1, top)
-		out.Remove(top)
+	if top := bm.Maximum(); top > last {
+		bm.RemoveRange(last+1, top)
+		bm.Remove(top)
 	}
-	return out, true
+	return true
 }

@@ -109,7 +109,7 @@ type Answer struct {
 	// absorbing under OR). Positions is nil then.
 	Unknown bool
 	// Positions are file-absolute row positions that might match; a
-	// matching row is never missing.
+	// matching row is never missing. A fresh bitmap: the caller's own.
 	Positions *roaring64.Bitmap
 	// Exact: every position in Positions matches (no recheck needed).
 	Exact bool

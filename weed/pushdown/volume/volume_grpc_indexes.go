@@ -351,7 +351,8 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 				default:
 					if first := req.GetFirstPositions(); first > 0 && a.Exact {
 						// a LIMIT's plan needs only the first rows matching
-						a.Positions, la.Cut = rowbits.First(a.Positions, first)
+						// (an answer's positions are the caller's own)
+						la.Cut = rowbits.KeepFirst(a.Positions, first)
 					}
 					var buf bytes.Buffer
 					a.Positions.RunOptimize()
