@@ -3157,9 +3157,10 @@ type EvaluateIndexesRequest struct {
 	PredicateKind PredicateKind          `protobuf:"varint,2,opt,name=predicate_kind,json=predicateKind,proto3,enum=pushdown_pb.PredicateKind" json:"predicate_kind,omitempty"`
 	Predicate     []byte                 `protobuf:"bytes,3,opt,name=predicate,proto3" json:"predicate,omitempty"` // the plan's predicate; leaves on a probe's field are evaluated
 	SchemaJson    []byte                 `protobuf:"bytes,4,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`
-	// first_positions > 0 (a LIMIT's plan): an exact answer of more
-	// positions may be cut to its first first_positions (in file order), the
-	// answer's `cut` then set; inexact answers are never cut.
+	// first_positions > 0 (a LIMIT's plan; probes in file order): an exact
+	// answer of more positions may be cut to its first first_positions, the
+	// answer's `cut` then set (inexact answers are never cut), and probes
+	// after those whose exact answers hold first_positions may be skipped.
 	FirstPositions uint64 `protobuf:"varint,5,opt,name=first_positions,json=firstPositions,proto3" json:"first_positions,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -3239,7 +3240,10 @@ type LeafAnswer struct {
 	Positions []byte                 `protobuf:"bytes,5,opt,name=positions,proto3" json:"positions,omitempty"` // portable roaring64, file-absolute
 	// cut: positions are only the first first_positions of the exact answer;
 	// rows after the last of them were not answered (they may match).
-	Cut           bool `protobuf:"varint,6,opt,name=cut,proto3" json:"cut,omitempty"`
+	Cut bool `protobuf:"varint,6,opt,name=cut,proto3" json:"cut,omitempty"`
+	// skipped (with unknown): not evaluated — the answers of the probes
+	// before it in the request already held first_positions exact positions.
+	Skipped       bool `protobuf:"varint,7,opt,name=skipped,proto3" json:"skipped,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3312,6 +3316,13 @@ func (x *LeafAnswer) GetPositions() []byte {
 func (x *LeafAnswer) GetCut() bool {
 	if x != nil {
 		return x.Cut
+	}
+	return false
+}
+
+func (x *LeafAnswer) GetSkipped() bool {
+	if x != nil {
+		return x.Skipped
 	}
 	return false
 }
@@ -5249,7 +5260,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tpredicate\x18\x03 \x01(\fR\tpredicate\x12\x1f\n" +
 	"\vschema_json\x18\x04 \x01(\fR\n" +
 	"schemaJson\x12'\n" +
-	"\x0ffirst_positions\x18\x05 \x01(\x04R\x0efirstPositions\"\x96\x01\n" +
+	"\x0ffirst_positions\x18\x05 \x01(\x04R\x0efirstPositions\"\xb0\x01\n" +
 	"\n" +
 	"LeafAnswer\x12\x14\n" +
 	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12\x12\n" +
@@ -5257,7 +5268,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\aunknown\x18\x03 \x01(\bR\aunknown\x12\x14\n" +
 	"\x05exact\x18\x04 \x01(\bR\x05exact\x12\x1c\n" +
 	"\tpositions\x18\x05 \x01(\fR\tpositions\x12\x10\n" +
-	"\x03cut\x18\x06 \x01(\bR\x03cut\"P\n" +
+	"\x03cut\x18\x06 \x01(\bR\x03cut\x12\x18\n" +
+	"\askipped\x18\a \x01(\bR\askipped\"P\n" +
 	"\n" +
 	"ProbeError\x12\x14\n" +
 	"\x05probe\x18\x01 \x01(\x05R\x05probe\x12\x14\n" +

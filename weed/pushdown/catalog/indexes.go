@@ -86,7 +86,8 @@ type probeRef struct {
 
 func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile, first int64) ([]*roaring64.Bitmap, plan.SideIndexNotes, error) {
 	out := make([]*roaring64.Bitmap, len(files))
-	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files)), Exact: make([]bool, len(files)), Cut: make([]bool, len(files))}
+	notes := plan.SideIndexNotes{Used: make([][]string, len(files)), Missing: make([][]string, len(files)), Exact: make([]bool, len(files)),
+		Cut: make([]bool, len(files)), Skipped: make([]bool, len(files))}
 	if !src.answersWhole() {
 		// Cut answers are asked only where a file's answer is its one
 		// leaf's from one index: intersections and unions of cut answers
@@ -133,7 +134,12 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile, 
 		}
 		usedProbe := map[int32]bool{}
 		for _, la := range resp.GetAnswers() {
-			if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] || la.GetUnknown() {
+			if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] {
+				continue
+			}
+			if la.GetUnknown() {
+				// not evaluated: the files before it hold the LIMIT's rows
+				notes.Skipped[batch[la.GetProbe()].file] = la.GetSkipped() && first > 0
 				continue
 			}
 			if la.GetCut() && (first <= 0 || !la.GetExact()) {
@@ -225,6 +231,10 @@ func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, 
 			}
 			return nil
 		})
+	}
+	for _, probes := range byEndpoint {
+		// in file order: a LIMIT's answers stop after the files holding its rows
+		sort.Slice(probes, func(a, b int) bool { return probes[a].file < probes[b].file })
 	}
 	return byEndpoint, g.Wait()
 }

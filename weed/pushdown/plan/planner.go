@@ -236,7 +236,9 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 					if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
 						return err
 					}
-					if fp.Skip {
+					if fp.Skip || fp.sideIndexSkipped {
+						// a file the side indexes were not asked about is
+						// most likely past the limit: its pieces wait for it
 						continue
 					}
 					out := fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
@@ -251,12 +253,24 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	for _, i := range filesPastLimit(live, req.Limit) {
+	past := filesPastLimit(live, req.Limit)
+	for _, i := range past {
 		skipFile(live[i], tiers[TierLimit])
 		if outs[i] != nil {
 			outs[i] = fileOutputOf(live[i], fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 		}
 		planned[i] = nil
+	}
+	noteSkippedSideIndexes(live, past)
+	var fc fileContext
+	fc.planned.chunk = 8 // few: a file whose indexes were skipped is rarely planned
+	for i, fp := range live {
+		if fp.sideIndexSkipped && !fp.Skip && outs[i] == nil {
+			outs[i] = fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
+			if !fp.allSkipped() && outs[i].rowGroupsLeft > 0 {
+				planned[i] = outs[i].plannedFile(fp, &fc.planned)
+			}
+		}
 	}
 	for i, fp := range live {
 		fp.output = outs[i]

@@ -133,3 +133,19 @@ func skipFile(fp *FilePlan, c *tierCounter) {
 		c.files++
 	}
 }
+
+// noteSkippedSideIndexes names, in indexes_missing, the side indexes of
+// files planned without them because the source skipped them (the files
+// before held a LIMIT's first positions, but deleted rows among them left
+// the limit short): such a file is planned whole, never fewer rows.
+func noteSkippedSideIndexes(live []*FilePlan, past []int) {
+	isPast := make(map[int]bool, len(past))
+	for _, i := range past {
+		isPast[i] = true
+	}
+	for i, fp := range live {
+		if fp.sideIndexSkipped && !isPast[i] && !fp.allSkipped() {
+			fp.Missing = append(fp.Missing, "side index: not asked (the files before were to hold the LIMIT's rows; deleted rows among them)")
+		}
+	}
+}

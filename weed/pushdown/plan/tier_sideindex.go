@@ -38,6 +38,10 @@ type SideIndexNotes struct {
 	// Cut, index-aligned with the files asked, says the file's exact
 	// positions are only the first ones asked for; nil: none are.
 	Cut []bool
+	// Skipped, index-aligned with the files asked, says the file's indexes
+	// were not asked: the files before it held the first positions asked
+	// for (first > 0); nil: none were.
+	Skipped []bool
 }
 
 // MinSideIndexGap is the shortest run of non-matching rows that splits a
@@ -370,6 +374,7 @@ func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan
 		fp.SideIndex = bms[i]
 		fp.SideIndexExact = bms[i] != nil && i < len(notes.Exact) && notes.Exact[i]
 		fp.SideIndexCut = fp.SideIndexExact && i < len(notes.Cut) && notes.Cut[i]
+		fp.sideIndexSkipped = bms[i] == nil && first > 0 && i < len(notes.Skipped) && notes.Skipped[i]
 		if bms[i] != nil && !fp.SideIndexExact && i < len(notes.Cut) && notes.Cut[i] {
 			// a cut answer the source did not call exact says nothing of
 			// the rows after it: unusable

@@ -165,6 +165,9 @@ type FilePlan struct {
 	// SideIndexCut says SideIndex (exact) holds only the first positions
 	// of the answer, asked for a LIMIT (see computeSideIndex).
 	SideIndexCut bool
+	// sideIndexSkipped: the source did not ask this file's indexes, the
+	// files before it holding a LIMIT's rows (noted if it is planned).
+	sideIndexSkipped bool
 	// Why a tier could not be used on this file (for indexes_missing).
 	Missing []string
 	Used    []string

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -313,61 +315,86 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 		err     *pushdown_pb.ProbeError
 	}
 	results := make([]result, len(req.GetProbes()))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i, p := range req.GetProbes() {
-		g.Go(func() error {
-			idx, state, err := s.openIndex(gctx, p, schema)
-			if err != nil {
+	first := req.GetFirstPositions()
+	// held counts the exact positions answered (a LIMIT's plan, first > 0)
+	var held atomic.Uint64
+	evalProbe := func(gctx context.Context, i int, p *pushdown_pb.IndexProbe) error {
+		idx, state, err := s.openIndex(gctx, p, schema)
+		if err != nil {
+			if perr.IsContext(err) {
+				return err
+			}
+			results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: state, Reason: boundedReason(err)}
+			metrics.IndexEvaluated(state)
+			return nil
+		}
+		metrics.IndexEvaluated("answered")
+		for _, l := range leaves {
+			if l.FieldID != int(p.GetFieldId()) {
+				continue
+			}
+			a, err := idx.Eval(gctx, l)
+			la := &pushdown_pb.LeafAnswer{Probe: int32(i), Leaf: l.String()}
+			switch {
+			case err != nil:
+				// The payload opened but part of it read badly (a page
+				// failing its checksum): the index is corrupt.
 				if perr.IsContext(err) {
 					return err
 				}
-				results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: state, Reason: boundedReason(err)}
-				metrics.IndexEvaluated(state)
-				return nil
-			}
-			metrics.IndexEvaluated("answered")
-			for _, l := range leaves {
-				if l.FieldID != int(p.GetFieldId()) {
-					continue
+				la.Unknown = true
+				if results[i].err == nil {
+					results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: indexing.StateCorrupt, Reason: boundedReason(err)}
+					metrics.IndexEvaluated(indexing.StateCorrupt)
 				}
-				a, err := idx.Eval(gctx, l)
-				la := &pushdown_pb.LeafAnswer{Probe: int32(i), Leaf: l.String()}
-				switch {
-				case err != nil:
-					// The payload opened but part of it read badly (a page
-					// failing its checksum): the index is corrupt.
-					if perr.IsContext(err) {
-						return err
-					}
-					la.Unknown = true
-					if results[i].err == nil {
-						results[i].err = &pushdown_pb.ProbeError{Probe: int32(i), State: indexing.StateCorrupt, Reason: boundedReason(err)}
-						metrics.IndexEvaluated(indexing.StateCorrupt)
-					}
-					glog.V(1).Infof("pushdown: %s index of %s cannot answer %s: %v", p.GetKind(), p.GetDataFile(), l, err)
-				case a.Unknown || a.Positions == nil:
-					la.Unknown = true
-				default:
-					if first := req.GetFirstPositions(); first > 0 && a.Exact {
-						// a LIMIT's plan needs only the first rows matching
-						// (an answer's positions are the caller's own)
-						la.Cut = rowbits.KeepFirst(a.Positions, first)
-					}
-					var buf bytes.Buffer
-					a.Positions.RunOptimize()
-					if _, err := a.Positions.WriteTo(&buf); err != nil {
-						return perr.New(perr.Internal, "encode positions: %v", err)
-					}
-					la.Positions, la.Exact = buf.Bytes(), a.Exact
+				glog.V(1).Infof("pushdown: %s index of %s cannot answer %s: %v", p.GetKind(), p.GetDataFile(), l, err)
+			case a.Unknown || a.Positions == nil:
+				la.Unknown = true
+			default:
+				if first > 0 && a.Exact {
+					// a LIMIT's plan needs only the first rows matching
+					// (an answer's positions are the caller's own)
+					la.Cut = rowbits.KeepFirst(a.Positions, first)
+					held.Add(a.Positions.GetCardinality())
 				}
-				results[i].answers = append(results[i].answers, la)
+				var buf bytes.Buffer
+				a.Positions.RunOptimize()
+				if _, err := a.Positions.WriteTo(&buf); err != nil {
+					return perr.New(perr.Internal, "encode positions: %v", err)
+				}
+				la.Positions, la.Exact = buf.Bytes(), a.Exact
 			}
-			return nil
-		})
+			results[i].answers = append(results[i].answers, la)
+		}
+		return nil
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	// Probes run 16 at a time; a LIMIT's (first > 0) a core's worth at a
+	// time in the order given, and once the answers hold first exact
+	// positions the probes after them are skipped: the plan needs no file
+	// after the ones holding the LIMIT's rows.
+	step := len(req.GetProbes())
+	if first > 0 {
+		step = runtime.GOMAXPROCS(0)
+	}
+	for lo := 0; lo < len(req.GetProbes()); lo += step {
+		if first > 0 && held.Load() >= first {
+			for i := lo; i < len(req.GetProbes()); i++ {
+				for _, l := range leaves {
+					if l.FieldID == int(req.Probes[i].GetFieldId()) {
+						results[i].answers = append(results[i].answers, &pushdown_pb.LeafAnswer{Probe: int32(i), Leaf: l.String(), Unknown: true, Skipped: true})
+					}
+				}
+			}
+			break
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(16)
+		for i := lo; i < min(lo+step, len(req.GetProbes())); i++ {
+			g.Go(func() error { return evalProbe(gctx, i, req.Probes[i]) })
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range results {
 		resp.Answers = append(resp.Answers, r.answers...)
