@@ -257,3 +257,50 @@ func TestALimitOverRowsASideIndexNarrowedDecodesWindowsOfThem(t *testing.T) {
 		}
 	}
 }
+
+// A LIMIT answered by a side index whose first files' matches are almost
+// all deleted (position deletes): the volume cuts the answers to the first
+// positions and skips the probes after them, the deleted rows leave the
+// limit short, and the plan still holds the LIMIT's rows (a file cut short
+// asked again whole, a skipped file planned without its index), so every
+// LIMIT returns exactly the first rows of the unlimited read.
+func TestALimitWhoseIndexedFirstMatchesAreDeletedStillReturnsItsRows(t *testing.T) {
+	c := sharedCluster(t)
+	ctx := context.Background()
+	tbl := createDeleteTable(t, c, "limit_it", "skipped", 2)
+	tbl = appendRows(t, tbl, 0, 15000) // one file a part, 5,000 rows each
+	indexCreate(t, c, "limit_it.skipped", "id", "btree")
+	// every part keeps only its first few ids: 0..11 live, 14,988 deleted
+	tbl = deleteWhere(t, mergeOnRead(t, c, "limit_it", "skipped"), iceberg.GreaterThanEqual(iceberg.Reference("id"), int64(12)))
+	const where = "id >= 0"
+	sel := []string{"id", "part", "name"}
+	want := scanRows(t, tbl, tbl.CurrentSnapshot().SnapshotID, iceberg.GreaterThanEqual(iceberg.Reference("id"), int64(0)), sel)
+	if len(want) != 12 {
+		t.Fatalf("iceberg-go's scan after the deletes: %d rows, want 12", len(want))
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true, Mode: connector.PageAware})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	full, err := conn.Query(ctx, connector.Query{Table: "limit_it.skipped", Where: where, Select: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := inOrder(full.Records)
+	if got := rowsOf(t, full.Schema, full.Records); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the unlimited read returns %d rows, iceberg-go's scan %d: %s", len(got), len(want), firstDiff(got, want))
+	}
+	full.Release()
+	for _, limit := range []int64{1, 3, 4, 5, 10, 12, 20} {
+		res, err := conn.Query(ctx, connector.Query{Table: "limit_it.skipped", Where: where, Select: sel, Limit: limit})
+		if err != nil {
+			t.Fatalf("LIMIT %d: %v", limit, err)
+		}
+		n := min(limit, int64(len(all)))
+		if got := inOrder(res.Records); strings.Join(got, "\n") != strings.Join(all[:n], "\n") {
+			t.Errorf("LIMIT %d returns %d rows, not the first %d of the unlimited read: %s", limit, len(got), n, firstDiff(got, all[:n]))
+		}
+		res.Release()
+	}
+}
