@@ -8,7 +8,7 @@ var (
 	indexQueue = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: Subsystem, Name: "index_build_queue_tables",
 		Help: "Tables waiting for a side-index build on the catalog."})
 	indexEvaluations = counterVec("index_evaluations_total",
-		"Side-index probes evaluated by the volume services, by result (answered, missing, stale, corrupt, failed).", "result")
+		"Side-index probes evaluated by the volume services, by result (answered, missing, stale, corrupt, failed; skipped: a LIMIT's earlier probes held its rows).", "result")
 )
 
 // IndexPayloads reports the side-index registry entries by state (set by

@@ -379,6 +379,7 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 	for lo := 0; lo < len(req.GetProbes()); lo += step {
 		if first > 0 && held.Load() >= first {
 			for i := lo; i < len(req.GetProbes()); i++ {
+				metrics.IndexEvaluated("skipped")
 				for _, l := range leaves {
 					if l.FieldID == int(req.Probes[i].GetFieldId()) {
 						results[i].answers = append(results[i].answers, &pushdown_pb.LeafAnswer{Probe: int32(i), Leaf: l.String(), Unknown: true, Skipped: true})
