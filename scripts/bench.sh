@@ -32,6 +32,15 @@ if [ "$BENCH" = all ] || [ "$BENCH" = sideindex-igo ]; then
   (cd bench/peer && go test -count=1 -timeout 60m -run TestIcebergWriterPeerBenchmark -v . 2>&1) | tee bench/results/sideindex_icebergwriter_peer.log | grep -E "icebergwriter_peer|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = vector ]; then
+  # The real embedding dataset: Debian's dataset-fashion-mnist.
+  if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing dataset-fashion-mnist (apt-get)"
+      apt-get install -y dataset-fashion-mnist >/dev/null || echo "apt-get install dataset-fashion-mnist failed: the Fashion-MNIST tables are skipped" >&2
+    else
+      echo "Fashion-MNIST is not installed and this is not root: sudo apt-get install dataset-fashion-mnist (the Fashion-MNIST tables are skipped)" >&2
+    fi
+  fi
   go test -count=1 -timeout 60m -run TestVectorBenchmark -v ./bench/vectorbench/ 2>&1 | tee bench/results/vector.log | grep -E "vector_bench|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = kinds ]; then
