@@ -27,7 +27,10 @@ import (
 // own CPU profile (the connector) to <out>.connector;
 // LAKEWEED_BENCH_PROFILE_FASHION=1 does the same on the label-partitioned
 // Fashion-MNIST table under label IN (3, 7). LAKEWEED_BENCH_PROFILE_PQ=1
-// also builds ivf_pq, which the plans then search.
+// also builds ivf_pq, which the plans then search. The connector figures
+// follow one untimed pass of each path (LAKEWEED_BENCH_PROFILE_COLD=1:
+// none, the index's first pass then decodes its winners' projected row
+// groups), the brute force timed last.
 func TestWarmVectorPlanProfile(t *testing.T) {
 	out := os.Getenv("LAKEWEED_BENCH_PROFILE")
 	if os.Getenv("LAKEWEED_BENCH") == "" || out == "" {
