@@ -21,6 +21,7 @@ import (
 // searched by index and exactly.
 type connFigures struct {
 	warm, first, recall, scored, approx, byIndex, exact float64
+	filesPruned, maxProbed                              float64 // files the bound skipped whole, most lists one file probed
 }
 
 // connectorLatency runs `SELECT id … [WHERE f.where] ORDER BY embedding
@@ -40,7 +41,7 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, q
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	var lat, first, rec, scored, approx, byIndex, byExact []float64
+	var lat, first, rec, scored, approx, byIndex, byExact, pruned, probed []float64
 	for qi := range min(queries, len(ds.queries)) {
 		q := connector.Query{Table: ds.table, Select: []string{"id"}, Where: f.where, Limit: 10,
 			Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: ds.queries[qi], Nprobe: nprobe}}
@@ -91,9 +92,11 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, q
 				scored, approx = append(scored, float64(vs.VectorsScored)), append(approx, float64(vs.VectorsApprox))
 				byIndex = append(byIndex, float64(vs.VectorFilesByIndex))
 				byExact = append(byExact, float64(vs.VectorFilesExact))
+				pruned, probed = append(pruned, float64(vs.FilesPruned)), append(probed, float64(vs.MaxListsProbed))
 			}
 			res.Release()
 		}
 	}
-	return connFigures{warm: median(lat), first: median(first), recall: mean(rec), scored: mean(scored), approx: mean(approx), byIndex: mean(byIndex), exact: mean(byExact)}
+	return connFigures{warm: median(lat), first: median(first), recall: mean(rec), scored: mean(scored), approx: mean(approx), byIndex: mean(byIndex), exact: mean(byExact),
+		filesPruned: mean(pruned), maxProbed: mean(probed)}
 }

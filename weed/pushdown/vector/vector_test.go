@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -463,5 +464,30 @@ func TestTheDefaultNProbeStopsWideningAtListsFartherThanTheNeighboursFound(t *te
 	}
 	if r < 0.95 {
 		t.Errorf("recall@10 = %.3f, want ≥ 0.95", r)
+	}
+}
+
+// TestTopKKeepsTheKNearestWithTiesByPosition checks the in-place heap
+// against a sort of every hit offered: distances drawn from few values
+// (many ties), k from 1 to more than the hits.
+func TestTopKKeepsTheKNearestWithTiesByPosition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 200 {
+		n, k := rng.IntN(300), 1+rng.IntN(40)
+		h := &topK{k: k}
+		var all []Hit
+		for i := range n {
+			x := Hit{Pos: int64(rng.IntN(1000)), Dist: float32(rng.IntN(8))}
+			if i%3 == 0 {
+				x.Pos = int64(i) // distinct positions beside repeated ones
+			}
+			all = append(all, x)
+			h.offer(x)
+		}
+		slices.SortFunc(all, func(a, b Hit) int { return cmp.Or(cmp.Compare(a.Dist, b.Dist), cmp.Compare(a.Pos, b.Pos)) })
+		want := all[:min(k, len(all))]
+		if got := h.sorted(); !slices.Equal(got, want) {
+			t.Fatalf("trial %d (n %d, k %d): kept %v, want %v", trial, n, k, got, want)
+		}
 	}
 }
