@@ -100,3 +100,27 @@ func connectorLatency(t *testing.T, c *harness.Cluster, ds *dataset, f filter, q
 	return connFigures{warm: median(lat), first: median(first), recall: mean(rec), scored: mean(scored), approx: mean(approx), byIndex: mean(byIndex), exact: mean(byExact),
 		filesPruned: mean(pruned), maxProbed: mean(probed)}
 }
+
+// warmProjectedRowGroups runs, untimed, one index query under f whose
+// top 1,000 spread over the filter's files: a vector none of the measured
+// queries asks (the first query's elements reversed). The volume then
+// holds the projected columns of the row groups the measured queries'
+// winners fall in, as a warm cluster does — without asking any measured
+// query beforehand (the first index pass used to decode them, about a
+// millisecond a file, which charged whichever figure was measured first).
+func warmProjectedRowGroups(t *testing.T, c *harness.Cluster, ds *dataset, f filter) {
+	ctx := context.Background()
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	v := slices.Clone(ds.queries[0])
+	slices.Reverse(v)
+	res, err := conn.Query(ctx, connector.Query{Table: ds.table, Select: []string{"id"}, Where: f.where, Limit: 1000,
+		Vector: &connector.VectorQuery{Column: "embedding", Metric: vectors.L2, Vector: v}})
+	if err != nil {
+		t.Fatalf("%s %s: warm-up of the projected row groups: %v", ds.name, f.name, err)
+	}
+	res.Release()
+}
