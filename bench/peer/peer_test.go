@@ -321,8 +321,8 @@ func run(t *testing.T, reader, idx, qname string, counter func() int64, servers 
 		m.WarmCPUReaderMs = float64((benchutil.SelfCPU() - cpu0).Microseconds()) / 1000 / float64(len(warm))
 		m.WarmCPUServerMs = float64((servers() - srv0).Microseconds()) / 1000 / float64(len(warm))
 	}
-	t.Logf("%-34s %-12s %-28s rows %8d bytes %11d cold %8.1fms warm %8.1fms cpu %7.1f+%7.1fms %s", reader, idx, qname, m.Rows, m.Bytes, m.ColdMs, m.WarmMs,
-		m.WarmCPUReaderMs, m.WarmCPUServerMs, m.Fallback)
+	t.Logf("%-34s %-12s %-28s rows %8d bytes %11d cold %8.1fms warm %8.1fms cpu %7.1f+%7.1fms %s (warm runs %.1f ms)", reader, idx, qname, m.Rows, m.Bytes, m.ColdMs, m.WarmMs,
+		m.WarmCPUReaderMs, m.WarmCPUServerMs, m.Fallback, warm)
 	return m
 }
 

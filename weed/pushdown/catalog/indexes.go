@@ -132,11 +132,12 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile, 
 			notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: %s (%s)", specName(src.schema, p.spec), pe.GetState(), pe.GetReason()))
 			src.s.markEntry(src.tableUUID, p.entry, pe.GetState(), pe.GetReason())
 		}
-		usedProbe := map[int32]bool{}
+		usedProbe, answered := map[int32]bool{}, make([]bool, len(batch))
 		for _, la := range resp.GetAnswers() {
 			if la.GetProbe() < 0 || int(la.GetProbe()) >= len(batch) || failed[la.GetProbe()] {
 				continue
 			}
+			answered[la.GetProbe()] = true
 			if la.GetUnknown() {
 				// not evaluated: the files before it hold the LIMIT's rows
 				notes.Skipped[batch[la.GetProbe()].file] = la.GetSkipped() && first > 0
@@ -167,6 +168,12 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile, 
 			if !usedProbe[la.GetProbe()] {
 				usedProbe[la.GetProbe()] = true
 				notes.Used[p.file] = append(notes.Used[p.file], specName(src.schema, p.spec))
+			}
+		}
+		for j, p := range batch {
+			if !answered[j] && !failed[int32(j)] {
+				// never silent: a probe the volume neither answered nor refused
+				notes.Missing[p.file] = append(notes.Missing[p.file], fmt.Sprintf("%s: volume pushdown service %s gave no answer", specName(src.schema, p.spec), addr))
 			}
 		}
 		return nil
@@ -232,11 +239,14 @@ func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, 
 			return nil
 		})
 	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	for _, probes := range byEndpoint {
 		// in file order: a LIMIT's answers stop after the files holding its rows
 		sort.Slice(probes, func(a, b int) bool { return probes[a].file < probes[b].file })
 	}
-	return byEndpoint, g.Wait()
+	return byEndpoint, nil
 }
 
 // forEachBatch calls fn with each endpoint's probes in batches of at most
