@@ -272,8 +272,10 @@ var (
 func (p *Planner) applySideIndex(ctx context.Context, src SideIndexSource, fp *FilePlan, local map[string]*tierCounter, limit int64) error {
 	if fp.SideIndex != nil && fp.SideIndexCut && !limitReachedWithin(fp, limit) {
 		// The first positions asked for end before the limit's rows (deleted
-		// rows among them): the whole answer is needed after all.
-		if err := reselectWhole(ctx, src, fp); err != nil {
+		// rows among them): the whole answer is needed after all (none, if
+		// it cannot be had).
+		fp.SideIndex, fp.SideIndexExact, fp.SideIndexCut = nil, false, false
+		if err := computeSideIndex(ctx, src, []*FilePlan{fp}, 0); err != nil {
 			return err
 		}
 	}
@@ -326,27 +328,6 @@ func limitReachedWithin(fp *FilePlan, limit int64) bool {
 		first += n
 	}
 	return false
-}
-
-// reselectWhole asks src again for fp's answer, uncut.
-func reselectWhole(ctx context.Context, src SideIndexSource, fp *FilePlan) error {
-	fp.SideIndex, fp.SideIndexExact, fp.SideIndexCut = nil, false, false
-	if src == nil {
-		return nil
-	}
-	bms, notes, err := src.Select(ctx, []*DataFile{fp.File}, 0)
-	if err != nil {
-		return err
-	}
-	if len(bms) != 1 {
-		return perr.New(perr.Internal, "side index source returned %d answers for 1 file", len(bms))
-	}
-	fp.SideIndex = bms[0]
-	fp.SideIndexExact = bms[0] != nil && len(notes.Exact) == 1 && notes.Exact[0]
-	if len(notes.Missing) == 1 {
-		fp.Missing = append(fp.Missing, notes.Missing[0]...)
-	}
-	return nil
 }
 
 // computeSideIndex asks src about the surviving files.
