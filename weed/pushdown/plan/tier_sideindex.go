@@ -333,9 +333,9 @@ func limitReachedWithin(fp *FilePlan, limit int64) bool {
 // computeSideIndex asks src about the surviving files.
 //
 // A LIMIT's plan asks only the first `first` positions of each exact
-// answer (first > 0: the limit and Options.LimitSlack): the limit tier never plans past them
-// when the file holds the limit's rows, and applySideIndex asks the whole
-// answer of a file where it would.
+// answer (first > 0: the limit and Options.LimitSlack): the limit tier
+// never plans past them when the file holds the limit's rows, and
+// applySideIndex asks the whole answer of a file where it would.
 func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan, first int64) error {
 	if src == nil || len(live) == 0 {
 		return nil

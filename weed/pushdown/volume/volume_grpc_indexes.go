@@ -316,6 +316,11 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 	}
 	results := make([]result, len(req.GetProbes()))
 	first := req.GetFirstPositions()
+	if len(leaves) != 1 {
+		// cut answers of several leaves would be combined into nothing's
+		// first positions: answered whole
+		first = 0
+	}
 	// held counts the exact positions answered (a LIMIT's plan, first > 0)
 	var held atomic.Uint64
 	evalProbe := func(gctx context.Context, i int, p *pushdown_pb.IndexProbe) error {
