@@ -16,7 +16,7 @@
 // It lives in its own module so the main build stays pure Go. Run with
 // `make bench`.
 //
-//	load tables ─▶ per table, per query: a, b, c (cold, 5 warm; CPU deltas)
+//	load tables ─▶ per table, per query: a, b, c (cold, 1 untimed warm-up, 5 warm; CPU deltas)
 //	           ─▶ agreement check ─▶ bench/results/peer.{json,md}
 //	           ─▶ (full run) scripts/readme-peer-table.sh ─▶ README.md
 package peer
@@ -284,8 +284,8 @@ func connectorFor(t *testing.T, c *harness.Cluster, fresh bool) *connector.Conne
 	return conns[false]
 }
 
-// run measures one reader on one query: a cold run (fresh reader state) and
-// the median of five warm runs; bytes are the SeaweedFS-side counter delta
+// run measures one reader on one query: a cold run (fresh reader state) and,
+// after one untimed warm-up run, the median of five warm runs; bytes are the SeaweedFS-side counter delta
 // of the cold run (plus, for the connector, what volume pushdown services
 // sent it); CPU is the mean over the warm runs of this process's CPU
 // (getrusage) and of the servers' (servers: the cluster's, and weed
@@ -306,6 +306,14 @@ func run(t *testing.T, reader, idx, qname string, counter func() int64, servers 
 	m.Rows, m.IDSum, m.Pushdown, m.Fallback = n, sum, st.Pushdown, st.FallbackReason
 	const warmRuns = 5
 	var warm []float64
+	// one untimed run on the warm reader first, for every reader alike: the
+	// cold run warmed a reader of its own (a fresh connector) or the mount
+	// (DuckDB), so the warm reader's first run of this query is not warm
+	if _, _, err := fn(false, &st); err != nil {
+		m.Error = err.Error()
+		t.Logf("%s %s %s: warm-up: %v", reader, idx, qname, err)
+		return m
+	}
 	runtime.GC() // the garbage of earlier readers is not this one's CPU
 	cpu0, srv0 := benchutil.SelfCPU(), servers()
 	for i := 0; i < warmRuns; i++ {
@@ -543,7 +551,7 @@ func write(t *testing.T, tables []peerTable, ms []measurement, info runInfo) {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "`BENCH=peer ./scripts/bench.sh`, %s (%.0f min), on %s; load average %s at the start, %s at the end. "+
-		"Base tables %s rows in 8 files. Warm: median of 5 runs; CPU: mean of those runs, reader process (connector, iceberg-go, embedded DuckDB) "+
+		"Base tables %s rows in 8 files. Warm: median of 5 runs after one untimed warm-up run; CPU: mean of those runs, reader process (connector, iceberg-go, embedded DuckDB) "+
 		"+ cluster (+ weed mount for c), in seconds per query. a = lakeweed connector, b = iceberg-go scan, c = DuckDB over weed mount.\n\n",
 		info.started.UTC().Format("2006-01-02 15:04 UTC"), time.Since(info.started).Minutes(), machine(), info.loadAtStart, info.loadAtEnd, shortCount(info.rows))
 	md.WriteString("| indexed | query | rows | bytes a | bytes b | bytes c | b/a bytes | c/a bytes | warm ms a | warm ms b | warm ms c | b/a warm | c/a warm | warm cpu s a | warm cpu s b | warm cpu s c | cold ms a | cold ms b | cold ms c |\n")
