@@ -63,7 +63,9 @@ type WarmProfile struct {
 func (w WarmProfile) P50() float64 { return Median(w.Latencies) }
 
 // ProfileWarm runs run over and over for 10 s under a CPU profile of this
-// process (written to selfOut) while taking the cluster's over the same
+// process (written to selfOut; its allocations beside it, before and after:
+// selfOut.allocs0 and selfOut.allocs, read with pprof -sample_index=alloc_space
+// -diff_base selfOut.allocs0 selfOut.allocs) while taking the cluster's over the same
 // seconds from its debug listener on port (written to clusterOut);
 // clusterPid is the cluster's process, for its CPU time.
 func ProfileWarm(t *testing.T, port, clusterPid int, selfOut, clusterOut string, run func()) WarmProfile {
@@ -77,6 +79,7 @@ func ProfileWarm(t *testing.T, port, clusterPid int, selfOut, clusterOut string,
 	if err := pprof.StartCPUProfile(f); err != nil {
 		t.Fatal(err)
 	}
+	writeAllocs(t, selfOut, "allocs0")
 	self0, cluster0 := SelfCPU(), ProcCPU(clusterPid)
 	cluster := make(chan []byte, 1)
 	go func() {
@@ -94,10 +97,25 @@ func ProfileWarm(t *testing.T, port, clusterPid int, selfOut, clusterOut string,
 	}
 	pprof.StopCPUProfile()
 	self, clusterCPU := SelfCPU()-self0, ProcCPU(clusterPid)-cluster0
+	writeAllocs(t, selfOut, "allocs")
 	if err := os.WriteFile(clusterOut, <-cluster, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(lat)
 	n := float64(len(lat))
 	return WarmProfile{Latencies: lat, SelfCPUMs: float64(self.Microseconds()) / 1000 / n, ClusterCPU: float64(clusterCPU.Microseconds()) / 1000 / n}
+}
+
+// writeAllocs writes this process's allocation profile to out.suffix.
+func writeAllocs(t *testing.T, out, suffix string) {
+	t.Helper()
+	runtime.GC() // the profile holds allocations up to the last GC
+	f, err := os.Create(out + "." + suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -163,6 +163,7 @@ func runQuery(args []string) error {
 	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
 	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	volumeRows := fs.Bool("volumeRows", true, "rows that side indexes name exactly (a few per row group) are decoded by the volume pushdown service holding the file and sent as rows, not read here as pages")
+	volumeRowsMinKB := fs.Int("volumeRowsMinKB", 64, "exact rows whose row group's planned pages are at most this many KB are read here as pages (cached for the next query) instead; 0 asks the volume however small")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -187,8 +188,12 @@ func runQuery(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-read: %w", err)
 	}
-	if *maxBufferMB < 1 || *workers < 0 {
-		return fmt.Errorf("-maxBufferMB must be at least 1 and -workers at least 0")
+	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 {
+		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -volumeRowsMinKB at least 0")
+	}
+	minVolumeRows := int64(*volumeRowsMinKB) << 10
+	if minVolumeRows == 0 {
+		minVolumeRows = -1 // Options: negative asks the volume however small
 	}
 	q, err := ParseSelect(*sql)
 	if err != nil {
@@ -197,7 +202,8 @@ func runQuery(args []string) error {
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
 	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
-		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows}
+		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows,
+		VolumeRowsMinBytes: minVolumeRows}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

@@ -86,6 +86,10 @@ type Options struct {
 	// NoVolumeRows reads exact row groups' pages here instead of asking the
 	// volume pushdown service for their matching rows (fetch_rows.go).
 	NoVolumeRows bool
+	// VolumeRowsMinBytes: an exact row group whose planned pages (of the
+	// columns read) are at most this many bytes is read here, not asked of
+	// the volume (0: 64 KiB; negative: asked however small).
+	VolumeRowsMinBytes int64
 	// Workers decode and filter row groups in parallel (default: one per
 	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
 	// the one the result is waiting for (default 256 MiB; at least one

@@ -77,3 +77,39 @@ func TestDenseExactRowsAreDecodedHereNotAskedOfTheVolume(t *testing.T) {
 		}
 	}
 }
+
+// An exact row group whose planned pages of the columns read are at most
+// VolumeRowsMinBytes (64 KiB by default) is read here, not asked of the
+// volume: the range cache keeps its pages for the next query. (The
+// fetcher is nil: asking would panic.) Its planned bytes are its pages and
+// dictionary where the plan gave pages, else its whole chunks.
+func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T) {
+	fl, _ := lateFile(t, false)
+	all := make([]int, len(fl.leavesOf))
+	var chunks int64
+	for top := range fl.leavesOf {
+		all[top] = top
+		for _, leaf := range fl.leavesOf[top] {
+			chunks += fl.chunks[0][leaf].Length
+		}
+	}
+	f := &fileRead{fl: fl, need: &fileNeed{tops: all}}
+	n := fl.md.RowGroup(0).NumRows()
+	r := &rowGroupRead{rg: 0, numRows: n, rows: plan.RowSet{{Start: 1, End: 2}}, exact: true}
+	if got := fl.plannedBytes(r, all); got != chunks || chunks == 0 || chunks > volumeRowsMinBytes {
+		t.Fatalf("planned bytes without pages: %d, want the chunks' %d (at most %d)", got, chunks, volumeRowsMinBytes)
+	}
+	leaf := fl.leavesOf[0][0]
+	r.pages = map[int][]pageRange{leaf: {{byteRange: byteRange{Off: 4, Len: 100}}, {byteRange: byteRange{Off: 200, Len: 50}}}}
+	r.dict = map[int]byteRange{leaf: {Off: 0, Len: 4}}
+	if got, want := fl.plannedBytes(r, []int{0}), int64(154); got != want {
+		t.Fatalf("planned bytes of two pages and a dictionary: %d, want %d", got, want)
+	}
+	r.pages, r.dict = nil, nil
+	for _, floor := range []int64{0, chunks} {
+		c := &Connector{opts: Options{VolumeRowsMinBytes: floor}}
+		if _, ok, err := c.volumeRows(context.Background(), &prepared{}, f, r); ok || err != nil {
+			t.Fatalf("VolumeRowsMinBytes %d, %d planned bytes: asked of the volume (%v, %v)", floor, chunks, ok, err)
+		}
+	}
+}
