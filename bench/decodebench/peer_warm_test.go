@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,31 +129,8 @@ func TestPeerWarmDecode(t *testing.T) {
 				continue
 			}
 			out := fmt.Sprintf("%s.%s.%s", profile, mode, q.name)
-			f, err := os.Create(out + ".pprof")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				t.Fatal(err)
-			}
-			cluster := make(chan []byte, 1)
-			go func() {
-				b, err := benchutil.FetchCPUProfile(port, 10)
-				if err != nil {
-					t.Logf("cluster profile: %v", err)
-				}
-				cluster <- b
-			}()
-			n := 0
-			for t0 := time.Now(); time.Since(t0) < 10*time.Second; n++ {
-				run()
-			}
-			pprof.StopCPUProfile()
-			f.Close()
-			if err := os.WriteFile(out+".cluster.pprof", <-cluster, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s %s: %d queries profiled: %s.pprof, %s.cluster.pprof", mode, q.name, n, out, out)
+			w := benchutil.ProfileWarm(t, port, c.Proc.Cmd.Process.Pid, out+".pprof", out+".cluster.pprof", run)
+			t.Logf("%s %s: %d queries profiled: %s.pprof (allocations: .allocs0, .allocs), %s.cluster.pprof", mode, q.name, len(w.Latencies), out, out)
 		}
 	}
 }

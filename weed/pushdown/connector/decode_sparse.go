@@ -59,8 +59,8 @@ func sparseRows(r *rowGroupRead, pages []pageRange) (rows []int64, mini plan.Row
 	if r.rows == nil || r.rows.Rows()*sparseShare > nrows {
 		return nil, nil, 0, false
 	}
-	rows = []int64{}        // not nil: nil rows would mean every row
-	pg, base := 0, int64(0) // base: position of pages[pg]'s first row
+	rows = make([]int64, 0, r.rows.Rows()) // not nil: nil rows would mean every row
+	pg, base := 0, int64(0)                // base: position of pages[pg]'s first row
 	for _, rr := range r.rows {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
 			if r.deleted != nil && r.deleted.Contains(uint64(r.firstRow+row)) {
