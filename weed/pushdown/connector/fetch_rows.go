@@ -47,13 +47,13 @@ const volumeRowsMax = 8192
 // cheaper as pages past ~12% of the row group (status = 'error', 20%).
 const volumeRowsShare = 8
 
-// volumeRowsMinBytes (Options.VolumeRowsMinBytes' default): an exact row group whose planned pages (and
-// dictionaries) of the columns read are at most this many bytes is read
-// here: fetching them costs about what the rows' answer does, and once in
-// the range cache they are read again with no call at all, where asking
-// the volume is a round trip every time (side indexes' page_index and a
-// LIMIT's few rows: 7.7 KB planned, 1.42 ms a warm query here against
-// 1.60 ms asked of the volume).
+// volumeRowsMinBytes (the default of Options.VolumeRowsMinBytes): an
+// exact row group whose planned pages (and dictionaries) of the columns
+// read are at most this many bytes is read here: fetching them costs
+// about what the rows' answer does, and once in the range cache they are
+// read again with no call at all, where asking the volume is a round trip
+// every time (the peer benchmark's side-index LIMIT 10 plans 7.7 KB: 1.25
+// ms a warm query read here against 1.57 ms asked of the volume).
 const volumeRowsMinBytes = 64 << 10
 
 // volumeRowsKey keys the query's count of row groups read with ReadRows
