@@ -188,8 +188,8 @@ func runQuery(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-read: %w", err)
 	}
-	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 {
-		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -volumeRowsMinKB at least 0")
+	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 {
+		return fmt.Errorf("-maxBufferMB must be at least 1, -workers at least 0 and -volumeRowsMinKB from 0 to 1048576")
 	}
 	minVolumeRows := int64(*volumeRowsMinKB) << 10
 	if minVolumeRows == 0 {
