@@ -82,7 +82,8 @@ func TestDenseExactRowsAreDecodedHereNotAskedOfTheVolume(t *testing.T) {
 // VolumeRowsMinBytes (64 KiB by default) is read here, not asked of the
 // volume: the range cache keeps its pages for the next query. (The
 // fetcher is nil: asking would panic.) Its planned bytes are its pages and
-// dictionary where the plan gave pages, else its whole chunks.
+// dictionary where the plan gave pages, else its whole chunks; a list
+// column's rows are asked of the volume however small its pages.
 func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T) {
 	fl, _ := lateFile(t, false)
 	all := make([]int, len(fl.leavesOf))
@@ -104,6 +105,15 @@ func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T
 	r.dict = map[int]byteRange{leaf: {Off: 0, Len: 4}}
 	if got, want := fl.plannedBytes(r, []int{0}), int64(154); got != want {
 		t.Fatalf("planned bytes of two pages and a dictionary: %d, want %d", got, want)
+	}
+	if !fl.cheapHere(r, []int{0}, volumeRowsMinBytes) || fl.cheapHere(r, []int{0}, 153) {
+		t.Fatalf("154 planned bytes of flat columns: cheap here under a floor of 64 KiB, not of 153")
+	}
+	// a list column's pages decode whole here: asked of the volume however small
+	lf := layoutOf(t, "mem", listFile(t, 300, false, nil))
+	lr := &rowGroupRead{rg: 0, numRows: lf.md.RowGroup(0).NumRows(), rows: plan.RowSet{{Start: 1, End: 2}}, exact: true}
+	if lf.plannedBytes(lr, []int{1}) > volumeRowsMinBytes || lf.cheapHere(lr, []int{1}, volumeRowsMinBytes) || !lf.cheapHere(lr, []int{0}, volumeRowsMinBytes) {
+		t.Fatalf("a small list column is cheap here (%d planned bytes), or its flat id is not", lf.plannedBytes(lr, []int{1}))
 	}
 	r.pages, r.dict = nil, nil
 	for _, floor := range []int64{0, chunks} {
