@@ -77,7 +77,7 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 	if want > volumeRowsMax || want*volumeRowsShare > r.numRows {
 		return nil, false, nil
 	}
-	if floor := c.opts.VolumeRowsMinBytes; floor >= 0 && f.fl.cheapHere(r, f.need.tops, cmp.Or(floor, volumeRowsMinBytes)) {
+	if floor := c.opts.VolumeRowsMinBytes; floor >= 0 && f.fl.cheapHere(r, f.need.tops, c.opts.Mode == PageAware, cmp.Or(floor, volumeRowsMinBytes)) {
 		return nil, false, nil
 	}
 	addr, routed, err := c.fetch.volumeRoute(f.pf)
@@ -122,11 +122,12 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 }
 
 // cheapHere reports whether reading tops of r here costs about what asking
-// the volume does: planned bytes at most floor, and no list column (a
-// list's pages decode whole here, where the volume keeps its row groups
-// decoded: array_contains over label_list rows read here took 3.9× the
-// connector CPU and 20.8 against 13.9 ms, bench/peer's kinds benchmark).
-func (fl *fileLayout) cheapHere(r *rowGroupRead, tops []int, floor int64) bool {
+// the volume does: the ranges decoding them here needs (needRanges) at most
+// floor bytes, and no list column (a list's pages decode whole here, where
+// the volume keeps its row groups decoded: array_contains over label_list
+// rows read here took 3.9× the connector CPU and 20.8 against 13.9 ms,
+// bench/peer's kinds benchmark).
+func (fl *fileLayout) cheapHere(r *rowGroupRead, tops []int, pageAware bool, floor int64) bool {
 	for _, top := range tops {
 		for _, leaf := range fl.leavesOf[top] {
 			if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
@@ -134,28 +135,13 @@ func (fl *fileLayout) cheapHere(r *rowGroupRead, tops []int, floor int64) bool {
 			}
 		}
 	}
-	return fl.plannedBytes(r, tops) <= floor
-}
-
-// plannedBytes is what reading tops of r here fetches: per leaf its
-// planned pages and dictionary region, or its whole chunk when the plan
-// gave no pages.
-func (fl *fileLayout) plannedBytes(r *rowGroupRead, tops []int) int64 {
 	var n int64
-	for _, top := range tops {
-		for _, leaf := range fl.leavesOf[top] {
-			pages, ok := r.pages[leaf]
-			if !ok || len(pages) == 0 {
-				n += fl.chunks[r.rg][leaf].Length
-				continue
-			}
-			for _, p := range pages {
-				n += p.Len
-			}
-			n += r.dict[leaf].Len
+	for _, br := range fl.needRanges(tops, r, pageAware) {
+		if n += br.Len; n > floor {
+			return false
 		}
 	}
-	return n
+	return true
 }
 
 // readRows calls ReadRows for the rows keep of row group r and puts each

@@ -81,9 +81,10 @@ func TestDenseExactRowsAreDecodedHereNotAskedOfTheVolume(t *testing.T) {
 // An exact row group whose planned pages of the columns read are at most
 // VolumeRowsMinBytes (64 KiB by default) is read here, not asked of the
 // volume: the range cache keeps its pages for the next query. (The
-// fetcher is nil: asking would panic.) Its planned bytes are its pages and
-// dictionary where the plan gave pages, else its whole chunks; a list
-// column's rows are asked of the volume however small its pages.
+// fetcher is nil: asking would panic.) Its bytes are what reading it here
+// needs: its pages and dictionary where the plan gave pages (page-aware),
+// else its whole chunks; a list column's rows are asked of the volume
+// however small its pages.
 func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T) {
 	fl, _ := lateFile(t, false)
 	all := make([]int, len(fl.leavesOf))
@@ -94,30 +95,34 @@ func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T
 			chunks += fl.chunks[0][leaf].Length
 		}
 	}
+	if chunks == 0 || chunks > volumeRowsMinBytes {
+		t.Fatalf("the file's chunks hold %d bytes: want some, at most %d", chunks, volumeRowsMinBytes)
+	}
 	f := &fileRead{fl: fl, need: &fileNeed{tops: all}}
 	n := fl.md.RowGroup(0).NumRows()
 	r := &rowGroupRead{rg: 0, numRows: n, rows: plan.RowSet{{Start: 1, End: 2}}, exact: true}
-	if got := fl.plannedBytes(r, all); got != chunks || chunks == 0 || chunks > volumeRowsMinBytes {
-		t.Fatalf("planned bytes without pages: %d, want the chunks' %d (at most %d)", got, chunks, volumeRowsMinBytes)
+	if !fl.cheapHere(r, all, true, chunks) || fl.cheapHere(r, all, true, chunks-1) {
+		t.Fatalf("without planned pages: not cheap here under a floor of the chunks' %d bytes, or cheap under one less", chunks)
 	}
 	leaf := fl.leavesOf[0][0]
 	r.pages = map[int][]pageRange{leaf: {{byteRange: byteRange{Off: 4, Len: 100}}, {byteRange: byteRange{Off: 200, Len: 50}}}}
 	r.dict = map[int]byteRange{leaf: {Off: 0, Len: 4}}
-	if got, want := fl.plannedBytes(r, []int{0}), int64(154); got != want {
-		t.Fatalf("planned bytes of two pages and a dictionary: %d, want %d", got, want)
+	if !fl.cheapHere(r, []int{0}, true, 154) || fl.cheapHere(r, []int{0}, true, 153) {
+		t.Fatalf("two pages and a dictionary of 154 bytes: not cheap here under a floor of 154, or cheap under 153")
 	}
-	if !fl.cheapHere(r, []int{0}, volumeRowsMinBytes) || fl.cheapHere(r, []int{0}, 153) {
-		t.Fatalf("154 planned bytes of flat columns: cheap here under a floor of 64 KiB, not of 153")
+	if fl.cheapHere(r, []int{0}, false, 154) != (fl.chunks[0][leaf].Length <= 154) {
+		t.Fatalf("row-group mode reads the whole chunk of %d bytes, not the planned pages", fl.chunks[0][leaf].Length)
 	}
 	// a list column's pages decode whole here: asked of the volume however small
 	lf := layoutOf(t, "mem", listFile(t, 300, false, nil))
 	lr := &rowGroupRead{rg: 0, numRows: lf.md.RowGroup(0).NumRows(), rows: plan.RowSet{{Start: 1, End: 2}}, exact: true}
-	if lf.plannedBytes(lr, []int{1}) > volumeRowsMinBytes || lf.cheapHere(lr, []int{1}, volumeRowsMinBytes) || !lf.cheapHere(lr, []int{0}, volumeRowsMinBytes) {
-		t.Fatalf("a small list column is cheap here (%d planned bytes), or its flat id is not", lf.plannedBytes(lr, []int{1}))
+	tags := lf.leavesOf[1][0]
+	if lf.chunks[0][tags].Length > volumeRowsMinBytes || lf.cheapHere(lr, []int{1}, true, volumeRowsMinBytes) || !lf.cheapHere(lr, []int{0}, true, volumeRowsMinBytes) {
+		t.Fatalf("a small list column (%d bytes) is cheap here, or its flat id is not", lf.chunks[0][tags].Length)
 	}
 	r.pages, r.dict = nil, nil
 	for _, floor := range []int64{0, chunks} {
-		c := &Connector{opts: Options{VolumeRowsMinBytes: floor}}
+		c := &Connector{opts: Options{Mode: PageAware, VolumeRowsMinBytes: floor}}
 		if _, ok, err := c.volumeRows(context.Background(), &prepared{}, f, r); ok || err != nil {
 			t.Fatalf("VolumeRowsMinBytes %d, %d planned bytes: asked of the volume (%v, %v)", floor, chunks, ok, err)
 		}
