@@ -13,7 +13,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/s3api/s3tables"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -24,6 +23,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
 
@@ -137,7 +137,7 @@ func newBuildQueue() *buildQueue {
 func (q *buildQueue) enqueue(s *Service, n tables.Name) {
 	q.started.Do(func() {
 		for w := 0; w < BuildWorkers; w++ {
-			go q.loop(s)
+			safe.Go("index build queue", func() { q.loop(s) })
 		}
 	})
 	key := n.Warehouse + "/" + n.Full
@@ -231,7 +231,7 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 	schema := tbl.CurrentSchema()
 	byEndpoint := map[string][]buildTask{}
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "catalog")
 	g.SetLimit(32)
 	for i := range files.Data {
 		f := &files.Data[i]
@@ -279,7 +279,7 @@ func (s *Service) buildTable(ctx context.Context, n tables.Name) (*pushdown_pb.B
 	if nm := tbl.NameMapping; len(nm) > 0 {
 		nmJSON, _ = json.Marshal(nm)
 	}
-	g, gctx = errgroup.WithContext(ctx)
+	g, gctx = safe.Group(ctx, "catalog")
 	g.SetLimit(8)
 	for addr, tasks := range byEndpoint {
 		for _, t := range tasks {

@@ -10,7 +10,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
@@ -19,6 +18,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // MaxFilesPerComputeDeletes bounds one ComputeDeletes call.
@@ -40,7 +40,7 @@ func (d *deleteSource) Deleted(ctx context.Context, files []*plan.DataFile) ([]*
 	var st plan.DeleteStats
 	groups := map[string][]int{} // endpoint address ("" = local) → file indexes
 	addrOf := make([]string, len(files))
-	lg, lctx := errgroup.WithContext(ctx)
+	lg, lctx := safe.Group(ctx, "catalog")
 	lg.SetLimit(32)
 	for i, f := range files {
 		lg.Go(func() error {
@@ -64,7 +64,7 @@ func (d *deleteSource) Deleted(ctx context.Context, files []*plan.DataFile) ([]*
 	}
 	var mu sync.Mutex
 	var degraded []string
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "catalog")
 	g.SetLimit(16)
 	addrs := make([]string, 0, len(groups))
 	for a := range groups {
@@ -118,7 +118,7 @@ func (d *deleteSource) Deleted(ctx context.Context, files []*plan.DataFile) ([]*
 
 func (d *deleteSource) local(ctx context.Context, files []*plan.DataFile, batch []int) ([]deletes.Result, error) {
 	res := make([]deletes.Result, len(batch))
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "catalog")
 	g.SetLimit(8)
 	for k, i := range batch {
 		g.Go(func() error {

@@ -11,7 +11,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
@@ -20,6 +19,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
@@ -206,7 +206,7 @@ func (src *sideIndexSource) Select(ctx context.Context, files []*plan.DataFile, 
 func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, specsOf func(file int) []indexing.Spec, missing [][]string) (map[string][]probeRef, error) {
 	byEndpoint := map[string][]probeRef{}
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "catalog")
 	g.SetLimit(32)
 	for i, f := range files {
 		g.Go(func() error {
@@ -252,7 +252,7 @@ func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, 
 // forEachBatch calls fn with each endpoint's probes in batches of at most
 // 1,024, 16 calls at a time.
 func forEachBatch(ctx context.Context, byEndpoint map[string][]probeRef, fn func(ctx context.Context, addr string, batch []probeRef) error) error {
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "catalog")
 	g.SetLimit(16)
 	for addr, probes := range byEndpoint {
 		for lo := 0; lo < len(probes); lo += 1024 {
@@ -297,11 +297,11 @@ func (s *Service) markEntry(tableUUID string, e indexing.Entry, state, reason st
 		return
 	}
 	e.State, e.Reason = state, reason
-	go func() {
+	safe.Go("mark a registry entry", func() {
 		if err := s.Registry.Put(context.Background(), tableUUID, e); err != nil {
 			glog.V(1).Infof("pushdown: mark %s: %v", e, err)
 		}
-	}()
+	})
 }
 
 // specName names an index in notes: kind(column).

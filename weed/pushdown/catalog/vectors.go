@@ -14,7 +14,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
@@ -22,6 +21,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
@@ -315,7 +315,7 @@ func vectorField(c *pushdown_pb.ColumnRef, schema *iceberg.Schema) (iceberg.Nest
 // of (file, endpoint): the same file goes to the same endpoint every time
 // and a new or lost endpoint moves only its share of files.
 func (s *Service) placeVectorFiles(ctx context.Context, files []*vectorFile) error {
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "catalog")
 	g.SetLimit(32)
 	for _, f := range files {
 		g.Go(func() error {
@@ -373,7 +373,7 @@ func (s *Service) searchVectorFiles(ctx context.Context, base *pushdown_pb.Searc
 			byEndpoint[ep] = append(byEndpoint[ep], i)
 		}
 		var failed []int
-		g, gctx := errgroup.WithContext(ctx)
+		g, gctx := safe.Group(ctx, "catalog")
 		g.SetLimit(16)
 		for ep, idx := range byEndpoint {
 			for lo := 0; lo < len(idx); lo += 256 {

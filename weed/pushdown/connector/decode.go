@@ -25,6 +25,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	_ "github.com/lakeweed/seaweedfs/weed/pushdown/pqcodec" // zstd pages decoded with klauspost's fast copies
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // fileLayout is what decoding one file needs to know.
@@ -650,15 +651,18 @@ func parallel(n int, run func(i int)) {
 		}
 	}
 	var wg sync.WaitGroup
+	var panics safe.Panics
 	for w := 1; w < min(runtime.GOMAXPROCS(0), n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer panics.Catch()
 			work()
 		}()
 	}
 	work()
 	wg.Wait()
+	panics.Rethrow()
 }
 
 // pagesTileChunk reports whether the planned pages of top (one leaf) and

@@ -21,7 +21,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
-	"golang.org/x/sync/errgroup"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -349,7 +349,7 @@ func (ft *fetcher) readS3(ctx context.Context, id fileVersion, rs []byteRange) (
 		return nil, err
 	}
 	out := make([][]byte, len(rs))
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "connector")
 	g.SetLimit(max(1, ft.concurrency))
 	for i, r := range rs {
 		g.Go(func() error {

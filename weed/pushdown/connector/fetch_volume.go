@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // ReadPath is where the connector reads planned files' bytes.
@@ -173,7 +173,7 @@ func (ft *fetcher) readVolume(ctx context.Context, addr string, pf *pushdown_pb.
 	if len(cur) > 0 {
 		batches = append(batches, cur)
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "connector")
 	g.SetLimit(volumeCallsInFlight)
 	for _, b := range batches {
 		g.Go(func() error {

@@ -19,9 +19,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // LoadOptions configure Load.
@@ -165,7 +165,7 @@ func writeFiles(ctx context.Context, o LoadOptions, tbl *table.Table, start time
 	client := lakeclient.NewS3Client(o.Endpoints)
 	res := &LoadResult{Table: o.Table, Location: location}
 	files := make(chan GeneratedFile, 1)
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "demo")
 	g.Go(func() error {
 		defer close(files)
 		return Files(o.Spec, func(f GeneratedFile) error {

@@ -32,8 +32,9 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	util_http "github.com/seaweedfs/seaweedfs/weed/util/http"
 	"github.com/seaweedfs/seaweedfs/weed/wdclient"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // BucketsDir is where S3 buckets (and table buckets) live in the filer.
@@ -57,8 +58,15 @@ type Range struct {
 	Length int64
 }
 
-// End returns the offset one past the range.
+// End returns the offset one past the range (only meaningful for a range
+// Within some size: a client's offset and length can overflow it).
 func (r Range) End() int64 { return r.Offset + r.Length }
+
+// Within reports whether the range lies inside a file of size bytes,
+// without overflowing for any offset and length.
+func (r Range) Within(size int64) bool {
+	return r.Offset >= 0 && r.Length >= 0 && r.Offset <= size && r.Length <= size-r.Offset
+}
 
 // Stats counts the bytes a Reader fetched.
 type Stats struct {
@@ -255,7 +263,7 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	}
 	n := len(p)
 	short := false
-	if off+int64(n) > f.Size {
+	if int64(n) > f.Size-off {
 		n = int(f.Size - off)
 		short = true
 	}
@@ -273,12 +281,12 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 func (f *File) ReadRanges(ctx context.Context, ranges []Range) ([][]byte, error) {
 	out := make([][]byte, len(ranges))
 	for i, rg := range ranges {
-		if rg.Offset < 0 || rg.Length < 0 || rg.End() > f.Size {
-			return nil, fmt.Errorf("%s: range [%d, %d) lies outside the file (size %d): %w", f.Path, rg.Offset, rg.End(), f.Size, ErrOutOfRange)
+		if !rg.Within(f.Size) {
+			return nil, fmt.Errorf("%s: range at offset %d of %d bytes lies outside the file (size %d): %w", f.Path, rg.Offset, rg.Length, f.Size, ErrOutOfRange)
 		}
 		out[i] = make([]byte, rg.Length)
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "fileread")
 	g.SetLimit(max(1, f.r.MaxConcurrency))
 	for i, rg := range ranges {
 		g.Go(func() error { return f.readInto(gctx, out[i], rg.Offset) })
@@ -294,7 +302,12 @@ func (f *File) readInto(ctx context.Context, p []byte, off int64) error {
 		return nil
 	}
 	if f.visible == nil {
-		copy(p, f.content[off:])
+		// inline content; an entry may claim more bytes than it holds
+		// (those read as zero, as the filer serves them)
+		clear(p)
+		if off >= 0 && off < int64(len(f.content)) {
+			copy(p, f.content[off:])
+		}
 		f.r.bytesInline.Add(int64(len(p)))
 		return nil
 	}
@@ -313,7 +326,7 @@ func (f *File) readInto(ctx context.Context, p []byte, off int64) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = f.readView(ctx, p, off, v)
+			errs[i] = safe.Call("fileread", func() error { return f.readView(ctx, p, off, v) })
 		}()
 	}
 	wg.Wait()

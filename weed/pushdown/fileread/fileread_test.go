@@ -1,8 +1,12 @@
 package fileread
 
 import (
+	"context"
 	"errors"
+	"math"
 	"testing"
+
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 )
 
 func TestFilerPathTakesTheKeyLiterallyAndRefusesWhatIsNotABucketObject(t *testing.T) {
@@ -28,5 +32,45 @@ func TestFilerPathTakesTheKeyLiterallyAndRefusesWhatIsNotABucketObject(t *testin
 		if got, err := FilerPath(bad); !errors.Is(err, ErrBadLocation) {
 			t.Errorf("FilerPath(%q) = %q, %v; want ErrBadLocation", bad, got, err)
 		}
+	}
+}
+
+func TestARangeIsWithinAFileOnlyWhenNoArithmeticOverflows(t *testing.T) {
+	const size = 100
+	for _, tc := range []struct {
+		r    Range
+		want bool
+	}{
+		{Range{0, 100}, true}, {Range{100, 0}, true}, {Range{99, 1}, true},
+		{Range{99, 2}, false}, {Range{101, 0}, false}, {Range{-1, 1}, false}, {Range{0, -1}, false},
+		{Range{math.MaxInt64, 1}, false}, {Range{1, math.MaxInt64}, false}, {Range{math.MaxInt64, math.MaxInt64}, false},
+	} {
+		if got := tc.r.Within(size); got != tc.want {
+			t.Errorf("%+v within %d: %v, want %v", tc.r, size, got, tc.want)
+		}
+	}
+}
+
+func TestAnInlineFileAnswersARangePastItsEndOutOfRangeInsteadOfPanicking(t *testing.T) {
+	r := NewWithLookup(nil, nil, nil, "")
+	f, err := r.OpenEntry(context.Background(), "/buckets/b/k", &filer_pb.Entry{Name: "k", Content: []byte("hello"),
+		Attributes: &filer_pb.FuseAttributes{FileSize: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range []Range{{math.MaxInt64, 1}, {6, 0}, {4, 2}, {1, math.MaxInt64}} {
+		if _, err := f.ReadRanges(context.Background(), []Range{rg}); !errors.Is(err, ErrOutOfRange) {
+			t.Errorf("range %+v: %v, want ErrOutOfRange", rg, err)
+		}
+	}
+	got, err := f.ReadRanges(context.Background(), []Range{{1, 3}, {5, 0}})
+	if err != nil || string(got[0]) != "ell" || len(got[1]) != 0 {
+		t.Fatalf("in-range reads: %q, %v", got, err)
+	}
+	// an entry claiming more bytes than it holds reads zeros past them
+	f.Size = 8
+	got, err = f.ReadRanges(context.Background(), []Range{{3, 5}, {7, 1}})
+	if err != nil || string(got[0]) != "lo\x00\x00\x00" || got[1][0] != 0 {
+		t.Fatalf("reads past the inline content: %q, %v", got, err)
 	}
 }

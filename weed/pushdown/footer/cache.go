@@ -14,6 +14,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // Metrics are the Prometheus collectors of a Cache.
@@ -199,7 +200,9 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 	// The load runs detached from this caller's cancellation (bounded by
 	// LoadTimeout): callers waiting for the same footer must not fail
 	// because the first of them gave up. Each caller waits on its own ctx.
-	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d", id.Path, id.Size), func() (any, error) {
+	// (singleflight re-raises a panic of fn on a goroutine of its own,
+	// which no one can recover: safe.Value turns it into an error first)
+	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d", id.Path, id.Size), safe.Value("footer load", func() (any, error) {
 		if f := c.lookup(key); f != nil {
 			return f, nil
 		}
@@ -220,7 +223,7 @@ func (c *Cache) Get(ctx context.Context, id Identity) (f *Footer, hit bool, err 
 		f.gen = generation.Add(1)
 		c.insert(&entry{key: key, footer: f, size: f.size, loaded: loaded})
 		return f, nil
-	})
+	}))
 	select {
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
@@ -399,7 +402,7 @@ func (c *Cache) bloomFilter(ctx context.Context, f *Footer, rg, col int, lk *Loo
 	}
 	c.bloomMisses.Add(1)
 	c.mBloomMiss.Inc()
-	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col, f.gen), func() (any, error) {
+	ch := c.flight.DoChan(fmt.Sprintf("%s\x00%d\x00bloom\x00%d\x00%d\x00%d", f.ID.Path, f.ID.Size, rg, col, f.gen), safe.Value("bloom filter load", func() (any, error) {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LoadTimeout)
 		defer cancel()
 		var bf BloomFilter
@@ -424,7 +427,7 @@ func (c *Cache) bloomFilter(ctx context.Context, f *Footer, rg, col int, lk *Loo
 			slot.Store(&w)
 		}
 		return be, nil
-	})
+	}))
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()

@@ -151,6 +151,8 @@ func Code(k perr.Kind) codes.Code {
 		return codes.Unavailable
 	case perr.Corrupt:
 		return codes.DataLoss
+	case perr.OutOfRange:
+		return codes.OutOfRange
 	default:
 		return codes.Internal
 	}
@@ -185,6 +187,8 @@ func FromStatus(service string, err error) error {
 		k = perr.Unavailable
 	case codes.DataLoss:
 		k = perr.Corrupt
+	case codes.OutOfRange:
+		k = perr.OutOfRange
 	}
 	return perr.New(k, "%s: %s", service, st.Message())
 }

@@ -22,6 +22,7 @@ const (
 	Unimplemented                  // not built (yet)
 	Unavailable                    // a dependency (filer, volume server) is down
 	Corrupt                        // stored bytes are malformed (Parquet, DV, ...)
+	OutOfRange                     // a range or position past the end of what it names
 )
 
 func (k Kind) String() string {
@@ -42,6 +43,8 @@ func (k Kind) String() string {
 		return "unavailable"
 	case Corrupt:
 		return "corrupt data"
+	case OutOfRange:
+		return "out of range"
 	default:
 		return "internal"
 	}

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // Planner plans requests against a footer cache.
@@ -125,8 +125,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	deletesDone := make(chan error, 1)
 	go func() {
 		t0 := time.Now()
-		var err error
-		delStats, err = computeDeletes(ctx, req.Deletes, live)
+		err := safe.Call("planning deletes", func() (err error) {
+			delStats, err = computeDeletes(ctx, req.Deletes, live)
+			return err
+		})
 		tiers[TierDeletes].dur += time.Since(t0)
 		deletesDone <- err
 	}()
@@ -141,14 +143,14 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		if req.Limit > 0 {
 			first = req.Limit + max(0, o.LimitSlack)
 		}
-		err := computeSideIndex(ctx, req.SideIndex, live, first)
+		err := safe.Call("planning side indexes", func() error { return computeSideIndex(ctx, req.SideIndex, live, first) })
 		tiers[TierSideIndex].dur += time.Since(t0)
 		sideDone <- err
 	}()
 
 	// Footers of the surviving files not cached: cold loads in parallel.
 	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "plan")
 	g.SetLimit(o.Concurrency)
 	for _, fp := range cold {
 		g.Go(func() error {
@@ -210,7 +212,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		run = 1
 	}
 	var claimed atomic.Int64
-	g, gctx = errgroup.WithContext(ctx)
+	g, gctx = safe.Group(ctx, "plan")
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
 			local := newTierCounters()
@@ -647,16 +649,19 @@ func forEachIndex(n, workers int, fn func(i int)) {
 	// each worker a contiguous stretch: neighbours' writes share no cache
 	// lines across cores
 	var wg sync.WaitGroup
+	var panics safe.Panics
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer panics.Catch()
 			for i := w * n / workers; i < (w+1)*n/workers; i++ {
 				fn(i)
 			}
 		}()
 	}
 	wg.Wait()
+	panics.Rethrow()
 }
 
 func nestedIDs(f iceberg.NestedField) map[int]bool {

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // Options configure Import.
@@ -173,7 +173,7 @@ func upload(ctx context.Context, client *s3.Client, plan *Plan, concurrency int,
 	}
 	var mu sync.Mutex
 	var keys []string
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "tableimport")
 	g.SetLimit(concurrency)
 	// The metadata file the catalog will point at goes last, after
 	// everything it references is in place.

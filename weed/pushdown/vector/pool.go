@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // workers is n when positive, else every core.
@@ -29,10 +31,12 @@ func parallelFor(w, n, chunk int, fn func(lo, hi int)) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var panics safe.Panics
 	for range w {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer panics.Catch()
 			for {
 				c := int(next.Add(1) - 1)
 				if c >= chunks {
@@ -43,4 +47,5 @@ func parallelFor(w, n, chunk int, fn func(lo, hi int)) {
 		}()
 	}
 	wg.Wait()
+	panics.Rethrow()
 }

@@ -8,13 +8,13 @@ import (
 	"fmt"
 
 	"github.com/apache/iceberg-go"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // ComputeDeletes computes the deleted positions of data files from the
@@ -90,7 +90,7 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 	}
 	computer := s.deletes(req.GetAllowBareDeletionVectors())
 	out := make([]*pushdown_pb.DeletedPositions, len(tasks))
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "volume")
 	g.SetLimit(8)
 	for i, t := range tasks {
 		g.Go(func() error {
@@ -118,7 +118,7 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 // request describes (size, record count), and records its footer hash: the
 // identity its persisted bitmaps live under.
 func (s *Service) checkIdentities(ctx context.Context, files []*deletes.DataFile) error {
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "volume")
 	g.SetLimit(16)
 	for _, d := range files {
 		g.Go(func() error {

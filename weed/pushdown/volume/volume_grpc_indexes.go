@@ -23,7 +23,6 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/util"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
@@ -36,6 +35,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
@@ -90,7 +90,7 @@ func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexe
 			jobs = append(jobs, job{fi, sp, b})
 		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "volume")
 	for _, j := range jobs {
 		g.Go(func() error {
 			select {
@@ -393,7 +393,7 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 			}
 			break
 		}
-		g, gctx := errgroup.WithContext(ctx)
+		g, gctx := safe.Group(ctx, "volume")
 		g.SetLimit(16)
 		for i := lo; i < min(lo+step, len(req.GetProbes())); i++ {
 			g.Go(func() error { return evalProbe(gctx, i, req.Probes[i]) })
@@ -572,7 +572,7 @@ func (s *Service) ReadPageIndexes(ctx context.Context, req *pushdown_pb.ReadPage
 	}
 	indexes := make([]*pushdown_pb.SidePageIndex, len(req.GetProbes()))
 	errs := make([]*pushdown_pb.ProbeError, len(req.GetProbes()))
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "volume")
 	g.SetLimit(16)
 	for i, p := range req.GetProbes() {
 		g.Go(func() error {

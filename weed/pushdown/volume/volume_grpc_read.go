@@ -65,7 +65,9 @@ func classifyOpen(err error) error {
 		return perr.Wrap(perr.NotFound, err)
 	case errors.Is(err, fileread.ErrUnsupportedChunk):
 		return perr.Wrap(perr.FailedPrecondition, err)
-	case errors.Is(err, fileread.ErrOutOfRange), errors.Is(err, fileread.ErrBadLocation):
+	case errors.Is(err, fileread.ErrOutOfRange):
+		return perr.Wrap(perr.OutOfRange, err)
+	case errors.Is(err, fileread.ErrBadLocation):
 		return perr.Wrap(perr.InvalidArgument, err)
 	}
 	return perr.Wrap(perr.Unavailable, err)

@@ -116,7 +116,7 @@ func rowPositions(f *pushdown_pb.ReadRowsFile) ([]int64, error) {
 	if n := bm.GetCardinality(); n > MaxRowsPerFile {
 		return nil, perr.New(perr.ResourceExhausted, "%d positions exceed the limit of %d per file", n, MaxRowsPerFile)
 	}
-	if !bm.IsEmpty() && int64(bm.Maximum()) >= f.GetRecordCount() {
+	if !bm.IsEmpty() && bm.Maximum() >= uint64(max(0, f.GetRecordCount())) {
 		return nil, perr.New(perr.InvalidArgument, "position %d is past the file's %d rows", bm.Maximum(), f.GetRecordCount())
 	}
 	out := make([]int64, 0, bm.GetCardinality())

@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
@@ -27,6 +26,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
@@ -135,7 +135,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	q := vector.Query{Vector: req.GetVector(), K: int(req.GetTopK()), NProbe: int(req.GetNprobe()), Refine: int(req.GetRefine()),
 		Metric: vector.Metric(req.GetMetric())}
 	outs := make([]*fileSearch, len(req.GetFiles()))
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := safe.Group(ctx, "volume")
 	g.SetLimit(max(1, cap(s.buildSlots)))
 	for i, f := range req.GetFiles() {
 		g.Go(func() error {
@@ -170,7 +170,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(outs[a].lower, outs[b].lower) })
-	g, gctx = errgroup.WithContext(ctx)
+	g, gctx = safe.Group(ctx, "volume")
 	g.SetLimit(max(1, cap(s.buildSlots)))
 	for _, i := range order {
 		g.Go(func() error {
