@@ -93,7 +93,7 @@ func serviceKey(t *testing.T, c *harness.Cluster) *access.Keys {
 
 func bearer(t *testing.T, k *access.Keys, prefixes ...string) context.Context {
 	t.Helper()
-	tok, err := k.Token(prefixes)
+	tok, err := k.Token(prefixes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestVolumePushdownServiceAuthorizesEveryCallAndReadsOnlyTableBuckets(t *tes
 		t.Fatalf("a token for the open file's folder reads it: %q, %v", b, err)
 	}
 	_, err = readAs(bearer(t, keys, openDir...), read(closedFile))
-	wantDenied(t, "a token for another folder", err, "outside the service token's allowed prefixes")
+	wantDenied(t, "a token for another folder", err, "outside its allowed prefixes")
 	_, err = readAs(bearer(t, access.NewKeys([]byte("not-the-cluster-key-not-the-cluster-key")), openDir...), read(openFile))
 	wantDenied(t, "a token signed with another key", err, "bearer token refused")
 

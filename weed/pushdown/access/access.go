@@ -82,6 +82,7 @@ type Caller struct {
 	Kind     Kind
 	Name     string   // identity name, certificate subject or "service token"
 	Prefixes []string // Service: allowed filer path prefixes (empty: all)
+	Methods  []string // Service: allowed HTTP methods, as the filer reads them (empty: all)
 	s3       *s3Caller
 	guard    *Guard
 }
@@ -96,11 +97,11 @@ func (g *Guard) Authenticate(ctx context.Context, method string, req proto.Messa
 		}
 	}
 	if tok := BearerToken(ctx); tok != "" {
-		prefixes, err := g.Keys.Verify(tok)
+		grant, err := g.Keys.Verify(tok)
 		if err != nil {
 			return nil, metrics.Refused(metrics.ReasonToken, err)
 		}
-		return &Caller{Kind: Service, Name: "service token", Prefixes: prefixes, guard: g}, nil
+		return &Caller{Kind: Service, Name: "service token", Prefixes: grant.Prefixes, Methods: grant.Methods, guard: g}, nil
 	}
 	if g.IAM == nil {
 		return nil, metrics.Refused(metrics.ReasonUnsigned, perr.New(perr.PermissionDenied, "%s: this service cannot check S3 identities; call it over the cluster's mTLS or with a service token", method))
@@ -167,13 +168,30 @@ func ParseLocation(loc string) (Location, error) {
 }
 
 // MayRead checks the caller may read the file at loc, which must be inside
-// a table bucket. It returns the validated location.
+// a table bucket and not a side-index payload (.index/ folders are the
+// pushdown services' own; the S3 gateway serves none of them either). It
+// returns the validated location.
 func (c *Caller) MayRead(ctx context.Context, loc string) (Location, error) {
+	return c.may(ctx, loc, false)
+}
+
+// MayWrite checks the caller may write beside the file at loc (side-index
+// payloads, persisted delete bitmaps under its .index/ folder): S3 Write on
+// the file, or a cluster certificate, or a service token whose prefixes
+// cover it and whose methods allow writing.
+func (c *Caller) MayWrite(ctx context.Context, loc string) (Location, error) {
+	return c.may(ctx, loc, true)
+}
+
+func (c *Caller) may(ctx context.Context, loc string, write bool) (Location, error) {
 	l, err := ParseLocation(loc)
 	if err != nil {
 		return l, err
 	}
-	if err := c.mayReadPrefix(l); err != nil {
+	if IsIndexPath(l.Key) {
+		return l, metrics.Refused(metrics.ReasonInvalidLocation, perr.New(perr.PermissionDenied, "%s is inside a side-index folder (%s/): the pushdown services serve table files only", perr.Quote(loc), IndexDir))
+	}
+	if err := c.mayPrefix(l, write); err != nil {
 		return l, err
 	}
 	ok, err := c.guard.Buckets.IsTableBucket(ctx, l.Bucket)
@@ -186,18 +204,80 @@ func (c *Caller) MayRead(ctx context.Context, loc string) (Location, error) {
 	return l, nil
 }
 
+// CanRead reports, without counting a refusal, whether the caller may read
+// the file at loc (a listing shows only what its caller may read).
+func (c *Caller) CanRead(loc string) bool {
+	l, err := ParseLocation(loc)
+	if err != nil || IsIndexPath(l.Key) {
+		return false
+	}
+	if c.Kind == S3 {
+		return c.s3.mayRead(l.Bucket, l.Key) == nil
+	}
+	return c.allows(l.FilerPath, false)
+}
+
+// CanWrite reports, without counting a refusal, whether the caller may
+// write beside a location MayRead accepted.
+func (c *Caller) CanWrite(l Location) bool {
+	if c.Kind == S3 {
+		return c.s3.mayWrite(l.Bucket, l.Key) == nil
+	}
+	return c.allows(l.FilerPath, true)
+}
+
+// IndexDir is the hidden folder side-index payloads live in.
+const IndexDir = ".index"
+
+// IsIndexPath reports whether a key names something inside an .index/
+// folder.
+func IsIndexPath(key string) bool {
+	return strings.HasPrefix(key, IndexDir+"/") || strings.Contains(key, "/"+IndexDir+"/")
+}
+
 // Allows reports whether a cluster member or service token may read l
 // (false for S3 callers: their permissions are checked by MayRead).
 func (c *Caller) Allows(l Location) bool {
+	return c.allows(l.FilerPath, false)
+}
+
+// allows reports whether a cluster member, or a service token whose
+// prefixes cover path and whose methods allow reading (or writing), may.
+func (c *Caller) allows(path string, write bool) bool {
 	switch c.Kind {
 	case Cluster:
 		return true
 	case Service:
-		if len(c.Prefixes) == 0 {
+		return c.methodsAllow(write) && c.coveredByPrefixes(path)
+	}
+	return false
+}
+
+func (c *Caller) coveredByPrefixes(path string) bool {
+	if len(c.Prefixes) == 0 {
+		return true
+	}
+	for _, p := range c.Prefixes {
+		if strings.HasPrefix(path, p) {
 			return true
 		}
-		for _, p := range c.Prefixes {
-			if strings.HasPrefix(l.FilerPath, p) {
+	}
+	return false
+}
+
+// methodsAllow reports whether the token's methods allow reading (or
+// writing): none listed allow every method, as the filer takes it.
+func (c *Caller) methodsAllow(write bool) bool {
+	if len(c.Methods) == 0 {
+		return true
+	}
+	want := ReadMethods
+	if write {
+		want = WriteMethods
+	}
+	for _, m := range c.Methods {
+		for _, w := range want {
+			if strings.EqualFold(m, w) {
 				return true
 			}
 		}
@@ -205,24 +285,65 @@ func (c *Caller) Allows(l Location) bool {
 	return false
 }
 
-func (c *Caller) mayReadPrefix(l Location) error {
+// mayPrefix checks an S3 caller's permission on the file, or a token's
+// scope. A refusal names no path: what a token may not see, it does not
+// learn the name of either (the caller knows what it asked for).
+func (c *Caller) mayPrefix(l Location, write bool) error {
 	if c.Kind == S3 {
+		if write {
+			return metrics.Refused(metrics.ReasonIdentity, c.s3.mayWrite(l.Bucket, l.Key))
+		}
 		return metrics.Refused(metrics.ReasonIdentity, c.s3.mayRead(l.Bucket, l.Key))
 	}
-	if !c.Allows(l) {
-		return metrics.Refused(metrics.ReasonScope, perr.New(perr.PermissionDenied, "%s is outside the service token's allowed prefixes", perr.Quote(l.FilerPath)))
+	if !c.allows(l.FilerPath, write) {
+		what := "read"
+		if write {
+			what = "write"
+		}
+		return metrics.Refused(metrics.ReasonScope, perr.New(perr.PermissionDenied, "the service token may not %s this file (outside its allowed prefixes or methods)", what))
+	}
+	return nil
+}
+
+// tableScoped checks, before the table is looked up, that a service
+// token's prefixes reach the table's folder (<warehouse>/<namespace
+// path>/<table>…): a prefix covering it, or inside it (a token for part of
+// a table, whose files are then checked one by one). The refusal is the
+// same whether or not the table exists.
+func (c *Caller) tableScoped(warehouse, namespacePath, table string, write bool) error {
+	if c.Kind != Service {
+		return nil
+	}
+	dir := fileread.BucketsDir + "/" + warehouse + "/" + namespacePath + "/" + table
+	ok := c.methodsAllow(write)
+	if ok && len(c.Prefixes) > 0 {
+		ok = false
+		for _, p := range c.Prefixes {
+			if strings.HasPrefix(dir, p) || strings.HasPrefix(p, dir) {
+				ok = true
+				break
+			}
+		}
+	}
+	if !ok {
+		what := "read"
+		if write {
+			what = "write"
+		}
+		return metrics.Refused(metrics.ReasonScope, perr.New(perr.PermissionDenied, "the service token may not %s table %s in warehouse %s (outside its allowed prefixes or methods)",
+			what, perr.Quote(strings.ReplaceAll(namespacePath, "/", ".")+"."+table), perr.Quote(warehouse)))
 	}
 	return nil
 }
 
 // MayReadTable checks, before the table is looked up, that an S3 caller may
-// read the table's folder in its warehouse (<warehouse>/<namespace path>/<table>/):
-// the same answer whether or not the table exists. Cluster members and
-// service tokens may plan any table (their tokens scope files, checked as
-// the plan resolves them).
+// read the table's folder in its warehouse (<warehouse>/<namespace path>/<table>/),
+// or that a service token's prefixes reach it: the same answer whether or
+// not the table exists. Cluster members may plan any table; a token's
+// files are checked again one by one as the plan resolves them.
 func (c *Caller) MayReadTable(warehouse, namespacePath, table string) error {
 	if c.Kind != S3 {
-		return nil
+		return c.tableScoped(warehouse, namespacePath, table, false)
 	}
 	if err := c.s3.mayRead(warehouse, namespacePath+"/"+table+"/"); err != nil {
 		return metrics.Refused(metrics.ReasonTable, perr.New(perr.PermissionDenied, "identity %q may not read table %s in warehouse %s", c.Name, perr.Quote(strings.ReplaceAll(namespacePath, "/", ".")+"."+table), perr.Quote(warehouse)))
@@ -235,7 +356,7 @@ func (c *Caller) MayReadTable(warehouse, namespacePath, table string) error {
 // changes what the cluster stores for it).
 func (c *Caller) MayWriteTable(warehouse, namespacePath, table string) error {
 	if c.Kind != S3 {
-		return nil
+		return c.tableScoped(warehouse, namespacePath, table, true)
 	}
 	if err := c.s3.mayWrite(warehouse, namespacePath+"/"+table+"/"); err != nil {
 		return perr.New(perr.PermissionDenied, "identity %q may not write table %s in warehouse %s", c.Name, perr.Quote(strings.ReplaceAll(namespacePath, "/", ".")+"."+table), perr.Quote(warehouse))

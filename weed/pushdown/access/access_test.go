@@ -51,7 +51,7 @@ func TestServiceTokensAllowOnlyTheirPrefixesAndAnEmptyScopeAllowsNothing(t *test
 		return metadata.NewIncomingContext(context.Background(), md)
 	}
 	g := &Guard{Keys: k}
-	scoped, err := k.WithToken(context.Background(), DirPrefixes([]string{"s3://w/ns/t/data/a.parquet", "s3://w/ns/t/data/b.parquet"}))
+	scoped, err := k.WithToken(context.Background(), DirPrefixes([]string{"s3://w/ns/t/data/a.parquet", "s3://w/ns/t/data/b.parquet"}), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestServiceTokensAllowOnlyTheirPrefixesAndAnEmptyScopeAllowsNothing(t *test
 			t.Fatalf("token for /buckets/w/ns/t/data/ allows %s = %v", loc, !want)
 		}
 	}
-	none, _ := k.WithToken(context.Background(), nil)
+	none, _ := k.WithToken(context.Background(), nil, false)
 	c, _ = g.Authenticate(in(none), "ReadRanges", nil)
 	if l, _ := ParseLocation("s3://w/x/y"); c.Allows(l) {
 		t.Fatalf("a token minted for no files allows every file")

@@ -46,7 +46,21 @@ type Keys struct {
 // verifiedToken is what a verified token allows, and until when.
 type verifiedToken struct {
 	prefixes []string
+	methods  []string
 	expires  time.Time // zero: the token carries no expiry
+}
+
+// Methods a service token may allow (the filer's allowed_methods are HTTP
+// methods; none listed allows every method, as the filer takes it).
+var (
+	ReadMethods  = []string{"GET", "HEAD"} // reading files and their indexes
+	WriteMethods = []string{"PUT", "POST"} // writing beside them (.index/ payloads)
+)
+
+// TokenGrant is what a verified service token allows.
+type TokenGrant struct {
+	Prefixes []string // filer path prefixes (none: every table bucket)
+	Methods  []string // HTTP methods (none: all)
 }
 
 // verifiedTokens bounds the tokens a Keys remembers.
@@ -121,28 +135,28 @@ func loadKey(ctx context.Context, filer FilerFunc, key *[]byte) error {
 	})
 }
 
-// Token mints a service token valid for TokenTTL, allowing reads under
-// prefixes (filer paths; none = every table bucket).
-func (k *Keys) Token(prefixes []string) (string, error) {
+// Token mints a service token valid for TokenTTL, allowing methods (none =
+// all) under prefixes (filer paths; none = every table bucket).
+func (k *Keys) Token(prefixes, methods []string) (string, error) {
 	if k == nil || len(k.key) == 0 {
 		return "", nil
 	}
-	claims := security.SeaweedFilerClaims{AllowedPrefixes: prefixes,
+	claims := security.SeaweedFilerClaims{AllowedPrefixes: prefixes, AllowedMethods: methods,
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(TokenTTL)), Issuer: "lakeweed-pushdown"}}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(k.key))
 }
 
-// Verify checks a bearer token and returns its allowed prefixes.
-func (k *Keys) Verify(tok string) ([]string, error) {
+// Verify checks a bearer token and returns what it allows.
+func (k *Keys) Verify(tok string) (TokenGrant, error) {
 	if k == nil || len(k.key) == 0 {
-		return nil, perr.New(perr.PermissionDenied, "a bearer token was sent but this service has no key to verify it")
+		return TokenGrant{}, perr.New(perr.PermissionDenied, "a bearer token was sent but this service has no key to verify it")
 	}
 	if len(tok) > MaxTokenBytes {
-		return nil, perr.New(perr.PermissionDenied, "bearer token of %d bytes exceeds %d", len(tok), MaxTokenBytes)
+		return TokenGrant{}, perr.New(perr.PermissionDenied, "bearer token of %d bytes exceeds %d", len(tok), MaxTokenBytes)
 	}
 	if v, ok := k.verified.Get(tok); ok {
 		if v.expires.IsZero() || time.Now().Before(v.expires) {
-			return slices.Clone(v.prefixes), nil
+			return TokenGrant{Prefixes: slices.Clone(v.prefixes), Methods: slices.Clone(v.methods)}, nil
 		}
 		k.verified.Remove(tok)
 	}
@@ -156,17 +170,17 @@ func (k *Keys) Verify(tok string) ([]string, error) {
 				msg = msg[:200]
 			}
 		}
-		return nil, perr.New(perr.PermissionDenied, "bearer token refused: %s", msg)
+		return TokenGrant{}, perr.New(perr.PermissionDenied, "bearer token refused: %s", msg)
 	}
 	if claims.SessionId != "" {
-		return nil, perr.New(perr.PermissionDenied, "the bearer token is an S3 session credential, not a service token")
+		return TokenGrant{}, perr.New(perr.PermissionDenied, "the bearer token is an S3 session credential, not a service token")
 	}
-	v := verifiedToken{prefixes: slices.Clone(claims.AllowedPrefixes)}
+	v := verifiedToken{prefixes: slices.Clone(claims.AllowedPrefixes), methods: slices.Clone(claims.AllowedMethods)}
 	if claims.ExpiresAt != nil {
 		v.expires = claims.ExpiresAt.Time
 	}
 	k.verified.Add(tok, v)
-	return claims.AllowedPrefixes, nil
+	return TokenGrant{Prefixes: claims.AllowedPrefixes, Methods: claims.AllowedMethods}, nil
 }
 
 // BearerToken returns the "authorization: Bearer <token>" of the incoming
@@ -185,27 +199,33 @@ func BearerToken(ctx context.Context) string {
 }
 
 // WithToken returns ctx carrying a service token for prefixes on its
-// outgoing calls (ctx unchanged when k has no key). No prefixes allow
-// nothing; WithClusterToken allows every table bucket.
-func (k *Keys) WithToken(ctx context.Context, prefixes []string) (context.Context, error) {
+// outgoing calls (ctx unchanged when k has no key), allowing reads only,
+// or writes too (the calls that persist beside the data: BuildIndexes,
+// ComputeDeletes). No prefixes allow nothing; WithClusterToken allows
+// reading every table bucket.
+func (k *Keys) WithToken(ctx context.Context, prefixes []string, write bool) (context.Context, error) {
 	if len(prefixes) == 0 {
 		prefixes = []string{noPath}
 	}
-	return k.withToken(ctx, prefixes)
+	methods := ReadMethods
+	if write {
+		methods = append(slices.Clone(ReadMethods), WriteMethods...)
+	}
+	return k.withToken(ctx, prefixes, methods)
 }
 
-// WithClusterToken returns ctx carrying an unscoped service token (for
-// calls that name no file, such as Status probes).
+// WithClusterToken returns ctx carrying an unscoped read-only service
+// token (for calls that name no file, such as Status probes).
 func (k *Keys) WithClusterToken(ctx context.Context) (context.Context, error) {
-	return k.withToken(ctx, nil)
+	return k.withToken(ctx, nil, ReadMethods)
 }
 
 // noPath is a prefix no valid location has (ParseLocation refuses control
 // characters).
 const noPath = "\x00"
 
-func (k *Keys) withToken(ctx context.Context, prefixes []string) (context.Context, error) {
-	tok, err := k.Token(prefixes)
+func (k *Keys) withToken(ctx context.Context, prefixes, methods []string) (context.Context, error) {
+	tok, err := k.Token(prefixes, methods)
 	if err != nil {
 		return nil, perr.New(perr.Internal, "sign service token: %v", err)
 	}

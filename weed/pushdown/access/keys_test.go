@@ -33,10 +33,10 @@ func TestAVerifiedTokenIsRememberedUntilItExpiresAndNoLonger(t *testing.T) {
 	short := sign(strings.Repeat("k", 32), 1500*time.Millisecond)
 	for i := 0; i < 3; i++ {
 		got, err := k.Verify(short)
-		if err != nil || len(got) != 1 || got[0] != "/buckets/a/" {
+		if err != nil || len(got.Prefixes) != 1 || got.Prefixes[0] != "/buckets/a/" {
 			t.Fatalf("call %d: %v, %v; want the token's one prefix", i+1, got, err)
 		}
-		got[0] = "/" // the caller's copy
+		got.Prefixes[0] = "/" // the caller's copy
 	}
 	if k.verified.Len() != 1 {
 		t.Fatalf("%d tokens remembered, want 1", k.verified.Len())

@@ -87,6 +87,9 @@ func (s *Service) ListIndexes(ctx context.Context, req *pushdown_pb.ListIndexesR
 		resp.Wanted = append(resp.Wanted, &pushdown_pb.IndexSpec{FieldId: int32(sp.FieldID), Kind: sp.Kind, Params: sp.Params})
 	}
 	for _, f := range files.Data {
+		if caller != nil && !caller.CanRead(f.Path) {
+			continue // a token for part of the table lists only that part
+		}
 		for _, e := range all[f.Path] {
 			resp.Entries = append(resp.Entries, &pushdown_pb.IndexEntry{DataFile: e.DataFile, FieldId: int32(e.FieldID), Kind: e.Kind, Identity: e.Identity,
 				PayloadPath: e.PayloadPath, PayloadBytes: e.PayloadBytes, State: e.State, Reason: e.Reason, BuiltUnixMs: e.BuiltUnixMs, VerifiedUnixMs: e.VerifiedMs})
@@ -387,7 +390,7 @@ func (s *Service) buildOnVolume(ctx context.Context, addr, uuid string, batch []
 }
 
 func (s *Service) callBuild(ctx context.Context, addr string, req *pushdown_pb.BuildIndexesRequest, named []string) (*pushdown_pb.BuildIndexesResponse, error) {
-	ctx, client, err := s.volumeClient(ctx, addr, named)
+	ctx, client, err := s.volumeClient(ctx, addr, named, true)
 	if err != nil {
 		return nil, err
 	}

@@ -156,7 +156,7 @@ func (d *deleteSource) remote(ctx context.Context, addr string, files []*plan.Da
 			named = append(named, x.Path)
 		}
 	}
-	ctx, client, err := d.s.volumeClient(ctx, addr, named)
+	ctx, client, err := d.s.volumeClient(ctx, addr, named, true)
 	if err != nil {
 		return nil, err
 	}

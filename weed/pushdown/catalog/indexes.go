@@ -280,7 +280,7 @@ func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*
 			FieldId: int32(p.spec.FieldID), Kind: p.spec.Kind, Identity: p.entry.Identity, Params: p.spec.Params})
 		named = append(named, f.Path)
 	}
-	ctx, client, err := src.s.volumeClient(ctx, addr, named)
+	ctx, client, err := src.s.volumeClient(ctx, addr, named, false)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func (src *sideIndexSource) readPageIndexes(ctx context.Context, addr string, fi
 			FieldId: int32(p.spec.FieldID), Kind: pageIndexKind, Identity: p.entry.Identity, Params: p.spec.Params})
 		named = append(named, f.Path)
 	}
-	ctx, client, err := src.s.volumeClient(ctx, addr, named)
+	ctx, client, err := src.s.volumeClient(ctx, addr, named, false)
 	if err != nil {
 		return nil, err
 	}

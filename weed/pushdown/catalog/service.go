@@ -238,9 +238,10 @@ func (s *Service) holderServers(ctx context.Context, path string) []string {
 
 // volumeClient returns a client of the volume pushdown service at addr and
 // ctx carrying a service token scoped to the folders of the files the call
-// names (the catalog's proof on every call it makes there).
-func (s *Service) volumeClient(ctx context.Context, addr string, files []string) (context.Context, pushdown_pb.PushdownVolumeClient, error) {
-	ctx, err := s.Keys.WithToken(ctx, access.DirPrefixes(files))
+// names (the catalog's proof on every call it makes there), allowing
+// writes there only for calls that persist beside the data (write).
+func (s *Service) volumeClient(ctx context.Context, addr string, files []string, write bool) (context.Context, pushdown_pb.PushdownVolumeClient, error) {
+	ctx, err := s.Keys.WithToken(ctx, access.DirPrefixes(files), write)
 	if err != nil {
 		return nil, nil, err
 	}

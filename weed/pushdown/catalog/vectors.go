@@ -431,7 +431,7 @@ func (s *Service) callSearch(ctx context.Context, addr string, base *pushdown_pb
 		req.Files = append(req.Files, files[i].req)
 		named = append(named, files[i].req.GetPath())
 	}
-	ctx, client, err := s.volumeClient(ctx, addr, named)
+	ctx, client, err := s.volumeClient(ctx, addr, named, false)
 	if err != nil {
 		return nil, err
 	}

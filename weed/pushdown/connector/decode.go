@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"

@@ -353,8 +353,18 @@ func (c *Computer) load(ctx context.Context, sk StoreKey, key, kind string, inpu
 	return nil
 }
 
+// readOnlyKey marks a context whose computations persist nothing.
+type readOnlyKey struct{}
+
+// ReadOnly returns ctx under which Deleted computes (and reads persisted
+// bitmaps) but writes nothing: for a caller who may read the table but not
+// write beside it.
+func ReadOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readOnlyKey{}, true)
+}
+
 func (c *Computer) save(ctx context.Context, sk StoreKey, key string, bm *roaring64.Bitmap, inputs []string) {
-	if c.store == nil {
+	if c.store == nil || ctx.Value(readOnlyKey{}) != nil {
 		return
 	}
 	stored, ok := c.storedKey(ctx, sk, key, inputs)

@@ -34,6 +34,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/wdclient"
 	"google.golang.org/grpc"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
@@ -132,21 +133,21 @@ func FilerPath(location string) (string, error) {
 	}
 	scheme, rest, ok := strings.Cut(location, "://")
 	if !ok {
-		return "", fmt.Errorf("file location %q: want s3://bucket/key: %w", location, ErrBadLocation)
+		return "", fmt.Errorf("file location %s: want s3://bucket/key: %w", perr.Quote(location), ErrBadLocation)
 	}
 	switch strings.ToLower(scheme) {
 	case "s3", "s3a", "s3n":
 	default:
-		return "", fmt.Errorf("file location %q: scheme %q is not stored in this cluster (want s3://bucket/key): %w", location, scheme, ErrBadLocation)
+		return "", fmt.Errorf("file location %s: scheme %s is not stored in this cluster (want s3://bucket/key): %w", perr.Quote(location), perr.Quote(scheme), ErrBadLocation)
 	}
 	bucket, key, _ := strings.Cut(rest, "/")
 	key = strings.TrimLeft(key, "/")
 	if bucket == "" || strings.Trim(key, "/") == "" {
-		return "", fmt.Errorf("file location %q: want s3://bucket/key: %w", location, ErrBadLocation)
+		return "", fmt.Errorf("file location %s: want s3://bucket/key: %w", perr.Quote(location), ErrBadLocation)
 	}
 	for _, seg := range strings.Split(key, "/") {
 		if seg == ".." || seg == "." {
-			return "", fmt.Errorf("file location %q: %q path segments are not allowed: %w", location, seg, ErrBadLocation)
+			return "", fmt.Errorf("file location %s: %q path segments are not allowed: %w", perr.Quote(location), seg, ErrBadLocation)
 		}
 	}
 	return BucketsDir + "/" + bucket + "/" + key, nil
@@ -207,9 +208,9 @@ func (r *Reader) lookupEntry(ctx context.Context, location string) (string, *fil
 	})
 	if err != nil {
 		if errors.Is(err, filer_pb.ErrNotFound) {
-			return "", nil, fmt.Errorf("%s: %w", fp, ErrNotFound)
+			return "", nil, fmt.Errorf("%s: %w", perr.Quote(fp), ErrNotFound)
 		}
-		return "", nil, fmt.Errorf("look up %s: %w", fp, err)
+		return "", nil, fmt.Errorf("look up %s: %w", perr.Quote(fp), err)
 	}
 	return fp, entry, nil
 }
@@ -217,7 +218,7 @@ func (r *Reader) lookupEntry(ctx context.Context, location string) (string, *fil
 // OpenEntry opens an entry already looked up.
 func (r *Reader) OpenEntry(ctx context.Context, fp string, entry *filer_pb.Entry) (*File, error) {
 	if entry.IsDirectory {
-		return nil, fmt.Errorf("%s is a directory, not a file", fp)
+		return nil, fmt.Errorf("%s is a directory, not a file", perr.Quote(fp))
 	}
 	f := &File{Path: fp, Size: int64(filer.FileSize(entry)), r: r, ETag: filer.ETag(entry)}
 	if entry.Attributes != nil {
@@ -229,17 +230,17 @@ func (r *Reader) OpenEntry(ctx context.Context, fp string, entry *filer_pb.Entry
 	}
 	data, _, err := filer.ResolveChunkManifest(ctx, r.lookup, entry.GetChunks(), 0, math.MaxInt64, nil)
 	if err != nil {
-		return nil, fmt.Errorf("resolve chunk manifest of %s: %w", fp, err)
+		return nil, fmt.Errorf("resolve chunk manifest of %s: %w", perr.Quote(fp), err)
 	}
 	for _, c := range data {
 		if c.GetSseType() != filer_pb.SSEType_NONE {
 			return nil, fmt.Errorf("%s: chunk %s is encrypted with S3 server-side encryption (%s); pushdown reads only files stored without SSE: %w",
-				fp, c.GetFileIdString(), c.GetSseType(), ErrUnsupportedChunk)
+				perr.Quote(fp), c.GetFileIdString(), c.GetSseType(), ErrUnsupportedChunk)
 		}
 	}
 	f.visible, err = filer.NonOverlappingVisibleIntervals(ctx, r.lookup, data, 0, math.MaxInt64)
 	if err != nil {
-		return nil, fmt.Errorf("chunk layout of %s: %w", fp, err)
+		return nil, fmt.Errorf("chunk layout of %s: %w", perr.Quote(fp), err)
 	}
 	return f, nil
 }
@@ -253,7 +254,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // bytes available and io.ErrUnexpectedEOF-free io.EOF semantics of io.ReaderAt.
 func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, fmt.Errorf("%s: negative offset %d", f.Path, off)
+		return 0, fmt.Errorf("%s: negative offset %d", perr.Quote(f.Path), off)
 	}
 	if off >= f.Size {
 		if len(p) == 0 {
@@ -282,7 +283,7 @@ func (f *File) ReadRanges(ctx context.Context, ranges []Range) ([][]byte, error)
 	out := make([][]byte, len(ranges))
 	for i, rg := range ranges {
 		if !rg.Within(f.Size) {
-			return nil, fmt.Errorf("%s: range at offset %d of %d bytes lies outside the file (size %d): %w", f.Path, rg.Offset, rg.Length, f.Size, ErrOutOfRange)
+			return nil, fmt.Errorf("%s: range at offset %d of %d bytes lies outside the file (size %d): %w", perr.Quote(f.Path), rg.Offset, rg.Length, f.Size, ErrOutOfRange)
 		}
 		out[i] = make([]byte, rg.Length)
 	}
@@ -339,10 +340,10 @@ func (f *File) readView(ctx context.Context, p []byte, base int64, v *filer.Chun
 	dst := p[v.ViewOffset-base : v.ViewOffset-base+int64(v.ViewSize)]
 	urls, err := f.r.lookup(ctx, v.FileId)
 	if err != nil {
-		return fmt.Errorf("%s: locate chunk %s: %w", f.Path, v.FileId, err)
+		return fmt.Errorf("%s: locate chunk %s: %w", perr.Quote(f.Path), v.FileId, err)
 	}
 	if len(urls) == 0 {
-		return fmt.Errorf("%s: chunk %s has no volume server location", f.Path, v.FileId)
+		return fmt.Errorf("%s: chunk %s has no volume server location", perr.Quote(f.Path), v.FileId)
 	}
 	urls = f.r.preferLocal(urls)
 	jwt := filer.ChunkReadJwt(urls, v.FileId)
@@ -388,7 +389,7 @@ func (f *File) readView(ctx context.Context, p []byte, base int64, v *filer.Chun
 		}
 		lastErr = fetchErr
 	}
-	return fmt.Errorf("%s: read chunk %s [%d, +%d): %w", f.Path, v.FileId, v.OffsetInChunk, v.ViewSize, lastErr)
+	return fmt.Errorf("%s: read chunk %s [%d, +%d): %w", perr.Quote(f.Path), v.FileId, v.OffsetInChunk, v.ViewSize, lastErr)
 }
 
 func (r *Reader) isLocal(u string) bool {

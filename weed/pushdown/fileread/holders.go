@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // Holders returns the volume servers (host:port) holding f's chunks,
@@ -25,7 +27,7 @@ func (f *File) Holders(ctx context.Context) ([]string, error) {
 		if !ok {
 			var err error
 			if urls, err = f.r.lookup(ctx, v.FileId); err != nil {
-				return nil, fmt.Errorf("%s: locate chunk %s: %w", f.Path, v.FileId, err)
+				return nil, fmt.Errorf("%s: locate chunk %s: %w", perr.Quote(f.Path), v.FileId, err)
 			}
 			located[v.FileId] = urls
 		}

@@ -8,6 +8,8 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/operation"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/util"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // AdjustedUrl and GetDataCenter make a Reader a filer_pb.FilerClient.
@@ -30,16 +32,16 @@ func (r *Reader) WriteFile(ctx context.Context, location string, data []byte) er
 	if len(data) > 0 {
 		uploader, err := operation.NewUploader()
 		if err != nil {
-			return fmt.Errorf("write %s: %w", fp, err)
+			return fmt.Errorf("write %s: %w", perr.Quote(fp), err)
 		}
 		assign := &filer_pb.AssignVolumeRequest{Count: 1, Path: fp, DataNode: r.localHost}
 		fileID, res, err, _ := uploader.UploadWithRetry(r, assign, &operation.UploadOption{Filename: name, MimeType: "application/octet-stream", MaxAttempts: 3},
 			util.NewBytesReader(data))
 		if err != nil {
-			return fmt.Errorf("write %s: upload: %w", fp, err)
+			return fmt.Errorf("write %s: upload: %w", perr.Quote(fp), err)
 		}
 		if res.Error != "" {
-			return fmt.Errorf("write %s: upload: %s", fp, res.Error)
+			return fmt.Errorf("write %s: upload: %s", perr.Quote(fp), res.Error)
 		}
 		entry.Chunks = []*filer_pb.FileChunk{res.ToPbFileChunk(fileID, 0, now.UnixNano())}
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/security"
 	"github.com/seaweedfs/seaweedfs/weed/util"
@@ -20,6 +19,8 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // MaxMessageBytes bounds request and response messages of both services.

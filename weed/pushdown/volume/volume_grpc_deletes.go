@@ -41,10 +41,16 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 	if err != nil {
 		return nil, err
 	}
+	// bitmaps are persisted beside the data only for a caller who may
+	// write there (the catalog's token, Write on the table); others get
+	// them computed and persist nothing
+	persist := true
 	for i, d := range req.GetDataFiles() {
-		if _, err := caller.MayRead(ctx, d.GetPath()); err != nil {
+		loc, err := caller.MayRead(ctx, d.GetPath())
+		if err != nil {
 			return nil, perr.New(perr.KindOf(err), "ComputeDeletes: data_files[%d]: %w", i, err)
 		}
+		persist = persist && caller.CanWrite(loc)
 		for j, x := range d.GetDeletes() {
 			if _, err := caller.MayRead(ctx, x.GetPath()); err != nil {
 				return nil, perr.New(perr.KindOf(err), "ComputeDeletes: data_files[%d].deletes[%d]: %w", i, j, err)
@@ -89,6 +95,9 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 		return nil, err
 	}
 	computer := s.deletes(req.GetAllowBareDeletionVectors())
+	if !persist {
+		ctx = deletes.ReadOnly(ctx)
+	}
 	out := make([]*pushdown_pb.DeletedPositions, len(tasks))
 	g, gctx := safe.Group(ctx, "volume")
 	g.SetLimit(8)

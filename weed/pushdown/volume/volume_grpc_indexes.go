@@ -64,8 +64,11 @@ func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexe
 	if err != nil {
 		return nil, err
 	}
+	// a build writes payloads beside the data: Write on the table (S3), or
+	// a cluster certificate, or a token allowing writes there (the
+	// catalog's own)
 	for i, d := range req.GetDataFiles() {
-		if _, err := caller.MayRead(ctx, d.GetPath()); err != nil {
+		if _, err := caller.MayWrite(ctx, d.GetPath()); err != nil {
 			return nil, perr.New(perr.KindOf(err), "BuildIndexes: data_files[%d]: %w", i, err)
 		}
 	}
