@@ -42,6 +42,8 @@ type CatalogPushdownOptions struct {
 	S3ConfigFile string
 	// MaxRequestBytes bounds one Plan request (0 = CatalogMaxRequestBytes).
 	MaxRequestBytes int
+	// Limits bound requests in flight and their deadlines.
+	Limits ServiceLimits
 	// IcebergURL and S3URL are the process's Iceberg REST catalog and S3
 	// gateway, advertised in Status so clients need only this address.
 	IcebergURL, S3URL string
@@ -110,7 +112,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	if maxReq <= 0 {
 		maxReq = CatalogMaxRequestBytes
 	}
-	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, maxReq)...)
+	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, opts.Limits.admission("catalog", guard, maxReq))...)
 	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{}),

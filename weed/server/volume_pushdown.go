@@ -46,6 +46,11 @@ type VolumePushdownOptions struct {
 	// S3ConfigFile is the S3 gateway's static identity file, if any: calls
 	// signed by S3 identities are checked against the same identities.
 	S3ConfigFile string
+	// Limits bound requests in flight and their deadlines.
+	Limits ServiceLimits
+	// MaxAnswerBytes bounds the decoded rows of one ReadRows or
+	// SearchVectors answer (0 = the default).
+	MaxAnswerBytes int64
 }
 
 // VolumePushdown is a running volume pushdown service.
@@ -144,7 +149,10 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	if opts.VectorCacheBytes > 0 {
 		svc.SetVectorCacheBytes(opts.VectorCacheBytes)
 	}
-	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent, VolumeMaxRequestBytes)...)
+	if opts.MaxAnswerBytes > 0 {
+		svc.Limits.MaxAnswerBytes = opts.MaxAnswerBytes
+	}
+	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent, opts.Limits.admission("volume", guard, VolumeMaxRequestBytes))...)
 	pushdown_pb.RegisterPushdownVolumeServer(s, svc)
 	actx, cancel := context.WithCancel(context.Background())
 	go tracker.Follow(actx, opts.Filer, dial, "pushdown-volume-"+advertise)

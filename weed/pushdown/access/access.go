@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
 
@@ -111,6 +112,31 @@ func (g *Guard) Authenticate(ctx context.Context, method string, req proto.Messa
 		return nil, err
 	}
 	return &Caller{Kind: S3, Name: c.name(), s3: c, guard: g}, nil
+}
+
+// Admit refuses, from the call's metadata alone and before its body is
+// read, a caller Authenticate would refuse whatever the body: no
+// certificate the cluster CA signed, no token the service key signed, and
+// no S3 signature (or anonymous identity) the S3 IAM accepts over the
+// payload hash the call claims. Authenticate still runs in the handler
+// (the payload hash is checked against the body there).
+func (g *Guard) Admit(ctx context.Context, method string, md metadata.MD) error {
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
+			return nil
+		}
+	}
+	if tok := bearerOf(md); tok != "" {
+		if _, err := g.Keys.Verify(tok); err != nil {
+			return metrics.Refused(metrics.ReasonToken, err)
+		}
+		return nil
+	}
+	if g.IAM == nil {
+		return metrics.Refused(metrics.ReasonUnsigned, perr.New(perr.PermissionDenied, "%s: this service cannot check S3 identities; call it over the cluster's mTLS or with a service token", method))
+	}
+	_, err := g.IAM.check(ctx, method, md, nil, false)
+	return err
 }
 
 // Location is a validated file location inside a bucket.

@@ -186,10 +186,12 @@ func (k *Keys) Verify(tok string) (TokenGrant, error) {
 // BearerToken returns the "authorization: Bearer <token>" of the incoming
 // call, or "".
 func BearerToken(ctx context.Context) string {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return ""
-	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	return bearerOf(md)
+}
+
+// bearerOf returns the bearer token of metadata md, or "".
+func bearerOf(md metadata.MD) string {
 	for _, v := range md.Get("authorization") {
 		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 			return strings.TrimSpace(v[7:])

@@ -41,15 +41,17 @@ var messageBuffers = func() mem.BufferPool {
 }()
 
 // ServerOptions returns the gRPC server options for a pushdown service
-// receiving requests of at most maxRequest bytes (a larger one is refused
-// from its length prefix, before it is read). TLS follows SeaweedFS's
-// security.toml: the [grpc.<component>] cert/key, with client certificates
-// checked against [grpc] ca when configured.
-func ServerOptions(component string, maxRequest int) []grpc.ServerOption {
+// admitting requests as adm says: at most adm.MaxRequest bytes each (a
+// larger one is refused from its length prefix, before it is read),
+// callers refused from their metadata alone, requests in flight bounded,
+// deadlines. TLS follows SeaweedFS's security.toml: the
+// [grpc.<component>] cert/key, with client certificates checked against
+// [grpc] ca when configured.
+func ServerOptions(component string, adm *Admission) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(maxRequest),
+		grpc.MaxRecvMsgSize(adm.MaxRequest),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(UnaryMetricsInterceptor, UnaryErrorInterceptor),
+		grpc.ChainUnaryInterceptor(UnaryMetricsInterceptor, UnaryErrorInterceptor, adm.deadline),
 		experimental.BufferPool(messageBuffers),
 		serverCodec,
 		// calls run on reused goroutines whose stacks have grown, not on a
@@ -57,6 +59,7 @@ func ServerOptions(component string, maxRequest int) []grpc.ServerOption {
 		// LIMIT's cluster CPU); when every worker is busy gRPC starts one
 		grpc.NumStreamWorkers(streamWorkers()),
 	}
+	opts = append(opts, adm.options()...)
 	tlsOpt, _ := security.LoadServerTLS(util.GetViper(), component)
 	if tlsOpt != nil {
 		opts = append(opts, tlsOpt)

@@ -63,6 +63,11 @@ type flags struct {
 	maxRequestMB   *int
 	s3Config       *string // volume command: the S3 identity file
 
+	maxInflightMB  *int           // every service
+	requestTimeout *time.Duration // every service
+	memoryLimitMB  *int           // the process
+	maxAnswerMB    *int           // volume side
+
 	indexReconcile   *time.Duration
 	indexGrace       *time.Duration
 	indexBatch       *int
@@ -88,6 +93,11 @@ func (f *flags) catalogConfig() (catalog.Config, error) {
 	c.AllowBareDV = *f.allowBareDV
 	c.IndexReconcileEvery, c.IndexGracePeriod, c.IndexReconcileBatch = *f.indexReconcile, *f.indexGrace, *f.indexBatch
 	return c, nil
+}
+
+// limits are the services' limits of requests in flight and deadlines.
+func (f *flags) limits() pdserver.ServiceLimits {
+	return pdserver.ServiceLimits{MaxInflightBytes: int64(*f.maxInflightMB) << 20, RequestTimeout: *f.requestTimeout}
 }
 
 // kind says which services a command can run and where its settings live.
@@ -126,6 +136,9 @@ func install(cmd *command.Command, k kind) {
 		what = append(what, "a volume pushdown service beside the volume server")
 	}
 	f.enabled = cmd.Flag.Bool("pushdown", false, "start "+strings.Join(what, " and "))
+	f.maxInflightMB = cmd.Flag.Int("pushdown.maxInflightMB", pdserver.DefaultMaxInflightBytes>>20, "bytes of requests each pushdown service reads or serves at once, in MiB; a call past it waits (its client's flow-control window fills) until others end")
+	f.requestTimeout = cmd.Flag.Duration("pushdown.requestTimeout", pdserver.DefaultRequestTimeout, "deadline of every pushdown call but BuildIndexes (work past it stops, DEADLINE_EXCEEDED); a client's earlier deadline stays; negative = none")
+	f.memoryLimitMB = cmd.Flag.Int("pushdown.memoryLimitMB", 0, "soft memory limit of the whole process in MiB (Go's GOMEMLIMIT): the collector works harder near it and returns freed memory sooner; 0 = GOMEMLIMIT or none")
 	if k.catalog {
 		d := catalog.DefaultConfig()
 		f.catalogPort = cmd.Flag.Int("pushdown.port", DefaultCatalogPort, "catalog pushdown gRPC port")
@@ -153,6 +166,7 @@ func install(cmd *command.Command, k kind) {
 		}
 		f.indexLeftoverAge = cmd.Flag.Duration("pushdown.index.leftoverAge", volume.LeftoverAge, "temporary side-index payloads older than this, left by builds that did not finish, are removed when a build next writes beside them")
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
+		f.maxAnswerMB = cmd.Flag.Int("pushdown.volume.maxAnswerMB", int(volume.DefaultLimits.MaxAnswerBytes>>20), "decoded rows one ReadRows or SearchVectors call may answer with, in MiB (estimated from the footer before decoding, counted while decoding); past it RESOURCE_EXHAUSTED")
 		f.vectorCacheMB = cmd.Flag.Int("pushdown.vectorCacheMB", 1024, "memory for the data files' vectors and the decoded row groups (vector searches, ReadRows) cached on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run
@@ -199,6 +213,7 @@ func (l *launcher) boolean(name string) bool {
 
 func (l *launcher) start() {
 	util.LoadSecurityConfiguration()
+	pdserver.SetMemoryLimit(*l.flags.memoryLimitMB)
 	interceptSignals()
 	runCatalog := l.kind.catalog
 	switch l.kind.name {
@@ -289,7 +304,7 @@ func (l *launcher) startCatalog() {
 	}
 	c, err := pdserver.StartCatalogPushdown(pdserver.CatalogPushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: *l.flags.catalogPort, Filer: l.filerAddress(),
-		Config: cfg, S3ConfigFile: l.s3ConfigFile(), MaxRequestBytes: *l.flags.maxRequestMB << 20,
+		Config: cfg, S3ConfigFile: l.s3ConfigFile(), MaxRequestBytes: *l.flags.maxRequestMB << 20, Limits: l.flags.limits(),
 		IcebergURL: l.icebergURL(advertise), S3URL: l.s3URL(advertise),
 	})
 	if err != nil {
@@ -377,7 +392,8 @@ func (l *launcher) startVolume() {
 	opts := pdserver.VolumePushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: port, VolumeServer: httpAddr, Masters: masters,
 		DeleteCacheBytes: int64(*l.flags.deleteCacheMB) << 20, S3ConfigFile: l.s3ConfigFile(),
-		VectorCacheBytes: int64(*l.flags.vectorCacheMB) << 20,
+		VectorCacheBytes: int64(*l.flags.vectorCacheMB) << 20, Limits: l.flags.limits(),
+		MaxAnswerBytes: int64(*l.flags.maxAnswerMB) << 20,
 	}
 	if l.kind.name != "volume" && (l.kind.name == "mini" || l.boolean("filer")) {
 		opts.Filer = l.filerAddress()

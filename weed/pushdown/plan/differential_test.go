@@ -549,7 +549,7 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 		if tier == TierLimit {
 			continue // no request here has a limit: TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch
 		}
-		if tierPrunes[tier] == 0 {
+		if tierPrunes[tier] == 0 && !testing.Short() { // 200 predicates (-short) may miss a rare tier
 			t.Errorf("tier %s never pruned anything: the suite does not exercise it", tier)
 		}
 	}

@@ -179,6 +179,9 @@ func bindLeaf(l *Leaf, idx map[int]fieldInfo, schemaID int) (Expr, error) {
 		}
 		out.Lits = append(out.Lits, v)
 	}
+	if out.Op == OpIn {
+		out.in = newSortedIn(out.Lits)
+	}
 	return out, nil
 }
 

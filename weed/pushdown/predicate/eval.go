@@ -128,6 +128,9 @@ func evalLeaf(l *Leaf, v value.Value, null bool, sem Semantics) Tri {
 		}
 		return out
 	case OpIn:
+		if found, ok := l.HasLiteral(v); ok {
+			return tri(found)
+		}
 		for _, lit := range l.Lits {
 			if cmpRow(v, lit, sem) == 0 {
 				return True

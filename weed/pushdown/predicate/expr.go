@@ -115,6 +115,9 @@ type Leaf struct {
 	Lits []value.Value
 	// Type is the field's Iceberg type (Bind).
 	Type iceberg.Type
+	// in is Lits sorted for lookups, for a long IN list (Bind; nil: walk
+	// Lits). Copies of a leaf that keep its Lits may share it.
+	in sortedIn
 }
 
 func (And) isExpr()      {}

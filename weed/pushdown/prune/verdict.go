@@ -159,6 +159,9 @@ func ordinaryClassMatches(l *predicate.Leaf, s ColumnStats) bool {
 	case predicate.OpEq:
 		return inRange(lo, hi, l.Lits[0])
 	case predicate.OpIn:
+		if within, ok := l.AnyWithin(lo, hi); ok {
+			return within
+		}
 		for _, v := range l.Lits {
 			if inRange(lo, hi, v) {
 				return true
@@ -192,6 +195,12 @@ func negatedOrdinary(l *predicate.Leaf, lo, hi value.Value) bool {
 	case predicate.OpEq:
 		return !allEqual(lo, hi, l.Lits[0])
 	case predicate.OpIn:
+		if c, ok := value.Compare(lo, hi); ok && c != 0 {
+			return true // NOT IN fails everywhere only on a single value
+		}
+		if found, ok := l.HasLiteral(lo); ok && !found {
+			return true
+		}
 		for _, v := range l.Lits {
 			if allEqual(lo, hi, v) {
 				return false

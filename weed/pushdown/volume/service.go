@@ -37,10 +37,15 @@ type Limits struct {
 	MaxReadBytes   int64 // total bytes per ReadRanges call
 	MaxDeleteFiles int   // data files per ComputeDeletes call
 	MaxDeleteRefs  int   // delete file references per ComputeDeletes call
+	// MaxAnswerBytes bounds the decoded rows one ReadRows or SearchVectors
+	// call answers with (-pushdown.volume.maxAnswerMB): estimated from the
+	// footer before anything is decoded, and counted as the answer is
+	// built, so a call is refused before its answer fills memory.
+	MaxAnswerBytes int64
 }
 
 // DefaultLimits are the limits used when none are configured.
-var DefaultLimits = Limits{MaxReadRanges: 100000, MaxReadBytes: 128 << 20, MaxDeleteFiles: 1024, MaxDeleteRefs: 100_000}
+var DefaultLimits = Limits{MaxReadRanges: 100000, MaxReadBytes: 128 << 20, MaxDeleteFiles: 1024, MaxDeleteRefs: 100_000, MaxAnswerBytes: 128 << 20}
 
 // DefaultDeleteCacheBytes is the default memory for cached delete bitmaps.
 const DefaultDeleteCacheBytes = 256 << 20

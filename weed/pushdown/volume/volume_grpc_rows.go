@@ -7,6 +7,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
@@ -40,7 +41,12 @@ func (s *Service) ReadRows(ctx context.Context, req *pushdown_pb.ReadRowsRequest
 	case posBytes > MaxRowPositionBytes:
 		return nil, perr.New(perr.ResourceExhausted, "ReadRows: positions of %d bytes exceed %d", posBytes, MaxRowPositionBytes)
 	}
+	seen := make(map[string]int, len(req.GetFiles()))
 	for i, f := range req.GetFiles() {
+		if j, dup := seen[f.GetPath()]; dup {
+			return nil, perr.New(perr.InvalidArgument, "ReadRows: files[%d] repeats files[%d]: name each file once, with all its positions", i, j)
+		}
+		seen[f.GetPath()] = i
 		switch {
 		case f.GetPath() == "":
 			return nil, perr.New(perr.InvalidArgument, "ReadRows: files[%d]: path is empty", i)
@@ -63,44 +69,160 @@ func (s *Service) ReadRows(ctx context.Context, req *pushdown_pb.ReadRowsRequest
 	if err != nil {
 		return nil, err
 	}
-	resp := &pushdown_pb.ReadRowsResponse{Files: make([]*pushdown_pb.ReadRowsFileResult, len(req.GetFiles()))}
+	// every file is checked and estimated before any is decoded
+	budget := s.answerBudget("ReadRows")
+	reads := make([]rowsRead, len(req.GetFiles()))
+	fail := func(i int, err error) error {
+		if perr.IsContext(err) || perr.KindOf(err) == perr.ResourceExhausted {
+			return err
+		}
+		return perr.New(perr.KindOf(err), "ReadRows: files[%d]: %w", i, err)
+	}
 	for i, f := range req.GetFiles() {
-		res, err := s.readRowsOf(ctx, f, nm, req.GetProjectedFieldIds())
+		if err := s.prepareRows(ctx, f, nm, req.GetProjectedFieldIds(), budget, &reads[i]); err != nil {
+			return nil, fail(i, err)
+		}
+	}
+	resp := &pushdown_pb.ReadRowsResponse{Files: make([]*pushdown_pb.ReadRowsFileResult, len(req.GetFiles()))}
+	for i := range reads {
+		res, err := s.answerRows(ctx, &reads[i], req.GetProjectedFieldIds())
 		if err != nil {
-			if perr.IsContext(err) {
-				return nil, err
-			}
-			return nil, perr.New(perr.KindOf(err), "ReadRows: files[%d]: %w", i, err)
+			return nil, fail(i, err)
 		}
 		resp.Files[i] = res
+		if err := budget.spend(int64(len(res.ColumnsIpc))); err != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }
 
-// readRowsOf answers one file of a ReadRows call.
-func (s *Service) readRowsOf(ctx context.Context, f *pushdown_pb.ReadRowsFile, nm nameMapping, ids []int32) (*pushdown_pb.ReadRowsFileResult, error) {
-	positions, err := rowPositions(f)
-	if err != nil {
-		return nil, err
+// answerBudget counts the bytes of one call's answer against
+// Limits.MaxAnswerBytes: estimates before decoding, actual bytes after.
+type answerBudget struct {
+	method       string
+	limit, spent int64
+	estimated    int64
+}
+
+func (s *Service) answerBudget(method string) *answerBudget {
+	limit := s.Limits.MaxAnswerBytes
+	if limit <= 0 {
+		limit = DefaultLimits.MaxAnswerBytes
+	}
+	return &answerBudget{method: method, limit: limit}
+}
+
+func (b *answerBudget) exhausted(what string, n int64) error {
+	return perr.New(perr.ResourceExhausted, "%s: the answer would hold %s%d MiB of decoded rows, over the limit of %d MiB per call (-pushdown.volume.maxAnswerMB): ask for fewer rows or columns per call",
+		b.method, what, (n+(1<<20)-1)>>20, b.limit>>20)
+}
+
+// estimate adds a footer-based estimate of a file's answer, refusing the
+// call when the estimates alone pass the limit.
+func (b *answerBudget) estimate(n int64) error {
+	b.estimated += n
+	if b.estimated > b.limit {
+		return b.exhausted("an estimated ", b.estimated)
+	}
+	return nil
+}
+
+// spend counts bytes of the answer built.
+func (b *answerBudget) spend(n int64) error {
+	b.spent += n
+	if b.spent > b.limit {
+		return b.exhausted("at least ", b.spent)
+	}
+	return nil
+}
+
+// estimateRows is the decoded size of rows of a file's projected columns:
+// per row group holding some, its rows times the uncompressed bytes a row
+// of those column chunks takes (a floor for dictionary-encoded columns,
+// which the count of actual bytes then catches).
+func estimateRows(ft *footer.Footer, cols []int, positions []int64) int64 {
+	var total int64
+	first, rg := int64(0), 0
+	for i := 0; i < len(positions); {
+		for rg < ft.Meta.NumRowGroups() && positions[i] >= first+ft.Meta.RowGroup(rg).NumRows() {
+			first += ft.Meta.RowGroup(rg).NumRows()
+			rg++
+		}
+		if rg == ft.Meta.NumRowGroups() {
+			break
+		}
+		g := ft.Meta.RowGroup(rg)
+		end := first + g.NumRows()
+		n := int64(0)
+		for ; i < len(positions) && positions[i] < end; i++ {
+			n++
+		}
+		var rowBytes float64
+		for _, c := range cols {
+			if c < 0 || c >= g.NumColumns() || g.NumRows() <= 0 {
+				continue
+			}
+			if cc, err := g.ColumnChunk(c); err == nil {
+				rowBytes += float64(cc.TotalUncompressedSize()) / float64(g.NumRows())
+			}
+		}
+		total += int64(rowBytes * float64(n))
+	}
+	return total
+}
+
+// rowsRead is one file of a ReadRows call, checked and estimated.
+type rowsRead struct {
+	f         *pushdown_pb.ReadRowsFile
+	positions []int64
+	identity  string
+	ft        *footer.Footer
+	cm        *plan.ColumnMap
+}
+
+// prepareRows checks one file of a ReadRows call (positions, identity) and
+// adds the estimate of its answer to the budget.
+func (s *Service) prepareRows(ctx context.Context, f *pushdown_pb.ReadRowsFile, nm nameMapping, ids []int32, budget *answerBudget, r *rowsRead) error {
+	var err error
+	r.f = f
+	if r.positions, err = rowPositions(f); err != nil {
+		return err
 	}
 	hash, err := s.footers.Identify(ctx, f.GetPath(), f.GetSizeBytes(), f.GetRecordCount())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	identity := footer.IdentityDir(f.GetSizeBytes(), f.GetRecordCount(), hash)
-	if want := f.GetIdentity(); want != "" && want != identity {
-		return nil, perr.New(perr.FailedPrecondition, "the file's identity is %s, the request names %s: the file changed", identity, perr.Quote(want))
+	r.identity = footer.IdentityDir(f.GetSizeBytes(), f.GetRecordCount(), hash)
+	if want := f.GetIdentity(); want != "" && want != r.identity {
+		return perr.New(perr.FailedPrecondition, "the file's identity is %s, the request names %s: the file changed", r.identity, perr.Quote(want))
 	}
-	res := &pushdown_pb.ReadRowsFileResult{Path: f.GetPath(), Rows: int64(len(positions))}
-	if len(positions) == 0 {
+	if len(r.positions) == 0 {
+		return nil
+	}
+	if r.ft, _, err = s.footers.Get(ctx, footer.Identity{Path: f.GetPath(), Size: f.GetSizeBytes()}); err != nil {
+		return err
+	}
+	r.cm = nm.columns(r.ft)
+	return budget.estimate(estimateRows(r.ft, r.cm.Projection(r.ft.Meta, fieldIDs(ids)), r.positions))
+}
+
+func fieldIDs(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// answerRows decodes one prepared file's rows.
+func (s *Service) answerRows(ctx context.Context, r *rowsRead, ids []int32) (*pushdown_pb.ReadRowsFileResult, error) {
+	res := &pushdown_pb.ReadRowsFileResult{Path: r.f.GetPath(), Rows: int64(len(r.positions))}
+	if len(r.positions) == 0 {
 		return res, nil
 	}
-	ft, _, err := s.footers.Get(ctx, footer.Identity{Path: f.GetPath(), Size: f.GetSizeBytes()})
-	if err != nil {
-		return nil, err
-	}
-	cm := nm.columns(ft)
-	if res.ColumnsIpc, res.CacheHit, err = s.projectRows(ctx, f.GetPath(), identity, ft, cm, ids, positions); err != nil {
+	var err error
+	if res.ColumnsIpc, res.CacheHit, err = s.projectRows(ctx, r.f.GetPath(), r.identity, r.ft, r.cm, ids, r.positions); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -210,10 +210,14 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 			Ref: &pushdown_pb.RowRef{File: o.result.Path, RowGroup: int32(rowGroupOf(o.ft, r.hit.Pos)), FilePosition: r.hit.Pos}})
 		perFile[r.file] = append(perFile[r.file], r.hit.Pos)
 	}
+	budget := s.answerBudget("SearchVectors")
 	for i, o := range outs {
 		resp.Files = append(resp.Files, o.result)
 		if len(perFile[i]) == 0 || len(req.GetProjectedFieldIds()) == 0 {
 			continue
+		}
+		if err := budget.estimate(estimateRows(o.ft, o.cm.Projection(o.ft.Meta, fieldIDs(req.GetProjectedFieldIds())), perFile[i])); err != nil {
+			return nil, err
 		}
 		ipcBytes, _, err := s.projectRows(ctx, o.result.Path, o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
 		if err != nil {
@@ -223,6 +227,9 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 			return nil, perr.New(perr.KindOf(err), "SearchVectors: projecting %s: %w", o.result.Path, err)
 		}
 		o.result.ColumnsIpc = ipcBytes
+		if err := budget.spend(int64(len(ipcBytes))); err != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }
