@@ -79,6 +79,10 @@ func startAttackCluster(t *testing.T, extra ...string) *attackCluster {
 			t.Fatalf("load %v: %v\n%s%s", args, err, out, errOut)
 		}
 	}
+	// a btree on id, as the attacked cluster had: a NOT IN is answered by it
+	if out, errOut, err := harness.WeedEnv(t, c.Dir, env, "pushdown", "index", "create", "-catalog", c.CatalogAddr(), "-table", "demo.events", "-column", "id", "-kind", "btree", "-wait"); err != nil {
+		t.Fatalf("index create: %v\n%s%s", err, out, errOut)
+	}
 	ctx := context.Background()
 	var err error
 	if a.events, err = c.Iceberg(t).LoadTable(ctx, catalog.ToIdentifier("demo", "events")); err != nil {
@@ -273,7 +277,10 @@ func TestOneRequestCannotCrashExhaustOrMisleadAPushdownServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NOT IN of 100,000 ids: %v after %v", err, time.Since(t0))
 		}
-		t.Logf("NOT IN of 100,000 ids (%d KB) planned %d files in %v", len(pred)>>10, len(resp.GetFiles()), time.Since(t0))
+		t.Logf("NOT IN of 100,000 ids (%d KB) planned %d files in %v; indexes used %v", len(pred)>>10, len(resp.GetFiles()), time.Since(t0), resp.GetStats().GetIndexesUsed())
+		if len(resp.GetStats().GetIndexesUsed()) == 0 {
+			t.Fatalf("the btree on id did not answer the NOT IN: missing %v", resp.GetStats().GetIndexesMissing())
+		}
 		in := []byte(`{"type":"in","term":{"field-id":1},"values":[` + strings.Join(ids, ",") + `]}`)
 		heavy := &pushdown_pb.ParquetPushdownRequest{Table: "demo.events", PredicateKind: pushdown_pb.PredicateKind_PREDICATE_ICEBERG, Predicate: in}
 		for i := 0; i < 5; i++ {

@@ -1,8 +1,6 @@
 package deletes
 
 import (
-	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -173,7 +172,7 @@ func FromIceberg(df iceberg.DataFile, dataSeq int64) (File, error) {
 	case iceberg.PuffinFile:
 		f.Format = FormatPuffin
 	default:
-		return File{}, perr.New(perr.InvalidArgument, "deletes: %s has unknown file format %q", df.FilePath(), df.FileFormat())
+		return File{}, perr.New(perr.InvalidArgument, "deletes: %s has unknown file format %s", perr.Quote(df.FilePath()), perr.Quote(string(df.FileFormat())))
 	}
 	if f.Content == PositionDeletes {
 		f.ReferencedDataFile = ReferencedDataFileOf(df.ReferencedDataFile(), df.LowerBoundValues(), df.UpperBoundValues())

@@ -34,6 +34,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -128,7 +129,7 @@ func DecodePartition(b []byte, spec iceberg.PartitionSpec, src SourceType) (map[
 	for k, v := range raw {
 		id, err := strconv.Atoi(k)
 		if err != nil {
-			return nil, fmt.Errorf("partition values: key %q is not a partition field id", k)
+			return nil, fmt.Errorf("partition values: key %s is not a partition field id", perr.Quote(k))
 		}
 		pf, ok := byID[id]
 		if !ok {
@@ -287,7 +288,7 @@ func decodeValue(t iceberg.Type, raw json.RawMessage) (any, error) {
 		}
 		d, err := time.Parse("2006-01-02", s)
 		if err != nil {
-			return nil, fmt.Errorf("date %q: want YYYY-MM-DD", s)
+			return nil, fmt.Errorf("date %s: want YYYY-MM-DD", perr.Quote(s))
 		}
 		return iceberg.Date(d.Unix() / 86400), nil
 	case iceberg.TimeType:
@@ -297,7 +298,7 @@ func decodeValue(t iceberg.Type, raw json.RawMessage) (any, error) {
 		}
 		d, err := time.Parse("15:04:05.999999999", s)
 		if err != nil {
-			return nil, fmt.Errorf("time %q: want HH:MM:SS[.ffffff]", s)
+			return nil, fmt.Errorf("time %s: want HH:MM:SS[.ffffff]", perr.Quote(s))
 		}
 		return iceberg.Time(int64(d.Hour())*3600e6 + int64(d.Minute())*60e6 + int64(d.Second())*1e6 + int64(d.Nanosecond()/1000)), nil
 	case iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType, iceberg.TimestampTzNsType:
@@ -322,7 +323,7 @@ func decodeValue(t iceberg.Type, raw json.RawMessage) (any, error) {
 		}
 		u, err := uuid.Parse(s)
 		if err != nil {
-			return nil, fmt.Errorf("uuid %q: %v", s, err)
+			return nil, fmt.Errorf("uuid %s: %v", perr.Quote(s), err)
 		}
 		return u, nil
 	case iceberg.BinaryType, iceberg.FixedType:
@@ -332,7 +333,7 @@ func decodeValue(t iceberg.Type, raw json.RawMessage) (any, error) {
 		}
 		b, err := hex.DecodeString(s)
 		if err != nil {
-			return nil, fmt.Errorf("binary %q: want hex", s)
+			return nil, fmt.Errorf("binary %s: want hex", perr.Quote(s))
 		}
 		if ft, ok := t.(iceberg.FixedType); ok && len(b) != ft.Len() {
 			return nil, fmt.Errorf("fixed[%d] value of %d bytes", ft.Len(), len(b))
@@ -354,7 +355,7 @@ func parseTimestamp(s string) (time.Time, error) {
 			return ts, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("timestamp %q: want ISO-8601 (2006-01-02T15:04:05.000000[+00:00])", s)
+	return time.Time{}, fmt.Errorf("timestamp %s: want ISO-8601 (2006-01-02T15:04:05.000000[+00:00])", perr.Quote(s))
 }
 
 func parseDecimal(s string, scale int) (iceberg.Decimal, error) {
@@ -362,19 +363,19 @@ func parseDecimal(s string, scale int) (iceberg.Decimal, error) {
 	digits := strings.TrimPrefix(s, "-")
 	whole, frac, _ := strings.Cut(digits, ".")
 	if len(frac) > scale || whole == "" && frac == "" {
-		return iceberg.Decimal{}, fmt.Errorf("decimal %q does not have scale %d", s, scale)
+		return iceberg.Decimal{}, fmt.Errorf("decimal %s does not have scale %d", perr.Quote(s), scale)
 	}
 	frac += strings.Repeat("0", scale-len(frac))
 	n, ok := new(big.Int).SetString(whole+frac, 10)
 	if !ok {
-		return iceberg.Decimal{}, fmt.Errorf("decimal %q is not a number", s)
+		return iceberg.Decimal{}, fmt.Errorf("decimal %s is not a number", perr.Quote(s))
 	}
 	if neg {
 		n.Neg(n)
 	}
 	v, err := decimalOf(n, scale)
 	if err != nil {
-		return iceberg.Decimal{}, fmt.Errorf("decimal %q: %v", s, err)
+		return iceberg.Decimal{}, fmt.Errorf("decimal %s: %v", perr.Quote(s), err)
 	}
 	return v, nil
 }

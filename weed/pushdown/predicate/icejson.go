@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // DecodeIcebergJSON decodes an Iceberg expression in the REST specification's
@@ -88,7 +90,7 @@ func decodeJSONExpr(raw any, idx map[int]fieldInfo, depth int) (Expr, error) {
 				"starts-with": OpStartsWith, "not-starts-with": OpStartsWith}[typ]
 			val, ok := v["value"]
 			if !ok {
-				return nil, bindErr("%q predicate has no \"value\"", typ)
+				return nil, bindErr("%s predicate has no \"value\"", perr.Quote(typ))
 			}
 			lit, err := jsonLiteral(val, id, idx)
 			if err != nil {
@@ -102,7 +104,7 @@ func decodeJSONExpr(raw any, idx map[int]fieldInfo, depth int) (Expr, error) {
 			}
 			vals, ok := v["values"].([]any)
 			if !ok {
-				return nil, bindErr("%q predicate needs a \"values\" array", typ)
+				return nil, bindErr("%s predicate needs a \"values\" array", perr.Quote(typ))
 			}
 			l := &Leaf{FieldID: id, Op: OpIn, Negated: typ == "not-in"}
 			for _, x := range vals {
@@ -136,17 +138,17 @@ func residualOr(reason string, err error) (Expr, error) {
 func decodeTerm(raw any) (id int, residual string, err error) {
 	switch t := raw.(type) {
 	case string:
-		return 0, "", bindErr("term %q is a name-only reference; bind it to a field id first ({\"type\": \"reference\", \"field-id\": N})", t)
+		return 0, "", bindErr("term %s is a name-only reference; bind it to a field id first ({\"type\": \"reference\", \"field-id\": N})", perr.Quote(t))
 	case map[string]any:
 		if typ, _ := t["type"].(string); typ == "transform" {
 			return 0, fmt.Sprintf("transform %v", t["transform"]), nil
 		} else if typ != "" && typ != "reference" {
-			return 0, "", bindErr("unknown term type %q", typ)
+			return 0, "", bindErr("unknown term type %s", perr.Quote(typ))
 		}
 		n, ok := t["field-id"].(json.Number)
 		if !ok {
 			if name, ok := t["name"].(string); ok {
-				return 0, "", bindErr("term %q has no field-id; name-only references are refused", name)
+				return 0, "", bindErr("term %s has no field-id; name-only references are refused", perr.Quote(name))
 			}
 			return 0, "", bindErr("term has no \"field-id\"")
 		}

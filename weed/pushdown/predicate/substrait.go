@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	substraitpb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // DecodeSubstrait decodes a Substrait ExtendedExpression bound to schema s.
@@ -106,11 +108,11 @@ func checkBaseSchema(got *substraitpb.NamedStruct, s *iceberg.Schema) error {
 	for i := 0; i < len(wn) || i < len(gn); i++ {
 		switch {
 		case i >= len(gn):
-			return bindErr("Substrait base_schema does not match schema %d: field %q is missing", s.ID, wn[i])
+			return bindErr("Substrait base_schema does not match schema %d: field %s is missing", s.ID, perr.Quote(wn[i]))
 		case i >= len(wn):
-			return bindErr("Substrait base_schema does not match schema %d: extra field %q", s.ID, gn[i])
+			return bindErr("Substrait base_schema does not match schema %d: extra field %s", s.ID, perr.Quote(gn[i]))
 		case wn[i] != gn[i]:
-			return bindErr("Substrait base_schema does not match schema %d: name %d is %q, want %q", s.ID, i, gn[i], wn[i])
+			return bindErr("Substrait base_schema does not match schema %d: name %d is %s, want %s", s.ID, i, perr.Quote(gn[i]), perr.Quote(wn[i]))
 		}
 	}
 	if n := len(got.GetStruct().GetTypes()); n != len(s.Fields()) {

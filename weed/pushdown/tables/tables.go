@@ -150,7 +150,7 @@ func checkPart(what, p string) error {
 	case p == "":
 		return perr.New(perr.InvalidArgument, "%s is empty", what)
 	case p == "." || p == "..":
-		return perr.New(perr.InvalidArgument, "%s %q is not a name", what, p)
+		return perr.New(perr.InvalidArgument, "%s %s is not a name", what, perr.Quote(p))
 	case strings.ContainsAny(p, "/\\"):
 		return perr.New(perr.InvalidArgument, "%s %s holds a path separator", what, perr.Quote(p))
 	}
