@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X github.com/lakeweed/seaweedfs/weed/pushdown/version.Commit=$
 # Unit tests first, then the real-cluster integration tests under test/.
 TEST_TIMEOUT ?= 25m
 
-.PHONY: all build run test unit integration bench proto vet clean compose-check
+.PHONY: all build run test unit integration bench proto vet clean compose-check fuzz
 
 all: build
 
@@ -29,6 +29,12 @@ run: build
 test: build
 	$(GO) vet ./...
 	WEED_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# Every fuzz target (request decoders, payload readers) for FUZZTIME each.
+FUZZTIME ?= 3s
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 unit:
 	$(GO) test -count=1 -short ./weed/...

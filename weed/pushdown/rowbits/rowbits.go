@@ -4,6 +4,7 @@
 //
 //	bytes ─▶ bucket count the bytes can hold? ─no─▶ error (no allocation)
 //	        └─yes─▶ roaring64 ReadFrom (each 32-bit bitmap checks itself)
+//	              ─▶ Validate: keys in order, no empty bucket ─no─▶ error
 //
 // roaring64's own ReadFrom allocates as many buckets as the first eight
 // bytes say, so garbage there panics (or reserves gigabytes) before any
@@ -36,6 +37,11 @@ func Decode(b []byte) (*roaring64.Bitmap, error) {
 	}
 	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {
 		return nil, err
+	}
+	// keys out of order, or an empty bucket (on which Maximum and Select
+	// panic), are refused here rather than met later
+	if err := bm.Validate(); err != nil {
+		return nil, fmt.Errorf("not a valid portable roaring64 bitmap: %v", err)
 	}
 	return bm, nil
 }
