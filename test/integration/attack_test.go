@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -18,7 +19,11 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/seaweedfs/seaweedfs/weed/pb"
+	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/security"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -26,6 +31,8 @@ import (
 
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 )
 
@@ -144,6 +151,44 @@ func cpuSeconds(t *testing.T, c *harness.Cluster) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / 100 // clock ticks of 1/100 s
+}
+
+// persistedDeletes lists the delete bitmaps persisted under a data file's
+// .index/ folder (every identity).
+func persistedDeletes(t *testing.T, c *harness.Cluster, dataFile string) []string {
+	t.Helper()
+	fp, err := fileread.FilerPath(dataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, name := fp[:strings.LastIndexByte(fp, '/')], fp[strings.LastIndexByte(fp, '/')+1:]
+	var out []string
+	err = pb.WithGrpcFilerClient(false, 0, pb.ServerAddress(c.FilerGrpcAddress()), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		func(fc filer_pb.SeaweedFilerClient) error {
+			var identities []string
+			err := filer_pb.SeaweedList(context.Background(), fc, dir+"/.index/"+name, "", func(e *filer_pb.Entry, _ bool) error {
+				if e.IsDirectory {
+					identities = append(identities, e.Name)
+				}
+				return nil
+			}, "", false, 1000)
+			if err != nil && !errors.Is(err, filer_pb.ErrNotFound) {
+				return err
+			}
+			for _, id := range identities {
+				if err := filer_pb.SeaweedList(context.Background(), fc, dir+"/.index/"+name+"/"+id, "deletes.", func(e *filer_pb.Entry, _ bool) error {
+					out = append(out, id+"/"+e.Name)
+					return nil
+				}, "", false, 1000); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatalf("list the .index/ of %s: %v", dataFile, err)
+	}
+	return out
 }
 
 func TestOneRequestCannotCrashExhaustOrMisleadAPushdownServer(t *testing.T) {
@@ -317,6 +362,42 @@ func TestOneRequestCannotCrashExhaustOrMisleadAPushdownServer(t *testing.T) {
 			t.Fatalf("bob, who may write the warehouse, builds an index: %v %v", resp, err)
 		}
 		payload = resp.GetBuilt()[0].GetPayloadPath()
+	})
+
+	// 6b. A read-only caller gets deleted positions computed but persists
+	// nothing beside the data; a caller with Write persists them.
+	t.Run("ReadOnlyCallersGetDeletesComputedButPersistNothing", func(t *testing.T) {
+		tbl := positionDeleteTable(t, a.Cluster, "del_atk", "pos", 2, 0)
+		descs, err := descriptor.ForSnapshot(ctx, tbl, tbl.CurrentSnapshot().SnapshotID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var withDeletes []*pushdown_pb.DataFileDescriptor
+		for _, d := range descs {
+			if len(d.GetDeletes()) > 0 {
+				withDeletes = append(withDeletes, d)
+			}
+		}
+		if len(withDeletes) < 2 {
+			t.Fatalf("%d data files with deletes, want 2", len(withDeletes))
+		}
+		compute := func(e lakeclient.Endpoints, d *pushdown_pb.DataFileDescriptor) int64 {
+			t.Helper()
+			req := &pushdown_pb.ComputeDeletesRequest{DataFiles: []*pushdown_pb.DataFileDescriptor{d}}
+			resp, err := v.ComputeDeletes(a.signed(t, e, a.VolumePushdownAddr(), "ComputeDeletes", req), req)
+			if err != nil || len(resp.GetFiles()) != 1 || resp.GetFiles()[0].GetCardinality() == 0 {
+				t.Fatalf("ComputeDeletes of %s: %v %v", d.GetPath(), resp, err)
+			}
+			return resp.GetFiles()[0].GetCardinality()
+		}
+		compute(a.alice, withDeletes[0])
+		if got := persistedDeletes(t, a.Cluster, withDeletes[0].GetPath()); len(got) != 0 {
+			t.Fatalf("alice, who may only read, persisted %v", got)
+		}
+		compute(a.bob, withDeletes[1])
+		if got := persistedDeletes(t, a.Cluster, withDeletes[1].GetPath()); len(got) == 0 {
+			t.Fatalf("bob, who may write, persisted nothing for %s", withDeletes[1].GetPath())
+		}
 	})
 
 	// 7. A token scoped to the warehouse learns nothing of the vault: the
