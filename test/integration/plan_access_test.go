@@ -66,7 +66,9 @@ func TestUnauthorizedPlansLearnNothingAboutTables(t *testing.T) {
 		}
 	}
 
-	// Names leaving the warehouse are invalid before anyone is asked.
+	// Names leaving the warehouse are invalid before anything is looked up
+	// (unsigned, the call is refused from its headers before its body is
+	// even read).
 	for _, req := range []*pushdown_pb.ParquetPushdownRequest{
 		{Table: "../../etc.iam"},
 		{Table: "acl_it/../../etc.iam"},
@@ -74,7 +76,14 @@ func TestUnauthorizedPlansLearnNothingAboutTables(t *testing.T) {
 		{Warehouse: "../etc", Table: "iam.identities"},
 		{Warehouse: "warehouse/acl_it", Table: "x.closed"},
 	} {
-		_, err := cat.Plan(context.Background(), req)
+		if _, err := cat.Plan(context.Background(), req); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("unsigned Plan of warehouse %q table %q: %v; want PERMISSION_DENIED", req.Warehouse, req.Table, err)
+		}
+		ctx, err := alice.SignPlan(context.Background(), c.CatalogAddr(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cat.Plan(ctx, req)
 		if status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("Plan of warehouse %q table %q: %v; want INVALID_ARGUMENT", req.Warehouse, req.Table, err)
 		}

@@ -117,7 +117,7 @@ type Leaf struct {
 	Type iceberg.Type
 	// in is Lits sorted for lookups, for a long IN list (Bind; nil: walk
 	// Lits). Copies of a leaf that keep its Lits may share it.
-	in sortedIn
+	in *sortedIn
 }
 
 func (And) isExpr()      {}

@@ -25,7 +25,7 @@ func TestALongInListAnswersExactlyAsTheLinearWalk(t *testing.T) {
 			}
 			sorted := &Leaf{Op: OpIn, Lits: lits, in: newSortedIn(lits)}
 			linear := &Leaf{Op: OpIn, Lits: lits}
-			if sorted.in == nil {
+			if sorted.in == nil || sorted.in.sorted == nil {
 				t.Fatalf("%s: %d comparable literals were not sorted", name, len(lits))
 			}
 			for probe := 0; probe < 200; probe++ {
