@@ -114,7 +114,7 @@ func demoPredicate(r *rand.Rand, rows int64, depth int) iceberg.BooleanExpressio
 	case 5:
 		return iceberg.IsIn(tenant, tn(), tn())
 	case 6:
-		return iceberg.StartsWith(tenant, fmt.Sprintf("tenant-0%d", r.IntN(10)))
+		return iceberg.NotIn(tenant, tn(), tn(), tn())
 	case 7:
 		return iceberg.EqualTo(status, []string{"ok", "warn", "error", "retry", "timeout"}[r.IntN(5)])
 	case 8:
@@ -210,7 +210,7 @@ func deletePredicate(r *rand.Rand, rows int64, depth int) iceberg.BooleanExpress
 	case 4:
 		return iceberg.GreaterThan(iceberg.Reference("val"), r.Int64N(rows*10))
 	default:
-		return iceberg.StartsWith(iceberg.Reference("name"), fmt.Sprintf("n%d", r.IntN(10)))
+		return iceberg.EqualTo(iceberg.Reference("name"), fmt.Sprintf("n%d", r.Int64N(rows)))
 	}
 }
 
