@@ -392,11 +392,34 @@ func TestLargeTablesArePlannedAsynchronouslyAndPlansExpire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, remote := sameRowsRemoteAndLocal(t, tbl, iceberg.LessThan(iceberg.Reference("id"), int64(3000)), "id", "status")
-	if local.files != 2000 || remote.files == 0 {
-		t.Fatalf("local planning named %d files, remote %d", local.files, remote.files)
+	planned := func(mode table.ScanPlanningMode, filter iceberg.BooleanExpression) map[string]bool {
+		t.Helper()
+		scan := tbl.Scan(table.WithRowFilter(filter), table.WithScanPlanningMode(mode), table.WithSelectedFields("id"))
+		defer scan.Close()
+		tasks, err := scan.PlanFiles(ctx)
+		if err != nil {
+			t.Fatalf("%s plan: %v", mode, err)
+		}
+		files := map[string]bool{}
+		for _, task := range tasks {
+			files[task.File.FilePath()] = true
+		}
+		return files
 	}
-	sameRowsRemoteAndLocal(t, tbl, iceberg.AlwaysTrue{}, "id")
+	local, remote := planned(table.ScanPlanningLocal, iceberg.AlwaysTrue{}), planned(table.ScanPlanningRemote, iceberg.AlwaysTrue{})
+	if len(local) != 2000 || len(remote) != 2000 {
+		t.Fatalf("a full scan: local planning named %d files, remote %d; want 2000", len(local), len(remote))
+	}
+	for f := range local {
+		if !remote[f] {
+			t.Fatalf("remote planning left out %s", f)
+		}
+	}
+	// ids are 0..5999, each once: id < 60 is exactly 60 rows
+	got := scanWith(t, tbl, iceberg.LessThan(iceberg.Reference("id"), int64(60)), table.ScanPlanningRemote, "id", "status")
+	if len(got.ids) != 60 || got.ids[0] != 0 || got.ids[59] != 59 {
+		t.Fatalf("remote scan of id < 60: %d rows %v", len(got.ids), head(got.ids))
+	}
 
 	// the low-level protocol: submitted, then completed with plan tasks
 	resp, err := cat.PlanTableScan(ctx, ident, rest.PlanTableScanRequest{Select: []string{"id"}})
