@@ -68,7 +68,7 @@ type Config struct {
 
 // DefaultConfig is the configuration of the flag defaults.
 func DefaultConfig() Config {
-	return Config{SyncWait: 5 * time.Second, TasksPerPage: 1000, PlanTTL: 10 * time.Minute, MaxPlans: 256, MaxRequestBytes: 1 << 20}
+	return Config{SyncWait: 30 * time.Second, TasksPerPage: 1000, PlanTTL: 10 * time.Minute, MaxPlans: 256, MaxRequestBytes: 1 << 20}
 }
 
 // ScanPlanner plans scans (catalog.Service).
