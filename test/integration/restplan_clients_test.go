@@ -62,6 +62,7 @@ func splitName(name string) (table.Identifier, error) {
 type clientScan struct {
 	Files int     `json:"files"`
 	IDs   []int64 `json:"ids"`
+	Scan  string  `json:"scan"` // Iceberg Java: the TableScan class used
 }
 
 // checkClient runs scan (a client in server and client planning mode, over
@@ -185,43 +186,19 @@ func icebergJava(t *testing.T) (string, string) {
 	return java, filepath.Join(dir, "lib", "*") + string(os.PathListSeparator) + jar
 }
 
-// javaScan is the Java client's answer, with the TableScan class it used.
-type javaScan struct {
-	clientScan
-	Scan string `json:"scan"`
-}
-
 func TestIcebergJavaPlansOnTheServerWithTheRowsOfIcebergGo(t *testing.T) {
 	java, cp := icebergJava(t)
 	c := sharedCluster(t)
 	const name = "restplan_java.events"
 	tbl := clientTable(t, c, name)
-	run := func(mode string, filters []string) []javaScan {
+	run := func(mode string, filters []string) []clientScan {
 		t.Helper()
 		args := []string{"-cp", cp, "lakeweed.ScanTable", "--uri", c.IcebergURI(), "--warehouse", c.Warehouse, "--s3", c.S3Endpoint(),
 			"--table", name, "--mode", mode, "--select", "id,status"}
 		for _, f := range filters {
 			args = append(args, "--filter", f)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, java, args...).Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			t.Fatalf("Iceberg Java %s: %v\n%s", mode, err, tailBytes(stderr, 4000))
-		}
-		var scans []javaScan
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			var s javaScan
-			if err := json.Unmarshal([]byte(line), &s); err != nil {
-				t.Fatalf("Iceberg Java printed %q: %v", line, err)
-			}
-			scans = append(scans, s)
-		}
-		return scans
+		return runClient(t, "Iceberg Java "+mode, java, args...)
 	}
 	// filters travel as Iceberg expression JSON, bound as iceberg-go binds them
 	jsonOf := func(e iceberg.BooleanExpression) string {
@@ -246,7 +223,7 @@ func TestIcebergJavaPlansOnTheServerWithTheRowsOfIcebergGo(t *testing.T) {
 			if s.Scan != want {
 				t.Fatalf("Iceberg Java in %s mode scanned with %s; want %s", mode, s.Scan, want)
 			}
-			out = append(out, s.clientScan)
+			out = append(out, s)
 		}
 		return out
 	})
