@@ -1,10 +1,11 @@
 """Scan one table with PyIceberg and print what it planned and read.
 
     python scan.py --uri URI --warehouse W --s3 URL --table ns.t --mode server|client \
-        [--filter "id < 100" ...] [--select id,status] [--credential key:secret]
+        [--filter "id < 100" ...] [--select id,status] [--credential key:secret] [--read-only]
 
 prints one JSON line per --filter (none: one for the whole table):
-{"files": <data files planned>, "ids": [sorted ids of the rows read]}.
+{"files": <data files planned>, "ids": [sorted ids of the rows read], "ms": <to_arrow wall ms>}
+(--read-only: to_arrow alone, files 0: what a benchmark times and counts bytes of).
 --mode is PyIceberg's catalog property scan-planning-mode: "server" plans through the
 REST catalog's scan-planning endpoints, "client" reads the manifests itself.
 """
@@ -12,6 +13,7 @@ REST catalog's scan-planning endpoints, "client" reads the manifests itself.
 import argparse
 import json
 import sys
+import time
 
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.expressions import AlwaysTrue
@@ -28,6 +30,7 @@ def main() -> int:
     p.add_argument("--filter", action="append", default=[])
     p.add_argument("--select", default="id")
     p.add_argument("--credential", default="")
+    p.add_argument("--read-only", action="store_true")
     a = p.parse_args()
     props = {
         "uri": a.uri,
@@ -52,9 +55,12 @@ def main() -> int:
     for f in a.filter or [""]:
         row_filter = parse(f) if f else AlwaysTrue()
         scan = tbl.scan(row_filter=row_filter, selected_fields=tuple(a.select.split(",")))
-        files = {t.file.file_path for t in scan.plan_files()}
-        ids = sorted(scan.to_arrow()["id"].to_pylist())
-        print(json.dumps({"files": len(files), "ids": ids}), flush=True)
+        files = set() if a.read_only else {t.file.file_path for t in scan.plan_files()}
+        t0 = time.perf_counter()
+        rows = scan.to_arrow()
+        ms = (time.perf_counter() - t0) * 1000
+        ids = sorted(rows["id"].to_pylist())
+        print(json.dumps({"files": len(files), "ids": ids, "ms": ms}), flush=True)
     return 0
 
 
