@@ -150,7 +150,7 @@ func TestRemoteScanPlanningReturnsTheRowsOfLocalPlanning(t *testing.T) {
 	fields := []string{"id", "tenant_id", "status", "message"}
 	r := rand.New(rand.NewPCG(29, 1))
 	var preds []iceberg.BooleanExpression
-	for i := 0; i < 30; i++ {
+	for i := 0; i < 18; i++ {
 		preds = append(preds, demoPredicate(r, rows, 2))
 	}
 	point := iceberg.EqualTo(iceberg.Reference("id"), int64(12345))

@@ -161,24 +161,31 @@ func (f *Front) answer(w http.ResponseWriter, p *scanPlan, first bool) {
 // completed is a completed answer: the first page inline, the others as
 // plan tasks; whole reports there are none. Called with p.mu held.
 func completed(p *scanPlan, withID bool) (body []byte, whole bool) {
-	out := map[string]any{"status": statusCompleted}
+	first := &p.pages[0]
+	b := make([]byte, 0, len(first.tasks)+len(first.deletes)+128+24*len(p.pages))
+	b = append(b, `{"status":"completed"`...)
 	if withID {
-		out["plan-id"] = p.id
+		b = append(b, `,"plan-id":"`...)
+		b = append(b, p.id...) // base64url: nothing to escape
+		b = append(b, '"')
 	}
-	first := p.pages[0]
-	out["file-scan-tasks"] = first.Tasks
-	if len(first.Deletes) > 0 {
-		out["delete-files"] = first.Deletes
-	}
+	b = append(b, ',')
+	b = first.appendTo(b)
 	if len(p.pages) > 1 {
-		tokens := make([]string, 0, len(p.pages)-1)
+		b = append(b, `,"plan-tasks":[`...)
 		for i := 1; i < len(p.pages); i++ {
-			tokens = append(tokens, p.id+"."+strconv.Itoa(i))
+			if i > 1 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, p.id...)
+			b = append(b, '.')
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, '"')
 		}
-		out["plan-tasks"] = tokens
+		b = append(b, ']')
 	}
-	body, _ = json.Marshal(out)
-	return body, len(p.pages) == 1
+	return append(b, '}'), len(p.pages) == 1
 }
 
 func (f *Front) serveFetchResult(w http.ResponseWriter, r *http.Request, rt route) {
@@ -245,12 +252,8 @@ func (f *Front) serveTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		noSuch()
 		return
 	}
-	pg := p.pages[page]
-	out := map[string]any{"file-scan-tasks": pg.Tasks}
-	if len(pg.Deletes) > 0 {
-		out["delete-files"] = pg.Deletes
-	}
-	writeJSON(w, http.StatusOK, out)
+	b := append([]byte{'{'}, p.pages[page].appendTo(nil)...)
+	writeRaw(w, http.StatusOK, append(b, '}'))
 }
 
 // run plans p in the background and records its outcome.
@@ -275,11 +278,25 @@ func (f *Front) run(ctx context.Context, p *scanPlan, planner ScanPlanner, ref *
 	glog.V(1).Infof("pushdown: REST scan plan of %s: %d of %d files, %d pages, %s", perr.Quote(ref.name.Full), files, total, len(pages), time.Since(start))
 }
 
-// page is one ScanTasks envelope: delete-file references index its own
-// delete files.
+// page is one ScanTasks envelope, encoded: delete-file references index
+// its own delete files. tasks and deletes are JSON objects joined by
+// commas (encoded once, when the plan completes).
 type page struct {
-	Tasks   []json.RawMessage `json:"file-scan-tasks"`
-	Deletes []json.RawMessage `json:"delete-files,omitempty"`
+	tasks, deletes   []byte
+	ntasks, ndeletes int
+}
+
+// appendTo appends the page's "file-scan-tasks" (and "delete-files") members.
+func (p *page) appendTo(b []byte) []byte {
+	b = append(b, `"file-scan-tasks":[`...)
+	b = append(b, p.tasks...)
+	b = append(b, ']')
+	if p.ndeletes > 0 {
+		b = append(b, `,"delete-files":[`...)
+		b = append(b, p.deletes...)
+		b = append(b, ']')
+	}
+	return b
 }
 
 func (f *Front) plan(ctx context.Context, planner ScanPlanner, ref *tableRef, req *planRequest) (pages []page, files, total int, err error) {
@@ -368,23 +385,6 @@ type valueMap struct {
 	Values []string `json:"values"`
 }
 
-type dataFileJSON struct {
-	Content         string          `json:"content"`
-	FilePath        string          `json:"file-path"`
-	FileFormat      string          `json:"file-format"`
-	SpecID          int32           `json:"spec-id"`
-	Partition       json.RawMessage `json:"partition"`
-	FileSizeInBytes int64           `json:"file-size-in-bytes"`
-	RecordCount     int64           `json:"record-count"`
-	SplitOffsets    []int64         `json:"split-offsets,omitempty"`
-	ColumnSizes     *countMap       `json:"column-sizes,omitempty"`
-	ValueCounts     *countMap       `json:"value-counts,omitempty"`
-	NullValueCounts *countMap       `json:"null-value-counts,omitempty"`
-	NaNValueCounts  *countMap       `json:"nan-value-counts,omitempty"`
-	LowerBounds     *valueMap       `json:"lower-bounds,omitempty"`
-	UpperBounds     *valueMap       `json:"upper-bounds,omitempty"`
-}
-
 type deleteFileJSON struct {
 	Content            string          `json:"content"`
 	FilePath           string          `json:"file-path"`
@@ -399,17 +399,12 @@ type deleteFileJSON struct {
 	ContentSizeInBytes *int64          `json:"content-size-in-bytes,omitempty"`
 }
 
-type taskJSON struct {
-	DataFile             json.RawMessage `json:"data-file"`
-	DeleteFileReferences []int           `json:"delete-file-references,omitempty"`
-	ResidualFilter       json.RawMessage `json:"residual-filter,omitempty"`
-}
-
 func (b *taskBuilder) pages(files []catalog.ScanFile, perPage int) ([]page, int, error) {
-	pages := []page{{Tasks: []json.RawMessage{}}}
+	pages := []page{{}}
 	cur := &pages[0]
 	deleteIndex := map[string]int{}
 	n := 0
+	var refs []int
 	for _, sf := range files {
 		residual, keep, err := b.residual(sf.Data)
 		if err != nil {
@@ -418,15 +413,12 @@ func (b *taskBuilder) pages(files []catalog.ScanFile, perPage int) ([]page, int,
 		if !keep {
 			continue // the file's partition rules the filter out
 		}
-		if len(cur.Tasks) == perPage {
-			pages = append(pages, page{Tasks: []json.RawMessage{}})
+		if cur.ntasks == perPage {
+			pages = append(pages, page{})
 			cur = &pages[len(pages)-1]
 			deleteIndex = map[string]int{}
 		}
-		t := taskJSON{ResidualFilter: residual}
-		if t.DataFile, err = b.dataFile(sf.Data); err != nil {
-			return nil, 0, err
-		}
+		refs = refs[:0]
 		for _, d := range sf.Deletes {
 			key := d.Path + "\x00" + strconv.FormatInt(d.BlobOffset, 10)
 			i, ok := deleteIndex[key]
@@ -435,17 +427,39 @@ func (b *taskBuilder) pages(files []catalog.ScanFile, perPage int) ([]page, int,
 				if err != nil {
 					return nil, 0, err
 				}
-				i = len(cur.Deletes)
-				cur.Deletes = append(cur.Deletes, raw)
+				if cur.ndeletes > 0 {
+					cur.deletes = append(cur.deletes, ',')
+				}
+				cur.deletes = append(cur.deletes, raw...)
+				i = cur.ndeletes
+				cur.ndeletes++
 				deleteIndex[key] = i
 			}
-			t.DeleteFileReferences = append(t.DeleteFileReferences, i)
+			refs = append(refs, i)
 		}
-		raw, err := json.Marshal(t)
-		if err != nil {
+		if cur.ntasks > 0 {
+			cur.tasks = append(cur.tasks, ',')
+		}
+		cur.tasks = append(cur.tasks, `{"data-file":`...)
+		if cur.tasks, err = b.appendDataFile(cur.tasks, sf.Data); err != nil {
 			return nil, 0, err
 		}
-		cur.Tasks = append(cur.Tasks, raw)
+		if len(refs) > 0 {
+			cur.tasks = append(cur.tasks, `,"delete-file-references":[`...)
+			for j, r := range refs {
+				if j > 0 {
+					cur.tasks = append(cur.tasks, ',')
+				}
+				cur.tasks = strconv.AppendInt(cur.tasks, int64(r), 10)
+			}
+			cur.tasks = append(cur.tasks, ']')
+		}
+		if residual != nil {
+			cur.tasks = append(cur.tasks, `,"residual-filter":`...)
+			cur.tasks = append(cur.tasks, residual...)
+		}
+		cur.tasks = append(cur.tasks, '}')
+		cur.ntasks++
 		n++
 	}
 	return pages, n, nil
@@ -478,6 +492,9 @@ func (b *taskBuilder) partition(specID int32, p map[int]any) (json.RawMessage, e
 	if !ok {
 		return nil, perr.New(perr.Corrupt, "partition spec %d is not a spec of the table", specID)
 	}
+	if spec.NumFields() == 0 {
+		return json.RawMessage("[]"), nil
+	}
 	obj, err := descriptor.EncodePartition(spec, b.src, p)
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "partition values: %v", err)
@@ -500,25 +517,64 @@ func (b *taskBuilder) partition(specID int32, p map[int]any) (json.RawMessage, e
 	return json.Marshal(arr)
 }
 
-func (b *taskBuilder) dataFile(d *plan.DataFile) (json.RawMessage, error) {
+// appendDataFile appends the data file's REST ContentFile JSON.
+func (b *taskBuilder) appendDataFile(out []byte, d *plan.DataFile) ([]byte, error) {
 	part, err := b.partition(d.SpecID, d.Partition)
 	if err != nil {
 		return nil, err
 	}
-	j := dataFileJSON{Content: "data", FilePath: d.Path, FileFormat: "parquet", SpecID: d.SpecID, Partition: part,
-		FileSizeInBytes: d.Size, RecordCount: d.RecordCount}
+	out = append(out, `{"content":"data","file-path":`...)
+	out = appendString(out, d.Path)
+	out = append(out, `,"file-format":"parquet","spec-id":`...)
+	out = strconv.AppendInt(out, int64(d.SpecID), 10)
+	out = append(out, `,"partition":`...)
+	out = append(out, part...)
+	out = append(out, `,"file-size-in-bytes":`...)
+	out = strconv.AppendInt(out, d.Size, 10)
+	out = append(out, `,"record-count":`...)
+	out = strconv.AppendInt(out, d.RecordCount, 10)
 	if increasing(d.SplitOffsets) {
-		j.SplitOffsets = d.SplitOffsets
+		out = append(out, `,"split-offsets":[`...)
+		for i, o := range d.SplitOffsets {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = strconv.AppendInt(out, o, 10)
+		}
+		out = append(out, ']')
 	}
 	if len(b.stats) > 0 {
-		j.ColumnSizes = b.counts(d.Stats.ColumnSizes)
-		j.ValueCounts = b.counts(d.Stats.Values)
-		j.NullValueCounts = b.counts(d.Stats.Nulls)
-		j.NaNValueCounts = b.counts(d.Stats.NaNs)
-		j.LowerBounds = b.bounds(d.Stats.Lower)
-		j.UpperBounds = b.bounds(d.Stats.Upper)
+		stats, err := json.Marshal(struct {
+			ColumnSizes     *countMap `json:"column-sizes,omitempty"`
+			ValueCounts     *countMap `json:"value-counts,omitempty"`
+			NullValueCounts *countMap `json:"null-value-counts,omitempty"`
+			NaNValueCounts  *countMap `json:"nan-value-counts,omitempty"`
+			LowerBounds     *valueMap `json:"lower-bounds,omitempty"`
+			UpperBounds     *valueMap `json:"upper-bounds,omitempty"`
+		}{b.counts(d.Stats.ColumnSizes), b.counts(d.Stats.Values), b.counts(d.Stats.Nulls), b.counts(d.Stats.NaNs),
+			b.bounds(d.Stats.Lower), b.bounds(d.Stats.Upper)})
+		if err != nil {
+			return nil, err
+		}
+		if len(stats) > 2 {
+			out = append(out, ',')
+			out = append(out, stats[1:len(stats)-1]...)
+		}
 	}
-	return json.Marshal(j)
+	return append(out, '}'), nil
+}
+
+// appendString appends s as a JSON string.
+func appendString(out []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(out, q...)
+		}
+	}
+	out = append(out, '"')
+	out = append(out, s...)
+	return append(out, '"')
 }
 
 func increasing(o []int64) bool {
