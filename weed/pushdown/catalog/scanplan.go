@@ -9,6 +9,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
@@ -159,6 +160,7 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 			return nil, err
 		}
 		out.Stats = resp.GetStats()
+		metrics.ObservePlan(out.Stats, plan.Tiers)
 		for _, f := range resp.GetFiles() {
 			if f.GetRowGroupsPlanned() > 0 {
 				kept[f.GetFile()] = true

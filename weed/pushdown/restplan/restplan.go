@@ -41,6 +41,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 )
 
 // TableProperty is the table property that, set to "server" (or "client"),
@@ -237,16 +238,34 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rt.kind == routeLoadTable && r.Method == http.MethodGet:
 		f.proxy.ServeHTTP(w, withRewrite(r, rewriteLoadTable))
 	case rt.kind == routePlan && r.Method == http.MethodPost:
-		f.servePlan(w, r, rt)
+		observed(w, r, rt, "plan", f.servePlan)
 	case rt.kind == routePlanID && r.Method == http.MethodGet:
-		f.serveFetchResult(w, r, rt)
+		observed(w, r, rt, "fetch_result", f.serveFetchResult)
 	case rt.kind == routePlanID && r.Method == http.MethodDelete:
-		f.serveCancel(w, r, rt)
+		observed(w, r, rt, "cancel", f.serveCancel)
 	case rt.kind == routeTasks && r.Method == http.MethodPost:
-		f.serveTasks(w, r, rt)
+		observed(w, r, rt, "tasks", f.serveTasks)
 	default:
 		f.proxy.ServeHTTP(w, r)
 	}
+}
+
+// observed serves a planning endpoint and counts it (metrics.ObserveREST).
+func observed(w http.ResponseWriter, r *http.Request, rt route, endpoint string, serve func(http.ResponseWriter, *http.Request, route)) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	serve(sw, r, rt)
+	metrics.ObserveREST(endpoint, sw.status, time.Since(start))
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
 }
 
 type rewriteKey struct{}
