@@ -567,3 +567,20 @@ func TestUnauthorizedScanPlanningLearnsNothing(t *testing.T) {
 		t.Fatalf("admin cancels admin's plan: %d; want 204", code)
 	}
 }
+
+// `weed server -s3 -pushdown` serves scan planning on its Iceberg REST port
+// too, and upstream's routes keep working through it (the demo load creates
+// the table bucket, namespace and table through them).
+func TestWeedServerServesScanPlanningOnItsIcebergPort(t *testing.T) {
+	c := harness.StartServer(t, harness.ServerOptions{})
+	weed := pushdownCLI(t, c)
+	weed("demo", "-table", "srvplan.events", "-rows", "4000", "-files", "4", "-rowGroupRows", "500", "-indexed", "none")
+	tbl, err := c.Iceberg(t).LoadTable(context.Background(), table.Identifier{"srvplan", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, remote := sameRowsRemoteAndLocal(t, tbl, iceberg.LessThan(iceberg.Reference("id"), int64(50)), "id", "status")
+	if len(remote.ids) != 50 || local.files != 4 {
+		t.Fatalf("id < 50 on weed server: %d rows, local planning named %d files", len(remote.ids), local.files)
+	}
+}
