@@ -193,3 +193,18 @@ func TestOversizedBodiesAreRefusedBeforeAnythingIsLookedUp(t *testing.T) {
 		t.Fatalf("oversized body: %d %s", w.Code, w.Body)
 	}
 }
+
+func TestAPlanWhosePlanTasksWereAllFetchedIsKeptOnlyBriefly(t *testing.T) {
+	s := newStore(Config{PlanTTL: time.Hour, MaxPlans: 4})
+	p := s.add("alice", "t", func() {})
+	p.pages = make([]page, 3)
+	p.markFetched(1)
+	p.markFetched(1)
+	if p.drained || s.get(p.id, "alice", "t") == nil || time.Until(p.expires) < 59*time.Minute {
+		t.Fatal("a plan with a page left was not kept for its TTL")
+	}
+	p.markFetched(2)
+	if !p.drained || s.get(p.id, "alice", "t") == nil || time.Until(p.expires) > drainedGrace {
+		t.Fatalf("a drained plan expires in %s; want at most %s", time.Until(p.expires), drainedGrace)
+	}
+}

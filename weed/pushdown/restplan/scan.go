@@ -252,6 +252,7 @@ func (f *Front) serveTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		noSuch()
 		return
 	}
+	p.markFetched(page)
 	b := append([]byte{'{'}, p.pages[page].appendTo(nil)...)
 	writeRaw(w, http.StatusOK, append(b, '}'))
 }

@@ -35,6 +35,32 @@ type scanPlan struct {
 	requestError bool
 	pages        []page // pages[0] goes inline in the completed answer
 	expires      time.Time
+	// fetched marks the plan-task pages fetched; once every one was, the
+	// plan is drained: the spec needs no cancel then, so it is kept only
+	// drainedGrace longer (for a client's retry of the last fetch).
+	fetched   []bool
+	unfetched int
+	drained   bool
+}
+
+// drainedGrace is how long a plan whose plan tasks were all fetched stays.
+const drainedGrace = 30 * time.Second
+
+// markFetched records that page was fetched (p.mu held).
+func (p *scanPlan) markFetched(page int) {
+	if p.fetched == nil {
+		p.fetched, p.unfetched = make([]bool, len(p.pages)), len(p.pages)-1
+	}
+	if page <= 0 || page >= len(p.fetched) || p.fetched[page] {
+		return
+	}
+	p.fetched[page] = true
+	if p.unfetched--; p.unfetched == 0 {
+		p.drained = true
+		if soon := time.Now().Add(drainedGrace); soon.Before(p.expires) {
+			p.expires = soon
+		}
+	}
 }
 
 // store keeps plans in memory. Plans that hold pages or still run count
@@ -96,7 +122,9 @@ func (s *store) get(id, owner, table string) *scanPlan {
 		p.cancel()
 		return nil
 	}
-	p.expires = now.Add(s.cfg.PlanTTL)
+	if !p.drained {
+		p.expires = now.Add(s.cfg.PlanTTL)
+	}
 	return p
 }
 
