@@ -124,7 +124,7 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 			planned = append(planned, *f)
 		}
 	}
-	kept := map[string]bool{}
+	kept := make(map[string]bool, len(planned))
 	if len(planned) > 0 {
 		pbReq := &pushdown_pb.ParquetPushdownRequest{Warehouse: req.Name.Warehouse, Table: req.Name.Full}
 		if len(filter) > 0 {
@@ -167,7 +167,7 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 			}
 		}
 	}
-	plannedSet := map[string]bool{}
+	plannedSet := make(map[string]bool, len(planned))
 	for i := range planned {
 		plannedSet[planned[i].Path] = true
 	}

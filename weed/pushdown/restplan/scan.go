@@ -419,6 +419,9 @@ func (b *taskBuilder) pages(files []catalog.ScanFile, perPage int) ([]page, int,
 			cur = &pages[len(pages)-1]
 			deleteIndex = map[string]int{}
 		}
+		if cur.tasks == nil { // a page's tasks in one allocation, most of the time
+			cur.tasks = make([]byte, 0, min(perPage, len(files))*(len(sf.Data.Path)+160))
+		}
 		refs = refs[:0]
 		for _, d := range sf.Deletes {
 			key := d.Path + "\x00" + strconv.FormatInt(d.BlobOffset, 10)
