@@ -38,7 +38,10 @@ type scanned struct {
 // server-side planning, i.e. lakeweed's planner).
 func scanWith(t *testing.T, tbl *table.Table, filter iceberg.BooleanExpression, mode table.ScanPlanningMode, fields ...string) scanned {
 	t.Helper()
-	ctx := context.Background()
+	// a deadline: iceberg-go then polls a submitted plan until it, not for
+	// a fixed number of retries (a loaded machine plans slowly)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	opts := []table.ScanOption{table.WithRowFilter(filter), table.WithScanPlanningMode(mode)}
 	if len(fields) > 0 {
 		opts = append(opts, table.WithSelectedFields(fields...))
@@ -394,6 +397,8 @@ func TestLargeTablesArePlannedAsynchronouslyAndPlansExpire(t *testing.T) {
 	}
 	planned := func(mode table.ScanPlanningMode, filter iceberg.BooleanExpression) map[string]bool {
 		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // polled until it (see scanWith)
+		defer cancel()
 		scan := tbl.Scan(table.WithRowFilter(filter), table.WithScanPlanningMode(mode), table.WithSelectedFields("id"))
 		defer scan.Close()
 		tasks, err := scan.PlanFiles(ctx)
@@ -429,7 +434,9 @@ func TestLargeTablesArePlannedAsynchronouslyAndPlansExpire(t *testing.T) {
 	if resp.Status != rest.PlanStatusSubmitted || resp.PlanID == nil {
 		t.Fatalf("plan of 2,000 files: status %s; want submitted with a plan id", resp.Status)
 	}
-	done, err := cat.WaitForPlan(ctx, ident, *resp.PlanID, rest.WaitForPlanOptions{MinDelay: 50 * time.Millisecond, MaxDelay: 500 * time.Millisecond})
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	done, err := cat.WaitForPlan(wctx, ident, *resp.PlanID, rest.WaitForPlanOptions{MinDelay: 50 * time.Millisecond, MaxDelay: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
