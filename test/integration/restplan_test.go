@@ -315,6 +315,31 @@ func TestScanPlanningEndpointsFollowTheRESTSpec(t *testing.T) {
 		}
 	}
 
+	// stats-fields: column stats of those fields only, bounds as Iceberg's binary form in hex
+	code, res, _ = plan(map[string]any{"stats-fields": []string{"id"}})
+	tasks, _ = res["file-scan-tasks"].([]any)
+	if code != 200 || len(tasks) == 0 {
+		t.Fatalf("stats-fields plan: %d %v", code, res)
+	}
+	df := tasks[0].(map[string]any)["data-file"].(map[string]any)
+	lb, _ := df["lower-bounds"].(map[string]any)
+	if keys, _ := lb["keys"].([]any); len(keys) != 1 || keys[0] != float64(1) || len(lb["values"].([]any)[0].(string)) != 16 {
+		t.Fatalf("stats-fields [id]: lower-bounds %v; want field 1 as 8 bytes of hex", df["lower-bounds"])
+	}
+	code, res, _ = plan(map[string]any{})
+	if df := res["file-scan-tasks"].([]any)[0].(map[string]any)["data-file"].(map[string]any); df["lower-bounds"] != nil || df["value-counts"] != nil {
+		t.Fatalf("without stats-fields the data file carries stats: %v", df)
+	}
+	// snapshot-id: time travel plans that snapshot's files
+	code, res, _ = plan(map[string]any{"snapshot-id": first, "use-snapshot-schema": true})
+	old, err := tbl.Scan(table.WithSnapshotID(first)).PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tasks, _ := res["file-scan-tasks"].([]any); code != 200 || len(tasks) != len(old) {
+		t.Fatalf("plan of snapshot %d: %d, %d tasks; iceberg-go plans %d", first, code, len(tasks), len(old))
+	}
+
 	// incremental append scan: the files of the two later appends
 	want, err := tbl.NewIncrementalAppendScan().FromSnapshotExclusive(first).PlanFiles(ctx)
 	if err != nil {
