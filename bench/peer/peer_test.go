@@ -22,12 +22,10 @@
 package peer
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -468,20 +466,7 @@ func waitMounted(t *testing.T, dir string) {
 }
 
 func scrape(t *testing.T, port int, metric string) int64 {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		t.Fatalf("scrape S3 metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, metric+" ") {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, metric)), 64)
-			return int64(f)
-		}
-	}
-	return 0
+	return benchutil.ScrapeMetric(t, port, metric)
 }
 
 func procIO(pid int, key string) int64 {

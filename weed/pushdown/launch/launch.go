@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/restplan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/volume"
 	pdserver "github.com/lakeweed/seaweedfs/weed/server"
 	"github.com/seaweedfs/seaweedfs/weed/command"
@@ -72,6 +73,8 @@ type flags struct {
 	indexGrace       *time.Duration
 	indexBatch       *int
 	indexLeftoverAge *time.Duration // volume side
+
+	rest *restFlags // catalog commands: scan planning on the Iceberg REST port
 }
 
 // catalogConfig turns the flags into the catalog's configuration.
@@ -157,6 +160,7 @@ func install(cmd *command.Command, k kind) {
 		f.indexReconcile = cmd.Flag.Duration("pushdown.index.reconcileEvery", d.IndexReconcileEvery, "side-index maintenance pass interval: each pass checks committed indexes against their payloads and data files (marking them missing, corrupt or stale and rebuilding) and expires those of files in no live snapshot; 0 = none")
 		f.indexBatch = cmd.Flag.Int("pushdown.index.reconcileBatch", d.IndexReconcileBatch, "side-index registry entries one maintenance pass checks at most (the next pass resumes where it stopped)")
 		f.indexGrace = cmd.Flag.Duration("pushdown.index.gracePeriod", d.IndexGracePeriod, "how long the side indexes of a data file that left every snapshot (expiry, compaction) are kept before their payloads and registry rows are removed")
+		f.rest = addRESTFlags(cmd)
 		f.allowBareDV = cmd.Flag.Bool("pushdown.allowBareDeletionVectors", false, "accept deletion vectors written as bare roaring bitmaps without the deletion-vector-v1 framing (length, magic, CRC) by older writers")
 	}
 	if k.volume {
@@ -189,6 +193,9 @@ type launcher struct {
 	cmd   *command.Command
 	kind  kind
 	flags *flags
+
+	icebergPort int             // the Iceberg REST port clients use, once the front serves it
+	front       *restplan.Front // nil: upstream's catalog serves its port itself
 }
 
 // str and num read an upstream flag by name; upstream may resolve defaults
@@ -227,6 +234,9 @@ func (l *launcher) start() {
 		glog.Warningf("pushdown: -pushdown without the S3 gateway (-s3): no catalog pushdown service in this process")
 	}
 	if runCatalog {
+		if err := l.startRESTFront(); err != nil {
+			fatal(err)
+		}
 		go l.startCatalog()
 	}
 	if runVolume {
@@ -311,6 +321,9 @@ func (l *launcher) startCatalog() {
 		fatal(err)
 	}
 	register(func() { c.Stop(StopTimeout) })
+	if l.front != nil {
+		l.front.SetPlanner(c.Service)
+	}
 }
 
 // s3Flag is the name of an S3 gateway flag on this command: the s3
@@ -348,6 +361,9 @@ func (l *launcher) s3URL(host string) string {
 // when the command runs none.
 func (l *launcher) icebergURL(host string) string {
 	port := l.num(l.s3Flag("port.iceberg"))
+	if l.icebergPort != 0 {
+		port = l.icebergPort
+	}
 	if port == 0 {
 		return ""
 	}

@@ -339,12 +339,7 @@ func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (
 					return nil, perr.New(perr.Corrupt, "snapshot %d lists data file %s twice", s.SnapshotID, df.FilePath())
 				}
 				out.ByPath[df.FilePath()] = len(out.Data)
-				out.Data = append(out.Data, plan.DataFile{
-					Path: df.FilePath(), Size: df.FileSizeBytes(), RecordCount: df.Count(), SpecID: df.SpecID(),
-					Partition: df.Partition(), DataSeq: e.SequenceNum(), SplitOffsets: df.SplitOffsets(),
-					Stats: plan.ManifestStats{Lower: df.LowerBoundValues(), Upper: df.UpperBoundValues(), Nulls: df.NullValueCounts(),
-						NaNs: df.NaNValueCounts(), Values: df.ValueCounts(), ColumnSizes: df.ColumnSizes()},
-				})
+				out.Data = append(out.Data, dataFileOf(e))
 			default:
 				d, err := deletes.FromIceberg(df, e.SequenceNum())
 				if err != nil {
@@ -373,6 +368,17 @@ func (r *Resolver) DataFiles(ctx context.Context, t *Table, s *table.Snapshot) (
 	}
 	r.snapshots.Add(key, out)
 	return out, nil
+}
+
+// dataFileOf is the planner's view of a data file's manifest entry.
+func dataFileOf(e iceberg.ManifestEntry) plan.DataFile {
+	df := e.DataFile()
+	return plan.DataFile{
+		Path: df.FilePath(), Size: df.FileSizeBytes(), RecordCount: df.Count(), SpecID: df.SpecID(),
+		Partition: df.Partition(), DataSeq: e.SequenceNum(), SplitOffsets: df.SplitOffsets(),
+		Stats: plan.ManifestStats{Lower: df.LowerBoundValues(), Upper: df.UpperBoundValues(), Nulls: df.NullValueCounts(),
+			NaNs: df.NaNValueCounts(), Values: df.ValueCounts(), ColumnSizes: df.ColumnSizes()},
+	}
 }
 
 // DeleteTarget describes a planned data file to the delete engine.

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Iceberg clients someone else wrote that the integration tests
+# plan and read with (server-side scan planning, weed/pushdown/restplan):
+#   .tools/pyiceberg  a virtualenv with PyIceberg (pinned) and PyArrow
+#   .tools/java       test/clients/java built with Maven: Iceberg Java's
+#                     RESTCatalog + RESTTableScan (pinned in its pom.xml)
+# A client that cannot be installed here is reported and its tests skip,
+# naming what is missing; this script never fails the build.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYICEBERG=0.12.0
+PYARROW=26.0.1
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+install_pyiceberg() {
+  local py=.tools/pyiceberg/bin/python
+  if [ -x "$py" ] && [ "$("$py" -c 'import pyiceberg, pyarrow; print(pyiceberg.__version__)' 2>/dev/null)" = "$PYICEBERG" ]; then
+    return 0
+  fi
+  if ! have python3; then
+    echo "install-clients: no python3: PyIceberg tests will skip" >&2
+    return 0
+  fi
+  rm -rf .tools/pyiceberg
+  if ! python3 -m venv .tools/pyiceberg >/dev/null 2>&1; then
+    if have apt-get; then
+      apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq python3-venv >/dev/null 2>&1
+    fi
+    rm -rf .tools/pyiceberg
+    python3 -m venv .tools/pyiceberg >/dev/null 2>&1 || { echo "install-clients: python3 -m venv failed: PyIceberg tests will skip" >&2; return 0; }
+  fi
+  .tools/pyiceberg/bin/pip install -q --disable-pip-version-check "pyiceberg[pyarrow]==$PYICEBERG" "pyarrow==$PYARROW" \
+    || echo "install-clients: pip install pyiceberg==$PYICEBERG failed: PyIceberg tests will skip" >&2
+}
+
+install_java() {
+  if [ -f .tools/java/iceberg-java-scan.jar ] && [ .tools/java/iceberg-java-scan.jar -nt test/clients/java/pom.xml ] \
+     && [ .tools/java/iceberg-java-scan.jar -nt test/clients/java/src/main/java/lakeweed/ScanTable.java ]; then
+    return 0
+  fi
+  if ! have java || ! have mvn; then
+    echo "install-clients: java or mvn missing: Iceberg Java tests will skip" >&2
+    return 0
+  fi
+  mvn -q -B -f test/clients/java/pom.xml package >/tmp/lakeweed-java-client.log 2>&1 \
+    || { echo "install-clients: building test/clients/java failed (log: /tmp/lakeweed-java-client.log): Iceberg Java tests will skip" >&2; tail -20 /tmp/lakeweed-java-client.log >&2; }
+}
+
+mkdir -p .tools
+install_pyiceberg
+install_java
+exit 0

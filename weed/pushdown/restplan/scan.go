@@ -1,0 +1,660 @@
+package restplan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+)
+
+// planRequest is the REST spec's PlanTableScanRequest.
+type planRequest struct {
+	SnapshotID        *int64          `json:"snapshot-id"`
+	Select            []string        `json:"select"`
+	Filter            json.RawMessage `json:"filter"`
+	MinRowsRequested  *int64          `json:"min-rows-requested"`
+	CaseSensitive     *bool           `json:"case-sensitive"`
+	UseSnapshotSchema *bool           `json:"use-snapshot-schema"`
+	StartSnapshotID   *int64          `json:"start-snapshot-id"`
+	EndSnapshotID     *int64          `json:"end-snapshot-id"`
+	StatsFields       []string        `json:"stats-fields"`
+}
+
+// Request bounds beyond the body size.
+const (
+	maxNames    = 10_000
+	maxNameLen  = 4096
+	planTimeout = time.Hour // a plan that runs longer is cancelled
+)
+
+// readBody reads a bounded request body; a larger one is refused.
+func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.MaxRequestBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusBadRequest, "BadRequestException", "request body is over "+strconv.FormatInt(f.cfg.MaxRequestBytes, 10)+" bytes")
+		} else {
+			writeError(w, http.StatusBadRequest, "BadRequestException", "read request body: "+err.Error())
+		}
+		return nil, false
+	}
+	return b, true
+}
+
+func (req *planRequest) check() error {
+	if req.SnapshotID != nil && (req.StartSnapshotID != nil || req.EndSnapshotID != nil) {
+		return perr.New(perr.InvalidArgument, "snapshot-id cannot be combined with start-snapshot-id/end-snapshot-id")
+	}
+	if req.StartSnapshotID != nil && req.EndSnapshotID == nil {
+		return perr.New(perr.InvalidArgument, "start-snapshot-id needs end-snapshot-id")
+	}
+	for what, names := range map[string][]string{"select": req.Select, "stats-fields": req.StatsFields} {
+		if len(names) > maxNames {
+			return perr.New(perr.InvalidArgument, "%s lists %d fields, the limit is %d", what, len(names), maxNames)
+		}
+		for _, n := range names {
+			if len(n) > maxNameLen {
+				return perr.New(perr.InvalidArgument, "%s names a field of %d bytes, the limit is %d", what, len(n), maxNameLen)
+			}
+		}
+	}
+	return nil
+}
+
+func (f *Front) servePlan(w http.ResponseWriter, r *http.Request, rt route) {
+	planner := f.scanPlanner()
+	if planner == nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "server-side scan planning starts with the catalog pushdown service; retry shortly")
+		return
+	}
+	body, ok := f.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req planRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestException", "malformed PlanTableScanRequest: "+err.Error())
+			return
+		}
+	}
+	if err := req.check(); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestException", err.Error())
+		return
+	}
+	ref, fail := f.authorize(r.Context(), r, rt)
+	if fail != nil {
+		fail.write(w)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
+	p := f.plans.add(callerKey(r), ref.key, cancel)
+	if p == nil {
+		cancel()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "too many scan plans are kept; retry shortly (-pushdown.rest.maxPlans)")
+		return
+	}
+	go f.run(ctx, p, planner, ref, &req)
+	if f.cfg.SyncWait > 0 {
+		t := time.NewTimer(f.cfg.SyncWait)
+		defer t.Stop()
+		select {
+		case <-p.done:
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+	}
+	f.answer(w, p, true)
+}
+
+// answer writes a plan's state: submitted, failed (the plan is dropped),
+// cancelled, or completed (a plan answered whole leaves a tombstone).
+func (f *Front) answer(w http.ResponseWriter, p *scanPlan, first bool) {
+	p.mu.Lock()
+	status, errModel, reqErr := p.status, p.err, p.requestError
+	var body []byte
+	whole := false
+	if status == statusCompleted {
+		body, whole = completed(p, first)
+	}
+	p.mu.Unlock()
+	switch status {
+	case statusSubmitted, statusCancelled:
+		out := map[string]any{"status": status}
+		if first {
+			out["plan-id"] = p.id
+		}
+		writeJSON(w, http.StatusOK, out)
+	case statusFailed:
+		f.plans.drop(p)
+		if first && reqErr {
+			writeError(w, errModel.Code, errModel.Type, errModel.Message)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": statusFailed, "error": errModel})
+	case statusCompleted:
+		if whole {
+			f.plans.retire(p)
+		}
+		writeRaw(w, http.StatusOK, body)
+	}
+}
+
+// completed is a completed answer: the first page inline, the others as
+// plan tasks; whole reports there are none. Called with p.mu held.
+func completed(p *scanPlan, withID bool) (body []byte, whole bool) {
+	first := &p.pages[0]
+	b := make([]byte, 0, len(first.tasks)+len(first.deletes)+128+24*len(p.pages))
+	b = append(b, `{"status":"completed"`...)
+	if withID {
+		b = append(b, `,"plan-id":"`...)
+		b = append(b, p.id...) // base64url: nothing to escape
+		b = append(b, '"')
+	}
+	b = append(b, ',')
+	b = first.appendTo(b)
+	if len(p.pages) > 1 {
+		b = append(b, `,"plan-tasks":[`...)
+		for i := 1; i < len(p.pages); i++ {
+			if i > 1 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, p.id...)
+			b = append(b, '.')
+			b = strconv.AppendInt(b, int64(i), 10)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), len(p.pages) == 1
+}
+
+func (f *Front) serveFetchResult(w http.ResponseWriter, r *http.Request, rt route) {
+	ref, fail := f.authorize(r.Context(), r, rt)
+	if fail != nil {
+		fail.write(w)
+		return
+	}
+	p := f.plans.get(rt.planID, callerKey(r), ref.key)
+	if p == nil {
+		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", "plan "+perr.Quote(rt.planID)+" does not exist or has expired")
+		return
+	}
+	f.answer(w, p, false)
+}
+
+func (f *Front) serveCancel(w http.ResponseWriter, r *http.Request, rt route) {
+	ref, fail := f.authorize(r.Context(), r, rt)
+	if fail != nil {
+		fail.write(w)
+		return
+	}
+	if !f.plans.remove(rt.planID, callerKey(r), ref.key) {
+		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", "plan "+perr.Quote(rt.planID)+" does not exist or has expired")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (f *Front) serveTasks(w http.ResponseWriter, r *http.Request, rt route) {
+	body, ok := f.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req struct {
+		PlanTask *string `json:"plan-task"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.PlanTask == nil {
+		writeError(w, http.StatusBadRequest, "BadRequestException", "malformed FetchScanTasksRequest: it needs a \"plan-task\" string")
+		return
+	}
+	ref, fail := f.authorize(r.Context(), r, rt)
+	if fail != nil {
+		fail.write(w)
+		return
+	}
+	noSuch := func() {
+		writeError(w, http.StatusNotFound, "NoSuchPlanTaskException", "plan task "+perr.Quote(*req.PlanTask)+" does not exist or has expired")
+	}
+	id, n, ok := strings.Cut(*req.PlanTask, ".")
+	page, err := strconv.Atoi(n)
+	if !ok || err != nil || page < 1 {
+		noSuch()
+		return
+	}
+	p := f.plans.get(id, callerKey(r), ref.key)
+	if p == nil {
+		noSuch()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status != statusCompleted || page >= len(p.pages) {
+		noSuch()
+		return
+	}
+	p.markFetched(page)
+	b := append([]byte{'{'}, p.pages[page].appendTo(nil)...)
+	writeRaw(w, http.StatusOK, append(b, '}'))
+}
+
+// run plans p in the background and records its outcome.
+func (f *Front) run(ctx context.Context, p *scanPlan, planner ScanPlanner, ref *tableRef, req *planRequest) {
+	defer close(p.done)
+	start := time.Now()
+	pages, files, total, err := f.plan(ctx, planner, ref, req)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status == statusCancelled || ctx.Err() != nil && err != nil {
+		p.status = statusCancelled
+		return
+	}
+	if err != nil {
+		status, typ, reqErr := errorOf(err)
+		m := newError(status, typ, err.Error())
+		p.status, p.err, p.requestError = statusFailed, &m, reqErr
+		glog.V(1).Infof("pushdown: REST scan plan of %s failed: %v", perr.Quote(ref.name.Full), err)
+		return
+	}
+	p.status, p.pages = statusCompleted, pages
+	glog.V(1).Infof("pushdown: REST scan plan of %s: %d of %d files, %d pages, %s", perr.Quote(ref.name.Full), files, total, len(pages), time.Since(start))
+}
+
+// page is one ScanTasks envelope, encoded: delete-file references index
+// its own delete files. tasks and deletes are JSON objects joined by
+// commas (encoded once, when the plan completes).
+type page struct {
+	tasks, deletes   []byte
+	ntasks, ndeletes int
+}
+
+// appendTo appends the page's "file-scan-tasks" (and "delete-files") members.
+func (p *page) appendTo(b []byte) []byte {
+	b = append(b, `"file-scan-tasks":[`...)
+	b = append(b, p.tasks...)
+	b = append(b, ']')
+	if p.ndeletes > 0 {
+		b = append(b, `,"delete-files":[`...)
+		b = append(b, p.deletes...)
+		b = append(b, ']')
+	}
+	return b
+}
+
+func (f *Front) plan(ctx context.Context, planner ScanPlanner, ref *tableRef, req *planRequest) (pages []page, files, total int, err error) {
+	caseSensitive := req.CaseSensitive == nil || *req.CaseSensitive
+	var filter *compiledFilter
+	var statsIDs map[int]bool
+	res, err := planner.PlanScan(ctx, catalog.ScanRequest{
+		Name: ref.name, SnapshotID: req.SnapshotID, StartSnapshotID: req.StartSnapshotID, EndSnapshotID: req.EndSnapshotID,
+		UseSnapshotSchema: req.UseSnapshotSchema != nil && *req.UseSnapshotSchema,
+		Bind: func(schema *iceberg.Schema) ([]byte, []int, error) {
+			var ids []byte
+			if len(req.Filter) > 0 && !bytes.Equal(bytes.TrimSpace(req.Filter), []byte("null")) {
+				var err error
+				if filter, err = compileFilter(req.Filter, schema, caseSensitive); err != nil {
+					return nil, nil, err
+				}
+				ids = filter.ids
+			}
+			projection, err := fieldIDs("select", req.Select, schema, caseSensitive)
+			if err != nil {
+				return nil, nil, err
+			}
+			stats, err := fieldIDs("stats-fields", req.StatsFields, schema, caseSensitive)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(stats) > 0 {
+				statsIDs = map[int]bool{}
+				for _, id := range stats {
+					statsIDs[id] = true
+				}
+			}
+			return ids, projection, nil
+		},
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	b := &taskBuilder{specs: res.Table.Specs, src: descriptor.SchemasSourceType(res.Table.Schemas()), schema: res.Schema, filter: filter, stats: statsIDs}
+	if b.specs == nil {
+		b.specs = map[int]iceberg.PartitionSpec{}
+		for _, sp := range res.Table.Meta.PartitionSpecs() {
+			b.specs[sp.ID()] = sp
+		}
+	}
+	pages, files, err = b.pages(res.Files, f.cfg.TasksPerPage)
+	return pages, files, res.FilesTotal, err
+}
+
+// fieldIDs resolves field names (nested ones dotted) to ids.
+func fieldIDs(what string, names []string, schema *iceberg.Schema, caseSensitive bool) ([]int, error) {
+	var out []int
+	for _, n := range names {
+		var fl iceberg.NestedField
+		var ok bool
+		if caseSensitive {
+			fl, ok = schema.FindFieldByName(n)
+		} else {
+			fl, ok = schema.FindFieldByNameCaseInsensitive(n)
+		}
+		if !ok {
+			return nil, perr.New(perr.InvalidArgument, "%s: no field %s in schema %d (case-sensitive: %v)", what, perr.Quote(n), schema.ID, caseSensitive)
+		}
+		out = append(out, fl.ID)
+	}
+	return out, nil
+}
+
+// taskBuilder writes FileScanTasks in the REST spec's JSON.
+type taskBuilder struct {
+	specs  map[int]iceberg.PartitionSpec
+	src    descriptor.SourceType
+	schema *iceberg.Schema
+	filter *compiledFilter
+	stats  map[int]bool // fields whose column stats are sent
+}
+
+// countMap and valueMap are the spec's CountMap and ValueMap.
+type countMap struct {
+	Keys   []int   `json:"keys"`
+	Values []int64 `json:"values"`
+}
+
+type valueMap struct {
+	Keys   []int    `json:"keys"`
+	Values []string `json:"values"`
+}
+
+type deleteFileJSON struct {
+	Content            string          `json:"content"`
+	FilePath           string          `json:"file-path"`
+	FileFormat         string          `json:"file-format"`
+	SpecID             int32           `json:"spec-id"`
+	Partition          json.RawMessage `json:"partition"`
+	FileSizeInBytes    int64           `json:"file-size-in-bytes"`
+	RecordCount        int64           `json:"record-count"`
+	EqualityIDs        []int           `json:"equality-ids,omitempty"`
+	ReferencedDataFile *string         `json:"referenced-data-file,omitempty"`
+	ContentOffset      *int64          `json:"content-offset,omitempty"`
+	ContentSizeInBytes *int64          `json:"content-size-in-bytes,omitempty"`
+}
+
+func (b *taskBuilder) pages(files []catalog.ScanFile, perPage int) ([]page, int, error) {
+	pages := []page{{}}
+	cur := &pages[0]
+	deleteIndex := map[string]int{}
+	n := 0
+	var refs []int
+	for _, sf := range files {
+		residual, keep, err := b.residual(sf.Data)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !keep {
+			continue // the file's partition rules the filter out
+		}
+		if cur.ntasks == perPage {
+			pages = append(pages, page{})
+			cur = &pages[len(pages)-1]
+			deleteIndex = map[string]int{}
+		}
+		if cur.tasks == nil { // a page's tasks in one allocation, most of the time
+			cur.tasks = make([]byte, 0, min(perPage, len(files))*(len(sf.Data.Path)+160))
+		}
+		refs = refs[:0]
+		for _, d := range sf.Deletes {
+			key := d.Path + "\x00" + strconv.FormatInt(d.BlobOffset, 10)
+			i, ok := deleteIndex[key]
+			if !ok {
+				raw, err := b.deleteFile(d, sf.Data.Path)
+				if err != nil {
+					return nil, 0, err
+				}
+				if cur.ndeletes > 0 {
+					cur.deletes = append(cur.deletes, ',')
+				}
+				cur.deletes = append(cur.deletes, raw...)
+				i = cur.ndeletes
+				cur.ndeletes++
+				deleteIndex[key] = i
+			}
+			refs = append(refs, i)
+		}
+		if cur.ntasks > 0 {
+			cur.tasks = append(cur.tasks, ',')
+		}
+		cur.tasks = append(cur.tasks, `{"data-file":`...)
+		if cur.tasks, err = b.appendDataFile(cur.tasks, sf.Data); err != nil {
+			return nil, 0, err
+		}
+		if len(refs) > 0 {
+			cur.tasks = append(cur.tasks, `,"delete-file-references":[`...)
+			for j, r := range refs {
+				if j > 0 {
+					cur.tasks = append(cur.tasks, ',')
+				}
+				cur.tasks = strconv.AppendInt(cur.tasks, int64(r), 10)
+			}
+			cur.tasks = append(cur.tasks, ']')
+		}
+		if residual != nil {
+			cur.tasks = append(cur.tasks, `,"residual-filter":`...)
+			cur.tasks = append(cur.tasks, residual...)
+		}
+		cur.tasks = append(cur.tasks, '}')
+		cur.ntasks++
+		n++
+	}
+	return pages, n, nil
+}
+
+// residual is the task's residual filter (nil: the scan has none); keep
+// is false when the file's partition makes it FALSE.
+func (b *taskBuilder) residual(d *plan.DataFile) (json.RawMessage, bool, error) {
+	if b.filter == nil {
+		return nil, true, nil
+	}
+	spec, ok := b.specs[int(d.SpecID)]
+	if !ok {
+		return b.filter.full, true, nil
+	}
+	vals := identityValues(spec, d.Partition, b.schema)
+	if vals == nil {
+		return b.filter.full, true, nil
+	}
+	r := b.filter.root.residual(vals)
+	if v, ok := r.(bool); ok && !v {
+		return nil, false, nil
+	}
+	raw, err := json.Marshal(r)
+	return raw, true, err
+}
+
+func (b *taskBuilder) partition(specID int32, p map[int]any) (json.RawMessage, error) {
+	spec, ok := b.specs[int(specID)]
+	if !ok {
+		return nil, perr.New(perr.Corrupt, "partition spec %d is not a spec of the table", specID)
+	}
+	if spec.NumFields() == 0 {
+		return json.RawMessage("[]"), nil
+	}
+	obj, err := descriptor.EncodePartition(spec, b.src, p)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "partition values: %v", err)
+	}
+	var byID map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &byID); err != nil {
+		return nil, err
+	}
+	arr := make([]json.RawMessage, 0, spec.NumFields())
+	for _, pf := range spec.Fields() {
+		v := byID[strconv.Itoa(pf.FieldID)]
+		if st, ok := b.src(pf.SourceID()); ok {
+			switch pf.Transform.ResultType(st).(type) {
+			case iceberg.BinaryType, iceberg.FixedType:
+				v = bytes.ToUpper(v) // the spec's uppercase hex
+			}
+		}
+		arr = append(arr, v)
+	}
+	return json.Marshal(arr)
+}
+
+// appendDataFile appends the data file's REST ContentFile JSON.
+func (b *taskBuilder) appendDataFile(out []byte, d *plan.DataFile) ([]byte, error) {
+	part, err := b.partition(d.SpecID, d.Partition)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, `{"content":"data","file-path":`...)
+	out = appendString(out, d.Path)
+	out = append(out, `,"file-format":"parquet","spec-id":`...)
+	out = strconv.AppendInt(out, int64(d.SpecID), 10)
+	out = append(out, `,"partition":`...)
+	out = append(out, part...)
+	out = append(out, `,"file-size-in-bytes":`...)
+	out = strconv.AppendInt(out, d.Size, 10)
+	out = append(out, `,"record-count":`...)
+	out = strconv.AppendInt(out, d.RecordCount, 10)
+	if increasing(d.SplitOffsets) {
+		out = append(out, `,"split-offsets":[`...)
+		for i, o := range d.SplitOffsets {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = strconv.AppendInt(out, o, 10)
+		}
+		out = append(out, ']')
+	}
+	if len(b.stats) > 0 {
+		stats, err := json.Marshal(struct {
+			ColumnSizes     *countMap `json:"column-sizes,omitempty"`
+			ValueCounts     *countMap `json:"value-counts,omitempty"`
+			NullValueCounts *countMap `json:"null-value-counts,omitempty"`
+			NaNValueCounts  *countMap `json:"nan-value-counts,omitempty"`
+			LowerBounds     *valueMap `json:"lower-bounds,omitempty"`
+			UpperBounds     *valueMap `json:"upper-bounds,omitempty"`
+		}{b.counts(d.Stats.ColumnSizes), b.counts(d.Stats.Values), b.counts(d.Stats.Nulls), b.counts(d.Stats.NaNs),
+			b.bounds(d.Stats.Lower), b.bounds(d.Stats.Upper)})
+		if err != nil {
+			return nil, err
+		}
+		if len(stats) > 2 {
+			out = append(out, ',')
+			out = append(out, stats[1:len(stats)-1]...)
+		}
+	}
+	return append(out, '}'), nil
+}
+
+// appendString appends s as a JSON string.
+func appendString(out []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(out, q...)
+		}
+	}
+	out = append(out, '"')
+	out = append(out, s...)
+	return append(out, '"')
+}
+
+func increasing(o []int64) bool {
+	if len(o) == 0 {
+		return false
+	}
+	for i, v := range o {
+		if v < 0 || i > 0 && v <= o[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *taskBuilder) counts(m map[int]int64) *countMap {
+	var out countMap
+	for id, v := range m {
+		if b.stats[id] && v >= 0 {
+			out.Keys = append(out.Keys, id)
+		}
+	}
+	if len(out.Keys) == 0 {
+		return nil
+	}
+	sort.Ints(out.Keys)
+	for _, id := range out.Keys {
+		out.Values = append(out.Values, m[id])
+	}
+	return &out
+}
+
+func (b *taskBuilder) bounds(m map[int][]byte) *valueMap {
+	var out valueMap
+	for id := range m {
+		if b.stats[id] {
+			out.Keys = append(out.Keys, id)
+		}
+	}
+	if len(out.Keys) == 0 {
+		return nil
+	}
+	sort.Ints(out.Keys)
+	for _, id := range out.Keys {
+		out.Values = append(out.Values, strings.ToUpper(hexString(m[id])))
+	}
+	return &out
+}
+
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 2*len(b))
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
+	}
+	return string(out)
+}
+
+func (b *taskBuilder) deleteFile(d deletes.File, dataPath string) (json.RawMessage, error) {
+	part, err := b.partition(d.SpecID, d.Partition)
+	if err != nil {
+		return nil, err
+	}
+	j := deleteFileJSON{FilePath: d.Path, FileFormat: strings.ToLower(d.Format.String()), SpecID: d.SpecID, Partition: part,
+		FileSizeInBytes: d.Size, RecordCount: d.RecordCount}
+	switch d.Content {
+	case deletes.PositionDeletes:
+		j.Content = "position-deletes"
+		if d.IsDV() {
+			off, n, ref := d.BlobOffset, d.BlobLength, dataPath
+			j.ContentOffset, j.ContentSizeInBytes, j.ReferencedDataFile = &off, &n, &ref
+		}
+	case deletes.EqualityDeletes:
+		j.Content = "equality-deletes"
+		j.EqualityIDs = d.EqualityFieldIDs
+	default:
+		return nil, perr.New(perr.Corrupt, "delete file %s has content %s", d.Path, d.Content)
+	}
+	return json.Marshal(j)
+}
