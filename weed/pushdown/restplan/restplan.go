@@ -42,6 +42,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // TableProperty is the table property that, set to "server" (or "client"),
@@ -132,7 +133,7 @@ func New(upstream string, cfg Config) (*Front, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stop = cancel
 	f.plans = newStore(cfg)
-	go f.plans.janitor(ctx)
+	safe.Go("REST scan plan janitor", func() { f.plans.janitor(ctx) })
 	return f, nil
 }
 

@@ -179,18 +179,41 @@ func TestPlansAreBoundToCallerAndTableAndExpire(t *testing.T) {
 	}
 }
 
-func TestOversizedBodiesAreRefusedBeforeAnythingIsLookedUp(t *testing.T) {
-	f, err := New("http://127.0.0.1:1", Config{MaxRequestBytes: 1024})
+// A caller is authorized (LoadTable, with its own credentials) before its
+// body is read: one that may not read the table gets LoadTable's refusal
+// whatever it sent; one that may gets its oversized body refused.
+func TestCallersAreAuthorizedBeforeTheirBoundedBodiesAreRead(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"error":{"message":"Forbidden","type":"ForbiddenException","code":403}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"metadata-location":"s3://wh/ns/t-1/metadata/v1.metadata.json","metadata":{"location":"s3://wh/ns/t-1","properties":{}}}`))
+	}))
+	defer upstream.Close()
+	f, err := New(upstream.URL, Config{MaxRequestBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	f.SetPlanner(fakePlanner{})
-	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodPost, "/v1/wh/namespaces/ns/tables/t/plan", strings.NewReader(`{"select":["`+strings.Repeat("x", 4096)+`"]}`))
-	f.ServeHTTP(w, r)
-	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "over 1024 bytes") {
-		t.Fatalf("oversized body: %d %s", w.Code, w.Body)
+	for _, tc := range []struct {
+		auth, body string
+		code       int
+		says       string
+	}{
+		{"Bearer bad", `{"select":["` + strings.Repeat("x", 4096) + `"]}`, http.StatusForbidden, "ForbiddenException"},
+		{"Bearer bad", `{not json`, http.StatusForbidden, "ForbiddenException"},
+		{"Bearer good", `{"select":["` + strings.Repeat("x", 4096) + `"]}`, http.StatusBadRequest, "over 1024 bytes"},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/wh/namespaces/ns/tables/t/plan", strings.NewReader(tc.body))
+		r.Header.Set("Authorization", tc.auth)
+		f.ServeHTTP(w, r)
+		if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.says) {
+			t.Fatalf("%s with a body of %d bytes: %d %s; want %d saying %q", tc.auth, len(tc.body), w.Code, w.Body, tc.code, tc.says)
+		}
 	}
 }
 

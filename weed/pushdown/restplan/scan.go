@@ -20,6 +20,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // planRequest is the REST spec's PlanTableScanRequest.
@@ -84,6 +85,14 @@ func (f *Front) servePlan(w http.ResponseWriter, r *http.Request, rt route) {
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "server-side scan planning starts with the catalog pushdown service; retry shortly")
 		return
 	}
+	// the caller is authorized (as LoadTable of the table) before its body
+	// is read: a caller who may not read the table learns nothing, not
+	// even whether its request parses
+	ref, fail := f.authorize(r.Context(), r, rt)
+	if fail != nil {
+		fail.write(w)
+		return
+	}
 	body, ok := f.readBody(w, r)
 	if !ok {
 		return
@@ -91,17 +100,12 @@ func (f *Front) servePlan(w http.ResponseWriter, r *http.Request, rt route) {
 	var req planRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			writeError(w, http.StatusBadRequest, "BadRequestException", "malformed PlanTableScanRequest: "+err.Error())
+			writeError(w, http.StatusBadRequest, "BadRequestException", "malformed PlanTableScanRequest: "+perr.Truncate(err.Error(), 200))
 			return
 		}
 	}
 	if err := req.check(); err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequestException", err.Error())
-		return
-	}
-	ref, fail := f.authorize(r.Context(), r, rt)
-	if fail != nil {
-		fail.write(w)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
@@ -112,7 +116,7 @@ func (f *Front) servePlan(w http.ResponseWriter, r *http.Request, rt route) {
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "too many scan plans are kept; retry shortly (-pushdown.rest.maxPlans)")
 		return
 	}
-	go f.run(ctx, p, planner, ref, &req)
+	safe.Go("REST scan plan", func() { f.run(ctx, p, planner, ref, &req) })
 	if f.cfg.SyncWait > 0 {
 		t := time.NewTimer(f.cfg.SyncWait)
 		defer t.Stop()
@@ -216,6 +220,11 @@ func (f *Front) serveCancel(w http.ResponseWriter, r *http.Request, rt route) {
 }
 
 func (f *Front) serveTasks(w http.ResponseWriter, r *http.Request, rt route) {
+	ref, fail := f.authorize(r.Context(), r, rt)
+	if fail != nil {
+		fail.write(w)
+		return
+	}
 	body, ok := f.readBody(w, r)
 	if !ok {
 		return
@@ -225,11 +234,6 @@ func (f *Front) serveTasks(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	if err := json.Unmarshal(body, &req); err != nil || req.PlanTask == nil {
 		writeError(w, http.StatusBadRequest, "BadRequestException", "malformed FetchScanTasksRequest: it needs a \"plan-task\" string")
-		return
-	}
-	ref, fail := f.authorize(r.Context(), r, rt)
-	if fail != nil {
-		fail.write(w)
 		return
 	}
 	noSuch := func() {
