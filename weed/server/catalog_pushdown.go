@@ -112,7 +112,9 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	if maxReq <= 0 {
 		maxReq = CatalogMaxRequestBytes
 	}
-	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, opts.Limits.admission("catalog", guard, maxReq))...)
+	adm := opts.Limits.admission("catalog", guard, maxReq)
+	adm.OnRefused = svc.RefusedBeforeRead
+	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, adm)...)
 	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &CatalogPushdown{Service: svc, iam: iam, server: s, listener: ln, cancel: cancel, pool: pool, done: make(chan struct{}),

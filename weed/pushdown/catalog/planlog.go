@@ -53,6 +53,14 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	return resp, nil
 }
 
+// RefusedBeforeRead counts a call refused from its metadata, before its
+// body was read (grpcutil.Admission): a refused Plan is a failed plan.
+func (s *Service) RefusedBeforeRead(method string) {
+	if method == "Plan" {
+		s.plans.failed.Add(1)
+	}
+}
+
 // planLine describes a served plan: what it kept of what, what it costs.
 // The table is the client's string, so it is quoted (a short prefix).
 func planLine(req *pushdown_pb.ParquetPushdownRequest, resp *pushdown_pb.ParquetPushdownResponse, took time.Duration) string {

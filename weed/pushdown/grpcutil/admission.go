@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"runtime/metrics"
+	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 )
 
 // Admission decides, before a request's body is read, whether a pushdown
@@ -50,6 +52,9 @@ type Admission struct {
 	MaxInflight int64
 	// Timeout is the deadline of a call of method (0: the client's only).
 	Timeout func(method string) time.Duration
+	// OnRefused, when set, hears of every call Authenticate refused (the
+	// call never reaches the handlers that count their calls).
+	OnRefused func(method string)
 
 	once   sync.Once
 	budget *semaphore.Weighted
@@ -89,10 +94,17 @@ func (a *Admission) options() []grpc.ServerOption {
 
 // tap runs on the connection's reader before the request's body is read.
 func (a *Admission) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if err := a.Authenticate(ctx, methodName(info.FullMethodName), info.Header); err != nil {
+	start := time.Now()
+	method := methodName(info.FullMethodName)
+	if err := a.Authenticate(ctx, method, info.Header); err != nil {
 		st := ToStatus(err)
 		if s, ok := status.FromError(st); ok && s.Code() == codes.Internal {
 			st = status.Error(codes.PermissionDenied, s.Message())
+		}
+		// counted as the handlers count a call they refuse
+		metrics.ObserveRPC(info.FullMethodName, status.Code(st), time.Since(start))
+		if a.OnRefused != nil {
+			a.OnRefused(method)
 		}
 		return ctx, st
 	}
@@ -233,7 +245,7 @@ var returnMemoryOnce sync.Once
 
 type heapStats struct{ free, objects, live, cycles uint64 }
 
-var heapSamples = []metrics.Sample{
+var heapSamples = []rtmetrics.Sample{
 	{Name: "/memory/classes/heap/free:bytes"},
 	{Name: "/memory/classes/heap/objects:bytes"},
 	{Name: "/gc/heap/live:bytes"},
@@ -241,11 +253,11 @@ var heapSamples = []metrics.Sample{
 }
 
 func readHeap() heapStats {
-	s := make([]metrics.Sample, len(heapSamples))
+	s := make([]rtmetrics.Sample, len(heapSamples))
 	copy(s, heapSamples)
-	metrics.Read(s)
+	rtmetrics.Read(s)
 	v := func(i int) uint64 {
-		if s[i].Value.Kind() == metrics.KindUint64 {
+		if s[i].Value.Kind() == rtmetrics.KindUint64 {
 			return s[i].Value.Uint64()
 		}
 		return 0
