@@ -171,11 +171,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}()
 
 	var outSchema *arrow.Schema
-	remaining := p.q.Limit
-	filesDone := map[*fileRead]int{}
+	filesDone, completed := map[*fileRead]int{}, 0
 	fail := func(err error) (*Result, error) {
 		cancel()
-		res.Release()
 		return nil, err
 	}
 	for i, u := range units {
@@ -185,10 +183,13 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		}
 		filesDone[u.file]++
 		res.Stats.RowGroups++
+		if filesDone[u.file] == 1 {
+			res.Stats.Files++ // a file some row group was read of
+		}
 		if filesDone[u.file] == len(u.file.rgRefs) {
-			res.Stats.Files++
+			completed++
 			if c.opts.Progress != nil {
-				c.opts.Progress(res.Stats.Files, len(order))
+				c.opts.Progress(completed, len(order))
 			}
 		}
 		if outSchema == nil {
@@ -199,19 +200,11 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			r.rec.Release()
 			return fail(err)
 		}
-		if p.q.sink != nil && p.q.Limit == 0 {
-			err := p.q.sink(rec)
-			rec.Release()
-			if err != nil {
-				return fail(err)
-			}
-			budget.release(u.file.cost)
-			continue
+		done, err := p.q.out.add(rec)
+		if err != nil {
+			return fail(err)
 		}
-		if p.q.Limit > 0 && rec.NumRows() >= remaining {
-			cut := rec.NewSlice(0, remaining)
-			rec.Release()
-			res.Records = append(res.Records, cut)
+		if done {
 			cancel() // LIMIT reached: stop what still runs
 			for _, rest := range units[i+1:] {
 				if r := <-rest.out; r.rec != nil {
@@ -220,8 +213,6 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			}
 			break
 		}
-		remaining -= rec.NumRows()
-		res.Records = append(res.Records, rec)
 		budget.release(u.file.cost) // taken: the next may start
 		if limited {
 			<-sem
