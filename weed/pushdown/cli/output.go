@@ -15,10 +15,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // tableWidthRows is how many rows the table format holds back to size its
@@ -85,7 +88,7 @@ func (rw *rowWriter) write(rec arrow.RecordBatch) error {
 			row := make([]string, rec.NumCols())
 			for c := range row {
 				if !rec.Column(c).IsNull(r) {
-					row[c] = rec.Column(c).ValueStr(r)
+					row[c] = valueStr(rec.Column(c), r)
 				}
 			}
 			err = rw.csv.Write(row)
@@ -110,14 +113,20 @@ func (rw *rowWriter) write(rec arrow.RecordBatch) error {
 func (rw *rowWriter) writeJSON(rec arrow.RecordBatch, r int) error {
 	rw.line = append(rw.line[:0], '{')
 	for c := 0; c < int(rec.NumCols()); c++ {
-		v, err := json.Marshal(rec.Column(c).GetOneForMarshal(r))
-		if err != nil {
-			return fmt.Errorf("column %s row %d as JSON: %w", rw.names[c], r, err)
-		}
 		if c > 0 {
 			rw.line = append(rw.line, ',')
 		}
-		rw.line = append(append(append(rw.line, rw.keys[c]...), ':'), v...)
+		rw.line = append(append(rw.line, rw.keys[c]...), ':')
+		col := rec.Column(c)
+		if b, ok := appendNumberList(rw.line, col, r); ok {
+			rw.line = b
+			continue
+		}
+		v, err := json.Marshal(col.GetOneForMarshal(r))
+		if err != nil {
+			return fmt.Errorf("column %s row %d as JSON: %w", rw.names[c], r, err)
+		}
+		rw.line = append(rw.line, v...)
 	}
 	_, err := rw.w.Write(append(rw.line, '}', '\n'))
 	return err
@@ -129,7 +138,7 @@ func (rw *rowWriter) writeTableRow(rec arrow.RecordBatch, r int) error {
 		if rec.Column(c).IsNull(r) {
 			row[c] = "NULL"
 		} else {
-			row[c] = rec.Column(c).ValueStr(r)
+			row[c] = valueStr(rec.Column(c), r)
 		}
 	}
 	if !rw.sized {
@@ -200,4 +209,74 @@ func (rw *rowWriter) finish(sch *arrow.Schema) error {
 		fmt.Fprintf(rw.w, "(%d rows)\n", rw.rows)
 	}
 	return rw.w.Flush()
+}
+
+// valueStr is arr.ValueStr(i) (row i not NULL), a list of numbers written
+// directly: arrow-go renders a list through its JSON encoder, compacting
+// the JSON of the values after (80% of the CPU of a SELECT * on the
+// demo, for its 64-float embedding).
+func valueStr(arr arrow.Array, i int) string {
+	if b, ok := appendNumberList(nil, arr, i); ok {
+		return string(b)
+	}
+	return arr.ValueStr(i)
+}
+
+// appendNumberList appends row i of a list of numbers as the JSON array
+// arrow-go's ValueStr and GetOneForMarshal give (floats as its encoder
+// writes them, NaN and infinities as strings, NULL elements as null);
+// ok false: arr is not a list of numbers, or row i is NULL.
+func appendNumberList(b []byte, arr arrow.Array, i int) ([]byte, bool) {
+	l, ok := arr.(array.ListLike)
+	if !ok || l.IsNull(i) {
+		return b, false
+	}
+	var each func(b []byte, j int) []byte
+	switch v := l.ListValues().(type) {
+	case *array.Float32:
+		each = func(b []byte, j int) []byte { return appendJSONFloat(b, float64(v.Value(j)), 32) }
+	case *array.Float64:
+		each = func(b []byte, j int) []byte { return appendJSONFloat(b, v.Value(j), 64) }
+	case *array.Int32:
+		each = func(b []byte, j int) []byte { return strconv.AppendInt(b, int64(v.Value(j)), 10) }
+	case *array.Int64:
+		each = func(b []byte, j int) []byte { return strconv.AppendInt(b, v.Value(j), 10) }
+	default:
+		return b, false
+	}
+	vals := l.ListValues()
+	start, end := l.ValueOffsets(i)
+	b = append(b, '[')
+	for j := start; j < end; j++ {
+		if j > start {
+			b = append(b, ',')
+		}
+		if vals.IsNull(int(j)) {
+			b = append(b, "null"...)
+		} else {
+			b = each(b, int(j))
+		}
+	}
+	return append(b, ']'), true
+}
+
+// appendJSONFloat writes f as arrow-go's JSON encoder does: 'f' notation,
+// 'e' below 1e-6 or from 1e21 (compared at the value's own width), NaN
+// and infinities as the strings "NaN", "+Inf", "-Inf".
+func appendJSONFloat(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"+Inf"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Inf"`...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		if bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) || bits == 64 && (abs < 1e-6 || abs >= 1e21) {
+			format = 'e'
+		}
+	}
+	return strconv.AppendFloat(b, f, format, -1, bits)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,11 +175,12 @@ func runQuery(args []string) error {
 	noFallback := fs.Bool("no-fallback", false, "fail instead of reading plainly when pushdown is unavailable")
 	force := fs.Bool("force", false, "push down even when the cost model advises against it")
 	snapshot := fs.Int64("snapshot", 0, "snapshot id (default: current)")
-	maxBufferMB := fs.Int("maxBufferMB", 256, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read)")
+	maxBufferMB := fs.Int("maxBufferMB", 64, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read); the process keeps its heap near twice this plus 256 MB (unless GOMEMLIMIT says otherwise)")
 	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
 	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
 	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	volumeRows := fs.Bool("volumeRows", true, "rows that side indexes name exactly (a few per row group) are decoded by the volume pushdown service holding the file and sent as rows, not read here as pages")
+	rangeCacheMB := fs.Int("rangeCacheMB", 16, "file bytes kept for reuse by the query's later reads (0: none); larger helps only processes that run many queries")
 	volumeRowsMinKB := fs.Int("volumeRowsMinKB", 64, "exact rows whose row group's planned pages are at most this many KB are read here as pages (cached for the next query) instead; 0 asks the volume however small")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -204,8 +206,18 @@ func runQuery(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-read: %w", err)
 	}
-	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 {
-		return fmt.Errorf("-maxBufferMB must be at least 1, -workers at least 0 and -volumeRowsMinKB from 0 to 1048576")
+	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 || *rangeCacheMB < 0 {
+		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -rangeCacheMB at least 0 and -volumeRowsMinKB from 0 to 1048576")
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Rows are written as they are read: the heap holds the read-ahead
+		// and the row groups being decoded. A soft limit keeps the
+		// collector from letting freed buffers pile up between cycles.
+		debug.SetMemoryLimit(2*int64(*maxBufferMB)<<20 + 256<<20)
+	}
+	rangeCache := int64(*rangeCacheMB) << 20
+	if rangeCache == 0 {
+		rangeCache = -1 // Options: negative keeps none
 	}
 	minVolumeRows := int64(*volumeRowsMinKB) << 10
 	if minVolumeRows == 0 {
@@ -219,7 +231,7 @@ func runQuery(args []string) error {
 	ctx := context.Background()
 	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
 		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows,
-		VolumeRowsMinBytes: minVolumeRows}
+		VolumeRowsMinBytes: minVolumeRows, RangeCacheBytes: rangeCache}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

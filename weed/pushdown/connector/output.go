@@ -53,7 +53,8 @@ func (o *output) add(rec arrow.RecordBatch) (done bool, err error) {
 		return true, nil
 	}
 	n := rec.NumRows()
-	if o.skip >= n && n > 0 {
+	if n == 0 || o.skip >= n {
+		// nothing to hand on (a row group without matches, or skipped)
 		o.skip -= n
 		rec.Release()
 		return false, nil
