@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/schollz/progressbar/v3"
+	flag "github.com/seaweedfs/seaweedfs/weed/util/fla9"
 	"golang.org/x/term"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -44,6 +45,11 @@ func runIndex(args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlags(subcommands["index"])
+	switch sub {
+	case "-h", "-help", "--help", "help":
+		fs.Usage()
+		return flag.ErrHelp
+	}
 	endpoints := endpointFlags(fs)
 	tableName := fs.String("table", "", "table, as namespace.table")
 	column := fs.String("column", "", "column (dotted path for nested fields)")

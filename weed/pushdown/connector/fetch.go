@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,7 +215,13 @@ func (ft *fetcher) rememberLocked(id fileVersion, s span) {
 		for i, sp := range spans {
 			if sp.off == old.off {
 				ft.held -= int64(len(sp.data))
-				ft.cache[old.id] = append(spans[:i], spans[i+1:]...)
+				// slices.Delete zeroes the vacated slot: the backing array
+				// must not keep an evicted span's bytes alive
+				if spans = slices.Delete(spans, i, i+1); len(spans) == 0 {
+					delete(ft.cache, old.id)
+				} else {
+					ft.cache[old.id] = spans
+				}
 				break
 			}
 		}

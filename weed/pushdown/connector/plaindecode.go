@@ -205,6 +205,16 @@ func (c *Connector) plainDecoded(ctx context.Context, p *prepared, files []*plai
 			}
 			resp.RowGroups = append(resp.RowGroups, ref)
 			first += n
+			// the row group's extent, as a plan of every column gives it:
+			// what a row group's read-ahead is charged by (a row group
+			// reads only what it needs of it)
+			if chunks := f.fl.chunks[rg]; len(chunks) > 0 {
+				lo, hi := chunks[0].Start, chunks[0].Start+chunks[0].Length
+				for _, ch := range chunks[1:] {
+					lo, hi = min(lo, ch.Start), max(hi, ch.Start+ch.Length)
+				}
+				resp.FileRanges = append(resp.FileRanges, &pushdown_pb.FileRange{File: f.pf.File, Offset: lo, Length: hi - lo})
+			}
 		}
 	}
 	res, err := c.readPlan(ctx, p, resp)
