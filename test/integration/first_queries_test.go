@@ -26,21 +26,11 @@ import (
 // of 8 row groups, page indexes and blooms in half of them.
 const firstTable = "first_it.events"
 
-var firstTableOnce sync.Once
-var firstTableErr error
-
 func firstTableOn(t *testing.T, c *harness.Cluster) {
 	t.Helper()
-	firstTableOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		spec := demo.DefaultSpec()
-		spec.Rows, spec.Files, spec.RowGroupRows, spec.Indexed = 40_000, 4, 5_000, demo.IndexedHalf
-		_, firstTableErr = demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: firstTable, Spec: spec})
-	})
-	if firstTableErr != nil {
-		t.Fatal(firstTableErr)
-	}
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Files, spec.RowGroupRows, spec.Indexed = 40_000, 4, 5_000, demo.IndexedHalf
+	demoTableOn(t, c, firstTable, spec)
 }
 
 // bigTable is the default demo, a million rows in 8 files of 35 MB.
@@ -49,20 +39,36 @@ const (
 	bigRows  = 1_000_000
 )
 
-var bigTableOnce sync.Once
-var bigTableErr error
-
 func bigTableOn(t *testing.T, c *harness.Cluster) {
 	t.Helper()
-	bigTableOnce.Do(func() {
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Files = bigRows, 8
+	demoTableOn(t, c, bigTable, spec)
+}
+
+// demoLoads are the demo tables loaded into the shared cluster, by name.
+var demoLoads sync.Map // name → *demoLoad
+
+type demoLoad struct {
+	once sync.Once
+	err  error
+}
+
+// demoTableOn loads the demo table name with spec into the shared cluster,
+// once for the package's tests.
+func demoTableOn(t *testing.T, c *harness.Cluster, name string, spec demo.Spec) {
+	t.Helper()
+	v, _ := demoLoads.LoadOrStore(name, &demoLoad{})
+	l := v.(*demoLoad)
+	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		spec := demo.DefaultSpec()
-		spec.Rows, spec.Files = bigRows, 8
-		_, bigTableErr = demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: bigTable, Spec: spec})
+		if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec}); err != nil {
+			l.err = fmt.Errorf("load %s: %w", name, err)
+		}
 	})
-	if bigTableErr != nil {
-		t.Fatal(bigTableErr)
+	if l.err != nil {
+		t.Fatal(l.err)
 	}
 }
 

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
@@ -41,25 +39,12 @@ func statsSpec(indexed demo.Indexed) demo.Spec {
 	return s
 }
 
-var statsTablesOnce sync.Once
-var statsTablesErr error
-
 // statsTables loads stats_it.all, stats_it.half and stats_it.none into the
 // shared cluster once.
 func statsTables(t *testing.T, c *harness.Cluster) {
 	t.Helper()
-	statsTablesOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		for _, ix := range []demo.Indexed{demo.IndexedAll, demo.IndexedHalf, demo.IndexedNone} {
-			if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "stats_it." + string(ix), Spec: statsSpec(ix)}); err != nil {
-				statsTablesErr = fmt.Errorf("load stats_it.%s: %w", ix, err)
-				return
-			}
-		}
-	})
-	if statsTablesErr != nil {
-		t.Fatal(statsTablesErr)
+	for _, ix := range []demo.Indexed{demo.IndexedAll, demo.IndexedHalf, demo.IndexedNone} {
+		demoTableOn(t, c, "stats_it."+string(ix), statsSpec(ix))
 	}
 }
 
