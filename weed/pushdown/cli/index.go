@@ -115,12 +115,11 @@ func runIndex(args []string) error {
 			return nil
 		}
 		// What is committed counts, not what this call built: a commit of
-		// the table may have built the indexes already.
-		list, err := listIndexes(ctx, e, *tableName)
+		// the table may have built the indexes already, or be building them.
+		list, st, err := waitSettled(ctx, e, *tableName, indexing.Spec{FieldID: fieldID, Kind: *kind})
 		if err != nil {
 			return err
 		}
-		st := summarize(list, indexing.Spec{FieldID: fieldID, Kind: *kind})
 		fmt.Fprintf(os.Stderr, "%s index on %s: %d of %d files indexed (%d built by this call, %d failed) in %s\n",
 			*kind, *column, st.indexed, list.GetFilesTotal(), resp.GetBuilt(), resp.GetFailed(), time.Since(t0).Round(time.Millisecond))
 		for _, m := range resp.GetErrors() {
@@ -306,6 +305,27 @@ func fieldName(s *iceberg.Schema, id int) string {
 		return n
 	}
 	return fmt.Sprintf("field %d", id)
+}
+
+// waitSettled lists the table's indexes until no live file's entry of sp
+// is building (a build a commit started in the background may finish
+// after a -wait build that found nothing to do), or ctx ends.
+func waitSettled(ctx context.Context, e lakeclient.Endpoints, tableName string, sp indexing.Spec) (*pushdown_pb.ListIndexesResponse, indexStats, error) {
+	for {
+		list, err := listIndexes(ctx, e, tableName)
+		if err != nil {
+			return nil, indexStats{}, err
+		}
+		st := summarize(list, sp)
+		if st.states[indexing.StateBuilding] == 0 {
+			return list, st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return list, st, nil // report what is there
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // indexStats is what the listed entries say of one wanted index.
