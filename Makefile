@@ -5,7 +5,11 @@ BIN := bin/weed
 TOOLS := $(CURDIR)/.tools
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
-LDFLAGS := -s -w -X github.com/lakeweed/seaweedfs/weed/pushdown/version.Commit=$(shell git rev-parse --short HEAD 2>/dev/null)
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/lakeweed/seaweedfs/weed/pushdown/version.Commit=$(COMMIT)
+# What bin/weed is built from: its Go sources, the module files and the commit
+# it reports (bin/.commit changes only when the commit does).
+GO_SOURCES := $(shell find weed -name '*.go' -not -name '*_test.go') go.mod go.sum
 # Unit tests first, then the real-cluster integration tests under test/.
 TEST_TIMEOUT ?= 25m
 
@@ -15,9 +19,15 @@ all: build
 
 build: $(BIN)
 
-$(BIN): FORCE
+# Linked only when a source, the module files or the commit changed: `make run`
+# starts at once when nothing did.
+$(BIN): $(GO_SOURCES) bin/.commit
 	@mkdir -p bin
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./weed
+
+bin/.commit: FORCE
+	@mkdir -p bin
+	@[ "$$(cat $@ 2>/dev/null)" = "$(COMMIT)" ] || echo "$(COMMIT)" > $@
 
 FORCE:
 

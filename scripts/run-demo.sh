@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 WEED=${WEED:-bin/weed}
 DATA=${DATA:-data}
 IP=${IP_ADDRESS:-127.0.0.1}
+METRICS_PORT=${METRICS_PORT:-9327}
 mkdir -p "$DATA"
 
-"$WEED" mini -dir="$DATA" -ip="$IP" -ip.bind="$IP" -master.telemetry=false \
+"$WEED" mini -dir="$DATA" -ip="$IP" -ip.bind="$IP" -master.telemetry=false -metricsPort="$METRICS_PORT" \
   -tableBucket=warehouse -pushdown "$@" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; exit 0' INT TERM
@@ -40,16 +41,22 @@ if [ ! -f "$DATA/.demo-loaded" ]; then
 fi
 
 case $DATA in /*) shown=$DATA ;; *) shown=./$DATA ;; esac
+cat_flag=
+[ "$IP" = 127.0.0.1 ] || cat_flag=" -catalog $IP:18181"
 cat <<MSG
 
 lakeweed is running (PID $pid), data in $shown
-  S3 gateway            http://$IP:8333        (any access key; no identities configured)
+  S3 gateway            http://$IP:8333        (no identities: any access key, or none)
   Iceberg REST catalog  http://$IP:8181        (warehouse: table bucket "warehouse", table demo.events)
   catalog pushdown API  $IP:18181             (gRPC, weed/pb/pushdown.proto)
-  volume pushdown API   discovered by the catalog: bin/weed pushdown status
+  volume pushdown API   $IP:29340             (the catalog discovers it: bin/weed pushdown status)
+  Prometheus metrics    http://$IP:$METRICS_PORT/metrics
+  every port weed mini opens: README.md, "Ports of make run"
 
 Try:
-  bin/weed pushdown status
+  bin/weed pushdown status$cat_flag
+  bin/weed pushdown query$cat_flag -sql "SELECT id, tenant_id, status FROM demo.events WHERE tenant_id = 'tenant-042' AND status = 'error' LIMIT 10" -stats
+  bin/weed pushdown demo$cat_flag -print-vector      # prints a vector query to copy and run
   aws --endpoint-url http://$IP:8333 s3 ls --recursive s3://warehouse/demo/
 
 Press Ctrl-C to stop.

@@ -189,7 +189,7 @@ func TestIndexCreateParamsAreValidatedRecordedAndReachTheBuilds(t *testing.T) {
 		t.Fatalf("the failed builds do not name the distinct count:\n%s", errOut)
 	}
 	list := must("index", "list", "-table", name)
-	for _, want := range []string{"max_distinct=2", "0 of 4", "failed 4", "bitmap of field 3 failed: ", "distinct values, over max_distinct=2"} {
+	for _, want := range []string{"max_distinct=2", "0 of 4", "failed 4", "bitmap on tenant_id (field 3) failed: ", "distinct values, over max_distinct=2"} {
 		if !strings.Contains(list, want) {
 			t.Fatalf("index list lacks %q:\n%s", want, list)
 		}

@@ -43,4 +43,11 @@ func TestAMissingTableBucketIsCreatedForAnAdminAndNamedWithItsCommandForOthers(t
 	if !strings.Contains(out, `created table bucket "lakehouse"`) || !strings.Contains(out, "loaded tb_it.events") {
 		t.Errorf("the admin's demo did not create the table bucket and load:\n%s", out)
 	}
+	// A key no identity has is refused by a cluster with identities, the
+	// error saying which credentials to set.
+	_, errOut, err = harness.WeedEnv(t, "", []string{"AWS_ACCESS_KEY_ID=any", "AWS_SECRET_ACCESS_KEY=any"},
+		"pushdown", "query", "-sql", "SELECT id FROM tb_it.events LIMIT 1", "-catalog", c.CatalogAddr(), "-warehouse", "lakehouse")
+	if err == nil || !strings.Contains(errOut, `refused access key "any"`) || !strings.Contains(errOut, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to an identity of the cluster's S3 configuration") {
+		t.Errorf("a key no identity has: %v\n%s", err, errOut)
+	}
 }

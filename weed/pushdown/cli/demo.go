@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 )
 
 func init() {
@@ -16,7 +18,7 @@ func init() {
 		short: `Generate the demo Iceberg table and load it into a cluster: Parquet files written with arrow-go
 (id unclustered, ts sorted, tenant_id confined to few files, status uniform, message, tags, embedding),
 uploaded through the S3 gateway and committed with iceberg-go through the Iceberg REST catalog.`,
-		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-partition tenant] [-seed S] [-replace | -append] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]",
+		usage: "[-table demo.events] [-rows N] [-files F] [-indexed all|half|none] [-partition tenant] [-seed S] [-replace | -append] [-catalog host:port] [-iceberg URL] [-s3 URL] [-warehouse B]\n       weed pushdown demo -print-vector [-table demo.events] [-id N]   (prints a vector query to copy: the rows nearest row N's embedding)",
 		run:   runDemo,
 	})
 }
@@ -36,9 +38,14 @@ func runDemo(args []string) error {
 	replace := fs.Bool("replace", false, "drop the table first if it exists")
 	partition := fs.String("partition", "", `"tenant": one tenant per file, tenant_id an identity partition (filtered vector search touches only that tenant's files); default: unpartitioned`)
 	appendTo := fs.Bool("append", false, "add -rows rows in new files to the existing demo table, in a new snapshot (ids and timestamps continue; -files defaults to one file per 125,000 rows; -indexed to the table's)")
+	printVector := fs.Bool("print-vector", false, "load nothing: print a vector query to copy and run, ordering the table's rows by their distance to row -id's embedding")
+	rowID := fs.Int64("id", 42, "-print-vector: the id of the row whose embedding the query uses")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *printVector {
+		return printVectorQuery(endpoints, *tableName, *rowID, fs.Lookup("catalog").Value.String())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -93,4 +100,36 @@ func orTable(i demo.Indexed) string {
 		return "as the table"
 	}
 	return string(i)
+}
+
+// printVectorQuery prints a `weed pushdown query` command ordering table's
+// rows by their L2 distance to the embedding of the row whose id is id,
+// ready to copy (the vector written out: no subquery needed).
+func printVectorQuery(endpoints func(context.Context) lakeclient.Endpoints, tableName string, id int64, catalog string) error {
+	ctx := context.Background()
+	conn, err := connector.New(ctx, connector.Options{Endpoints: endpoints(ctx)})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	res, err := conn.Query(ctx, connector.Query{Table: tableName, Where: fmt.Sprintf("id = %d", id), Select: []string{"embedding"}, Limit: 1})
+	if err != nil {
+		return err
+	}
+	defer res.Release()
+	if res.NumRows() == 0 {
+		return fmt.Errorf("%s has no row with id = %d (choose another with -id)", tableName, id)
+	}
+	b, ok := appendNumberList(nil, res.Records[0].Column(0), 0)
+	if !ok {
+		return fmt.Errorf("%s: the embedding of row id = %d is not a list of numbers (%s)", tableName, id, res.Records[0].Column(0).DataType())
+	}
+	sql := fmt.Sprintf("SELECT id, tenant_id, _distance FROM %s ORDER BY embedding <-> '%s' LIMIT 10", tableName, b)
+	cmd := os.Args[0] + " pushdown query -sql \"" + sql + "\""
+	if catalog != DefaultCatalog {
+		cmd += " -catalog " + catalog
+	}
+	fmt.Fprintf(os.Stderr, "# the 10 rows of %s nearest the embedding of row id = %d (itself first, at distance 0):\n", tableName, id)
+	fmt.Println(cmd)
+	return nil
 }

@@ -36,7 +36,7 @@ func endpointFlags(fs interface {
 	s3 := fs.String("s3", "", "S3 gateway URL (default: the one the catalog advertises, else "+defaultS3+")")
 	warehouse := fs.String("warehouse", "warehouse", "table bucket")
 	return func(ctx context.Context) lakeclient.Endpoints {
-		e := lakeclient.Endpoints{Catalog: *catalog, Iceberg: *iceberg, S3: *s3, Warehouse: *warehouse}
+		e := lakeclient.Endpoints{Catalog: *catalog, Iceberg: *iceberg, S3: *s3, Warehouse: *warehouse, Notes: os.Stderr}
 		return discoverEndpoints(ctx, e, os.Stderr)
 	}
 }

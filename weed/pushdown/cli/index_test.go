@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -59,12 +60,33 @@ func TestPrintIndexesShowsParamsAndTheReasonsOfFailedBuilds(t *testing.T) {
 		},
 	}
 	var b strings.Builder
-	PrintIndexes(&b, list)
+	PrintIndexes(&b, list, map[int]string{1: "id", 3: "tenant_id"})
 	out := b.String()
-	for _, want := range []string{"PARAMS", "max_distinct=2", "0 of 2", "failed 2", "1 of 2", "committed 1",
-		`bitmap of field 3 failed: bitmap: field 3 of "a" has 58 distinct values`, `"b" has 59 distinct values`} {
+	for _, want := range []string{"COLUMN", "PARAMS", "tenant_id  3", "id         1", "max_distinct=2", "0 of 2", "failed 2", "1 of 2", "committed 1",
+		`bitmap on tenant_id (field 3) failed: bitmap: field 3 of "a" has 58 distinct values`, `"b" has 59 distinct values`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	j, err := indexesJSON(list, map[int]string{1: "id", 3: "tenant_id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Wanted []struct {
+			FieldID      int            `json:"field_id"`
+			Column       string         `json:"column"`
+			FilesIndexed int64          `json:"files_indexed"`
+			PayloadBytes int64          `json:"payload_bytes"`
+			States       map[string]int `json:"states"`
+		} `json:"wanted"`
+		Entries []any `json:"entries"`
+	}
+	if err := json.Unmarshal(j, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Wanted) != 2 || doc.Wanted[0].Column != "tenant_id" || doc.Wanted[0].FilesIndexed != 0 || doc.Wanted[0].States["failed"] != 2 ||
+		doc.Wanted[1].Column != "id" || doc.Wanted[1].FilesIndexed != 1 || doc.Wanted[1].PayloadBytes != 100 || len(doc.Entries) != 3 {
+		t.Fatalf("-json: %s", j)
 	}
 }

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -71,7 +72,10 @@ func runPushdown(cmd *command.Command, args []string) bool {
 		os.Exit(2)
 	}
 	if err := s.run(args[1:]); err != nil {
-		fmt.Fprintf(os.Stderr, "weed pushdown %s: %v\n", s.name, err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0) // -h: the usage is printed
+		}
+		fmt.Fprintf(os.Stderr, "weed pushdown %s: %s\n", s.name, explain(err))
 		os.Exit(1)
 	}
 	return true

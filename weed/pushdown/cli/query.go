@@ -2,15 +2,13 @@ package cli
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,11 +19,12 @@ import (
 	"golang.org/x/term"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
 
-const querySupported = `supported: SELECT <columns | *> FROM namespace.table [WHERE <predicate>] [ORDER BY <vector column> <-> | <=> | <#> '[x, y, …]' ] [LIMIT n]`
+const querySupported = `supported: SELECT <columns | *> FROM namespace.table [WHERE <predicate>] [ORDER BY <vector column> <-> | <=> | <#> '[x, y, …]' ] [LIMIT n] [OFFSET m]`
 
 func init() {
 	register(&subcommand{
@@ -33,7 +32,7 @@ func init() {
 		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
 ranges from the volume pushdown service holding each file (or through the S3 gateway), decode them with arrow-go, filter, project. Falls back to a plain read
 (iceberg-go's scan) when pushdown is unavailable or not worth it.`,
-		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-mode page|rowgroup] [-read auto|volume|s3] [-nprobe n]`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-nprobe n]`,
 		run:   runQuery,
 	})
 }
@@ -43,7 +42,10 @@ type ParsedQuery struct {
 	Table  string
 	Select []string // nil: every column
 	Where  string
-	Limit  int64
+	Limit  int64 // 0: none (see NoRows)
+	Offset int64
+	// NoRows: LIMIT 0, an answer of no rows (its columns only).
+	NoRows bool
 	// Vector: ORDER BY a vector distance (then Limit is k, and Select may
 	// name connector.DistanceColumn).
 	Vector *sqlpred.VectorOrder
@@ -110,7 +112,14 @@ func ParseSelect(sql string) (*ParsedQuery, error) {
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("SQL: LIMIT %s is not a non-negative integer", tree.AsString(sel.Limit.Count))
 		}
-		q.Limit = n
+		q.Limit, q.NoRows = n, n == 0
+	}
+	if sel.Limit != nil && sel.Limit.Offset != nil {
+		n, err := strconv.ParseInt(tree.AsString(sel.Limit.Offset), 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("SQL: OFFSET %s is not a non-negative integer", tree.AsString(sel.Limit.Offset))
+		}
+		q.Offset = n
 	}
 	if len(sel.OrderBy) > 0 {
 		if err := parseVectorOrder(sel, q); err != nil {
@@ -127,8 +136,16 @@ func parseVectorOrder(sel *tree.Select, q *ParsedQuery) error {
 		return fmt.Errorf("SQL: ORDER BY takes one vector distance, got %d terms (%s)", len(sel.OrderBy), sqlpred.VectorSupported)
 	}
 	o := sel.OrderBy[0]
-	if o.Direction == tree.Descending || o.NullsOrder != tree.DefaultNullsOrder || o.OrderType != tree.OrderByColumn {
-		return fmt.Errorf("SQL: ORDER BY a vector distance is ascending (nearest first); DESC, NULLS FIRST/LAST and index orders are not supported (%s)", sqlpred.VectorSupported)
+	if o.OrderType != tree.OrderByColumn {
+		return fmt.Errorf("SQL: ORDER BY %s is not supported (%s)", tree.AsString(o), sqlpred.VectorSupported)
+	}
+	if !sqlpred.IsVectorDistance(o.Expr) {
+		return fmt.Errorf("SQL: ORDER BY %s: sorting rows by a column is not supported; rows come in the table's file order. "+
+			"Drop ORDER BY (and sort the output, e.g. -format csv | sort), or order by a vector distance: %s",
+			perr.Truncate(tree.AsString(o), 64), sqlpred.VectorSupported)
+	}
+	if o.Direction == tree.Descending || o.NullsOrder != tree.DefaultNullsOrder {
+		return fmt.Errorf("SQL: ORDER BY a vector distance is ascending (nearest first); DESC and NULLS FIRST/LAST are not supported (%s)", sqlpred.VectorSupported)
 	}
 	vo, err := sqlpred.ParseVectorOrder(o.Expr)
 	if err != nil {
@@ -158,11 +175,12 @@ func runQuery(args []string) error {
 	noFallback := fs.Bool("no-fallback", false, "fail instead of reading plainly when pushdown is unavailable")
 	force := fs.Bool("force", false, "push down even when the cost model advises against it")
 	snapshot := fs.Int64("snapshot", 0, "snapshot id (default: current)")
-	maxBufferMB := fs.Int("maxBufferMB", 256, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read)")
+	maxBufferMB := fs.Int("maxBufferMB", 64, "bytes of row groups read ahead of the one the output waits for (at least one row group is always read); the process keeps its heap near twice this plus 256 MB (unless GOMEMLIMIT says otherwise)")
 	workers := fs.Int("workers", 0, "row groups decoded and filtered at once (default: one per core)")
 	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
 	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	volumeRows := fs.Bool("volumeRows", true, "rows that side indexes name exactly (a few per row group) are decoded by the volume pushdown service holding the file and sent as rows, not read here as pages")
+	rangeCacheMB := fs.Int("rangeCacheMB", 16, "file bytes kept for reuse by the query's later reads (0: none); larger helps only processes that run many queries")
 	volumeRowsMinKB := fs.Int("volumeRowsMinKB", 64, "exact rows whose row group's planned pages are at most this many KB are read here as pages (cached for the next query) instead; 0 asks the volume however small")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -188,8 +206,18 @@ func runQuery(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-read: %w", err)
 	}
-	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 {
-		return fmt.Errorf("-maxBufferMB must be at least 1, -workers at least 0 and -volumeRowsMinKB from 0 to 1048576")
+	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 || *rangeCacheMB < 0 {
+		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -rangeCacheMB at least 0 and -volumeRowsMinKB from 0 to 1048576")
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Rows are written as they are read: the heap holds the read-ahead
+		// and the row groups being decoded. A soft limit keeps the
+		// collector from letting freed buffers pile up between cycles.
+		debug.SetMemoryLimit(2*int64(*maxBufferMB)<<20 + 256<<20)
+	}
+	rangeCache := int64(*rangeCacheMB) << 20
+	if rangeCache == 0 {
+		rangeCache = -1 // Options: negative keeps none
 	}
 	minVolumeRows := int64(*volumeRowsMinKB) << 10
 	if minVolumeRows == 0 {
@@ -203,7 +231,7 @@ func runQuery(args []string) error {
 	ctx := context.Background()
 	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
 		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows,
-		VolumeRowsMinBytes: minVolumeRows}
+		VolumeRowsMinBytes: minVolumeRows, RangeCacheBytes: rangeCache}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)
@@ -226,101 +254,30 @@ func runQuery(args []string) error {
 		PrintPlan(os.Stdout, q.Table, q.Where, resp)
 		return nil
 	}
-	res, err := conn.Query(ctx, cq)
+	cq.Offset = q.Offset
+	rw := newRowWriter(os.Stdout, *format)
+	sink := rw.write
+	if q.NoRows {
+		// LIMIT 0: the columns of an answer without rows
+		cq.Limit, cq.Offset = 1, 0
+		sink = func(arrow.RecordBatch) error { return nil }
+	}
+	res, err := conn.Stream(ctx, cq, sink)
 	bar.finish()
 	if err != nil {
+		_ = rw.w.Flush() // the rows written so far, then the error
 		return err
 	}
-	defer res.Release()
-	if err := writeResult(os.Stdout, *format, res); err != nil {
+	if q.NoRows {
+		res.Stats.Rows = 0
+	}
+	if err := rw.finish(res.Schema); err != nil {
 		return err
 	}
 	if *stats {
 		b, _ := json.Marshal(res.Stats)
 		fmt.Fprintln(os.Stderr, string(b))
 	}
-	return nil
-}
-
-func writeResult(w io.Writer, format string, res *connector.Result) error {
-	names := make([]string, res.Schema.NumFields())
-	for i, f := range res.Schema.Fields() {
-		names[i] = f.Name
-	}
-	each := func(fn func(rec arrow.RecordBatch, r int) error) error {
-		for _, rec := range res.Records {
-			for r := 0; r < int(rec.NumRows()); r++ {
-				if err := fn(rec, r); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	switch format {
-	case "csv":
-		cw := csv.NewWriter(w)
-		if err := cw.Write(names); err != nil {
-			return err
-		}
-		err := each(func(rec arrow.RecordBatch, r int) error {
-			row := make([]string, rec.NumCols())
-			for c := range row {
-				if !rec.Column(c).IsNull(r) {
-					row[c] = rec.Column(c).ValueStr(r)
-				}
-			}
-			return cw.Write(row)
-		})
-		cw.Flush()
-		if err != nil {
-			return err
-		}
-		return cw.Error()
-	case "json":
-		// one object per row, keys in column order (a Go map would sort them)
-		keys := make([][]byte, len(names))
-		for c, n := range names {
-			keys[c], _ = json.Marshal(n)
-		}
-		var line []byte
-		return each(func(rec arrow.RecordBatch, r int) error {
-			line = append(line[:0], '{')
-			for c := 0; c < int(rec.NumCols()); c++ {
-				v, err := json.Marshal(rec.Column(c).GetOneForMarshal(r))
-				if err != nil {
-					return fmt.Errorf("column %s row %d as JSON: %w", names[c], r, err)
-				}
-				if c > 0 {
-					line = append(line, ',')
-				}
-				line = append(append(append(line, keys[c]...), ':'), v...)
-			}
-			_, err := w.Write(append(line, '}', '\n'))
-			return err
-		})
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(names, "\t"))
-	err := each(func(rec arrow.RecordBatch, r int) error {
-		row := make([]string, rec.NumCols())
-		for c := range row {
-			if rec.Column(c).IsNull(r) {
-				row[c] = "NULL"
-			} else {
-				row[c] = rec.Column(c).ValueStr(r)
-			}
-		}
-		_, err := fmt.Fprintln(tw, strings.Join(row, "\t"))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "(%d rows)\n", res.NumRows())
 	return nil
 }
 

@@ -38,9 +38,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/utils"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/grpc"
@@ -116,13 +113,17 @@ type Query struct {
 	Where    string // SQL predicate; empty: every row
 	Select   []string
 	Limit    int64 // 0: no limit; with Vector: k, 1 to MaxVectorK
+	// Offset skips that many rows of the answer before the Limit's rows
+	// (SQL's OFFSET; rows come in read order: the plan's file and row
+	// group order, or the scan's file order on a plain read). Not with
+	// Vector.
+	Offset int64
 	// Vector orders the rows by a vector distance, nearest first, and
 	// returns the Limit nearest (vectors.go).
 	Vector *VectorQuery
-	// sink, on a planned read without a limit, is handed each record in
-	// plan order instead of the result keeping it (the result then has
-	// none); it must not keep the record past the call.
-	sink func(arrow.RecordBatch) error
+	// out receives the records the readers produce, in order (output.go);
+	// the readers see Limit as the rows they must produce (OFFSET + LIMIT).
+	out *output
 }
 
 // Stats describe how a query was answered.
@@ -174,7 +175,8 @@ type Stats struct {
 	*VectorStats         // vector queries only
 }
 
-// Result is a query's answer.
+// Result is a query's answer. Records is empty when the records were
+// streamed (Connector.Stream).
 type Result struct {
 	Schema  *arrow.Schema
 	Records []arrow.RecordBatch
@@ -206,7 +208,9 @@ type Connector struct {
 	tables    *tableCache
 	cat       *rest.Catalog
 	pool      *grpcutil.ConnPool
-	plainHTTP *countingTransport // iceberg-go's S3 traffic on the plain path
+	plainHTTP *countingTransport // the plain path's S3 traffic (iceberg-go's scan, footers)
+	plainS3   *s3.Client         // the S3 gateway through plainHTTP
+	*plainOwn
 }
 
 // New connects to a cluster's Iceberg catalog and S3 gateway.
@@ -233,7 +237,8 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 		fetch:     &fetcher{client: client, concurrency: o.Concurrency, capacity: rangeCache, path: o.Read, volume: volume},
 		footers:   newLRU[metaKey, *fileMeta](4096),
 		tables:    &tableCache{Cache: newLRU[string, *tableEntry](1024)},
-		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}}
+		plainHTTP: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}, plainOwn: &plainOwn{}}
+	c.plainS3 = s3.New(client.Options(), func(so *s3.Options) { so.HTTPClient = &http.Client{Transport: c.plainHTTP} })
 	return c, nil
 }
 
@@ -388,16 +393,61 @@ func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Exp
 	return e, wire, nil
 }
 
-// Query answers q.
+// Query answers q, its records kept in the result.
 func (c *Connector) Query(ctx context.Context, q Query) (*Result, error) {
-	if q.Vector != nil {
-		return c.measured(func() (*Result, error) { return c.vectorQuery(ctx, q) })
-	}
-	return c.measured(func() (*Result, error) { return c.query(ctx, q) })
+	return c.answer(ctx, q, nil)
 }
 
-// measured runs a query and adds what it read and how long it took.
-func (c *Connector) measured(run func() (*Result, error)) (*Result, error) {
+// Stream answers q, handing each record to sink in order as it is read
+// (sink must not keep a record past the call; an error from it stops the
+// read and is returned). Memory stays bounded by the read-ahead
+// (Options.MaxBufferBytes), however many rows the answer has. The
+// result carries the schema and statistics, no records.
+func (c *Connector) Stream(ctx context.Context, q Query, sink func(arrow.RecordBatch) error) (*Result, error) {
+	if sink == nil {
+		return nil, errors.New("Stream needs a sink")
+	}
+	return c.answer(ctx, q, sink)
+}
+
+// answer runs q: its records go through an output (OFFSET, LIMIT) to sink,
+// or into the result when sink is nil.
+func (c *Connector) answer(ctx context.Context, q Query, sink func(arrow.RecordBatch) error) (*Result, error) {
+	switch {
+	case q.Offset < 0:
+		return nil, fmt.Errorf("OFFSET %d is negative", q.Offset)
+	case q.Limit < 0:
+		return nil, fmt.Errorf("LIMIT %d is negative", q.Limit)
+	case q.Offset > 0 && q.Vector != nil:
+		return nil, errors.New("OFFSET is not supported with ORDER BY a vector distance: raise the LIMIT and skip the first rows yourself")
+	}
+	return c.answerWith(q, sink, func(rq Query) (*Result, error) {
+		if rq.Vector != nil {
+			return c.vectorQuery(ctx, rq)
+		}
+		return c.query(ctx, rq)
+	})
+}
+
+// answerWith runs q with run, which reads rq: q with its LIMIT raised by
+// its OFFSET and its output set.
+func (c *Connector) answerWith(q Query, sink func(arrow.RecordBatch) error, run func(rq Query) (*Result, error)) (*Result, error) {
+	kept := &Result{}
+	out := newOutput(q, kept, sink)
+	rq := q
+	rq.Limit, rq.Offset, rq.out = readLimit(q), 0, out
+	res, err := c.measured(func() (*Result, error) { return run(rq) }, out)
+	if err != nil {
+		kept.Release()
+		return nil, err
+	}
+	res.Records, res.Stats.Rows = kept.Records, out.rows
+	return res, nil
+}
+
+// measured runs a query and adds what it read and how long it took; the
+// records a path returned itself (a vector search's) go through out.
+func (c *Connector) measured(run func() (*Result, error), out *output) (*Result, error) {
 	start := time.Now()
 	bytes0, req0 := c.fetch.bytes.Load(), c.fetch.requests.Load()
 	pb0, pr0 := c.plainHTTP.bytes.Load(), c.plainHTTP.requests.Load()
@@ -407,6 +457,15 @@ func (c *Connector) measured(run func() (*Result, error)) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i, rec := range res.Records {
+		if _, err := out.add(rec); err != nil {
+			for _, rest := range res.Records[i+1:] {
+				rest.Release()
+			}
+			return nil, err
+		}
+	}
+	res.Records = nil
 	res.Stats.ElapsedMs = time.Since(start).Milliseconds()
 	st := &res.Stats
 	st.ReadPath = c.opts.Read.String()
@@ -418,7 +477,6 @@ func (c *Connector) measured(run func() (*Result, error)) (*Result, error) {
 	}
 	st.BytesRead = st.BytesS3 + st.BytesVolume
 	st.Ranges = c.fetch.requests.Load() - req0 + c.plainHTTP.requests.Load() - pr0 + vol.ranges.Load() - vr0
-	res.Stats.Rows = res.NumRows()
 	return res, nil
 }
 
@@ -615,24 +673,24 @@ func (c *Connector) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRe
 	return pushdown_pb.NewPushdownCatalogClient(conn).Plan(pctx, req)
 }
 
-// plainContext makes iceberg-go's S3 client count what it reads.
-func (c *Connector) plainContext(ctx context.Context) context.Context {
-	e := c.opts.Endpoints
-	ak, sk := e.AccessKey, e.SecretKey
-	if ak == "" {
-		ak, sk = "lakeweed", "lakeweed"
-	}
-	return utils.WithAwsConfig(ctx, &aws.Config{Region: e.Region, Credentials: credentials.NewStaticCredentialsProvider(ak, sk, ""),
-		HTTPClient: &http.Client{Transport: c.plainHTTP}})
-}
-
-// plain reads with iceberg-go's own scan through the S3 gateway.
+// plain reads with iceberg-go's own scan through the S3 gateway (its
+// files through rangedIO), or with the connector's decoder when some file
+// stores a needed column iceberg-go cannot project (plaindecode.go).
 func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Result, error) {
 	t0 := time.Now()
-	if p.identity.any(p.selectIDsAndPredicate()) {
-		return c.plainWithConstants(ctx, p, reason, t0)
+	tbl, opened := c.plainTable(ctx, p)
+	tasks, err := c.plainTasks(ctx, p, tbl)
+	if err != nil {
+		return nil, err
 	}
-	ctx = c.plainContext(ctx)
+	if files, err := c.ownDecoderFiles(ctx, p, tasks); err != nil {
+		return nil, err
+	} else if files != nil {
+		return c.plainDecoded(ctx, p, files, reason, t0)
+	}
+	if p.identity.any(p.selectIDsAndPredicate()) {
+		return c.plainWithConstants(ctx, p, tbl, tasks, reason, t0)
+	}
 	var names []string
 	for _, id := range p.selectIDs {
 		n, _ := p.schema.FindColumnName(id)
@@ -645,11 +703,11 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 	if p.q.Limit > 0 {
 		opts = append(opts, table.WithLimit(p.q.Limit))
 	}
-	sch, records, err := p.tbl.Scan(opts...).ToArrowRecords(ctx)
+	sch, records, err := tbl.Scan(opts...).ReadTasks(ctx, tasks)
 	if err != nil && strings.Contains(err.Error(), "not implemented") {
 		// iceberg-go cannot evaluate part of the predicate (starts_with):
 		// scan unfiltered and evaluate the predicate here.
-		return c.plainFiltered(ctx, p, reason, t0)
+		return c.plainFiltered(ctx, p, tbl, tasks, opened, reason, t0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
@@ -657,16 +715,24 @@ func (c *Connector) plain(ctx context.Context, p *prepared, reason string) (*Res
 	// iceberg-go projects in schema order; the result is in SELECT order
 	perm := selectPermutation(sch, p)
 	res := &Result{Schema: permuteSchema(sch, perm), Stats: Stats{FallbackReason: reason}}
+	first := true
 	for rec, err := range records {
 		if err != nil {
-			res.Release()
-			if strings.Contains(err.Error(), "not implemented") {
-				return c.plainFiltered(ctx, p, reason, t0)
+			if first && strings.Contains(err.Error(), "not implemented") {
+				return c.plainFiltered(ctx, p, tbl, tasks, opened, reason, t0)
 			}
 			return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 		}
-		res.Records = append(res.Records, permuteRecord(rec, perm))
+		first = false
+		done, err := p.q.out.add(permuteRecord(rec, perm))
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
 	}
+	res.Stats.Files = opened.count(tasks)
 	res.Stats.ReadMs = time.Since(t0).Milliseconds()
 	return res, nil
 }
@@ -734,8 +800,7 @@ func permuteRecord(rec arrow.RecordBatch, perm []int) arrow.RecordBatch {
 
 // plainFiltered reads with iceberg-go's scan without a row filter and
 // keeps the rows the predicate matches.
-func (c *Connector) plainFiltered(ctx context.Context, p *prepared, reason string, t0 time.Time) (*Result, error) {
-	ctx = c.plainContext(ctx)
+func (c *Connector) plainFiltered(ctx context.Context, p *prepared, tbl *table.Table, tasks []table.FileScanTask, opened *openedFiles, reason string, t0 time.Time) (*Result, error) {
 	ids := append(append([]int{}, p.selectIDs...), predicate.FieldIDs(p.expr)...)
 	var names []string
 	seen := map[string]bool{}
@@ -750,33 +815,33 @@ func (c *Connector) plainFiltered(ctx context.Context, p *prepared, reason strin
 	if p.snapshot != 0 {
 		opts = append(opts, table.WithSnapshotID(p.snapshot))
 	}
-	_, records, err := p.tbl.Scan(opts...).ToArrowRecords(ctx)
+	_, records, err := tbl.Scan(opts...).ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 	}
 	f := newFiltered(p, reason)
 	for rec, err := range records {
 		if err != nil {
-			f.res.Release()
 			return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
 		}
 		done, err := f.add(ctx, rec)
 		if err != nil {
-			f.res.Release()
 			return nil, err
 		}
 		if done {
 			break
 		}
 	}
-	return f.finish(t0), nil
+	res := f.finish(t0)
+	res.Stats.Files = opened.count(tasks)
+	return res, nil
 }
 
-// filtered collects a plain read whose predicate is evaluated here: the
+// filtered hands on a plain read whose predicate is evaluated here: the
 // matching rows of each record, projected, up to the LIMIT.
 type filtered struct {
 	p         *prepared
-	res       *Result
+	res       *Result // schema and statistics
 	remaining int64
 }
 
@@ -784,7 +849,8 @@ func newFiltered(p *prepared, reason string) *filtered {
 	return &filtered{p: p, res: &Result{Stats: Stats{FallbackReason: reason}}, remaining: p.q.Limit}
 }
 
-// add keeps rec's matching rows (releasing rec); done: the LIMIT is reached.
+// add hands on rec's matching rows (releasing rec); done: the LIMIT is
+// reached.
 func (f *filtered) add(ctx context.Context, rec arrow.RecordBatch) (done bool, err error) {
 	out, err := filterRecord(ctx, rec, f.p, f.remaining)
 	rec.Release()
@@ -799,9 +865,12 @@ func (f *filtered) add(ctx context.Context, rec arrow.RecordBatch) (done bool, e
 	} else {
 		out = conformed
 	}
-	f.res.Records = append(f.res.Records, out)
+	n := out.NumRows()
+	if done, err := f.p.q.out.add(out); done || err != nil {
+		return done, err
+	}
 	if f.p.q.Limit > 0 {
-		f.remaining -= out.NumRows()
+		f.remaining -= n
 		return f.remaining <= 0, nil
 	}
 	return false, nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -233,41 +232,30 @@ func (c *Connector) applyPartitionConstants(ctx context.Context, p *prepared, fl
 // iceberg-go's projection and filled with the file's partition values,
 // and the predicate is evaluated here, on the filled rows. iceberg-go
 // still plans (partition and metrics pruning) and applies deletes.
-func (c *Connector) plainWithConstants(ctx context.Context, p *prepared, reason string, t0 time.Time) (*Result, error) {
-	ctx = c.plainContext(ctx)
+func (c *Connector) plainWithConstants(ctx context.Context, p *prepared, tbl *table.Table, tasks []table.FileScanTask, reason string, t0 time.Time) (*Result, error) {
 	ids := uniqueIDs(append(append([]int{}, p.selectIDs...), predicate.FieldIDs(p.expr)...))
 	snapOpts := []table.ScanOption{table.WithCaseSensitive(true)}
 	if p.snapshot != 0 {
 		snapOpts = append(snapOpts, table.WithSnapshotID(p.snapshot))
 	}
-	tasks, err := p.tbl.Scan(append([]table.ScanOption{table.WithRowFilter(p.unbound)}, snapOpts...)...).PlanFiles(ctx)
-	if err != nil && strings.Contains(err.Error(), "not implemented") {
-		tasks, err = p.tbl.Scan(snapOpts...).PlanFiles(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("plain read of %s: %w", p.q.Table, err)
-	}
 	f := newFiltered(p, reason)
-	fail := func(err error) (*Result, error) {
-		f.res.Release()
-		return nil, err
-	}
-	done := false
+	done, files := false, 0
 	for _, task := range tasks {
 		if done {
 			break
 		}
+		files++
 		consts := map[int]fieldDefault{}
 		var cm *plan.ColumnMap // nil: the footer was not needed
 		fp := filePartition{spec: int(task.File.SpecID()), values: task.File.Partition()}
 		if (identityFields{fp.spec: p.identity[fp.spec]}).any(ids) {
 			var err error
 			if cm, err = c.columnMapOf(ctx, p, task.File.FilePath()); err != nil {
-				return fail(err)
+				return nil, err
 			}
 			stored := func(id int) bool { return !cm.ByName && len(cm.Leaves(id)) > 0 }
 			if consts, err = p.partitionConstants(fp, ids, stored); err != nil {
-				return fail(fmt.Errorf("%s: %w", task.File.FilePath(), err))
+				return nil, fmt.Errorf("%s: %w", task.File.FilePath(), err)
 			}
 		}
 		names := topNames(p, ids, consts)
@@ -281,34 +269,36 @@ func (c *Connector) plainWithConstants(ctx context.Context, p *prepared, reason 
 				}
 			}
 			if len(names) == 0 {
-				return fail(fmt.Errorf("%s stores none of the columns of %s", task.File.FilePath(), p.q.Table))
+				return nil, fmt.Errorf("%s stores none of the columns of %s", task.File.FilePath(), p.q.Table)
 			}
 		}
 		t := task
 		t.Residual = nil // the predicate is evaluated below, on the filled rows
-		_, records, err := p.tbl.Scan(append([]table.ScanOption{table.WithSelectedFields(names...)}, snapOpts...)...).
+		_, records, err := tbl.Scan(append([]table.ScanOption{table.WithSelectedFields(names...)}, snapOpts...)...).
 			ReadTasks(ctx, []table.FileScanTask{t})
 		if err != nil {
-			return fail(fmt.Errorf("plain read of %s: %w", task.File.FilePath(), err))
+			return nil, fmt.Errorf("plain read of %s: %w", task.File.FilePath(), err)
 		}
 		for rec, err := range records {
 			if err != nil {
-				return fail(fmt.Errorf("plain read of %s: %w", task.File.FilePath(), err))
+				return nil, fmt.Errorf("plain read of %s: %w", task.File.FilePath(), err)
 			}
 			filled, err := fillConstants(rec, p, consts)
 			rec.Release()
 			if err != nil {
-				return fail(fmt.Errorf("%s: %w", task.File.FilePath(), err))
+				return nil, fmt.Errorf("%s: %w", task.File.FilePath(), err)
 			}
 			if done, err = f.add(ctx, filled); err != nil {
-				return fail(err)
+				return nil, err
 			}
 			if done {
 				break
 			}
 		}
 	}
-	return f.finish(t0), nil
+	res := f.finish(t0)
+	res.Stats.Files = files
+	return res, nil
 }
 
 func uniqueIDs(ids []int) []int {
@@ -391,14 +381,12 @@ func (c *Connector) columnMapOf(ctx context.Context, p *prepared, location strin
 		return nil, err
 	}
 	tail := func(n int64) ([]byte, error) {
-		obj, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
+		obj, err := c.plainS3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Range: aws.String(fmt.Sprintf("bytes=-%d", n))})
 		if err != nil {
 			return nil, fmt.Errorf("footer of %s: %w", location, err)
 		}
 		defer obj.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(obj.Body, n))
-		c.plainHTTP.bytes.Add(int64(len(b)))
-		c.plainHTTP.requests.Add(1)
+		b, err := io.ReadAll(obj.Body)
 		if err != nil {
 			return nil, fmt.Errorf("footer of %s: %w", location, err)
 		}

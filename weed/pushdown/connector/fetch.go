@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -212,7 +214,13 @@ func (ft *fetcher) rememberLocked(id fileVersion, s span) {
 		for i, sp := range spans {
 			if sp.off == old.off {
 				ft.held -= int64(len(sp.data))
-				ft.cache[old.id] = append(spans[:i], spans[i+1:]...)
+				// slices.Delete zeroes the vacated slot: the backing array
+				// must not keep an evicted span's bytes alive
+				if spans = slices.Delete(spans, i, i+1); len(spans) == 0 {
+					delete(ft.cache, old.id)
+				} else {
+					ft.cache[old.id] = spans
+				}
 				break
 			}
 		}
@@ -333,6 +341,9 @@ func (ft *fetcher) readClaimed(ctx context.Context, pf *pushdown_pb.PlannedFile,
 // names for it when the read path allows (falling back to the S3 gateway
 // as fetch_volume.go says), otherwise through the S3 gateway.
 func (ft *fetcher) read(ctx context.Context, pf *pushdown_pb.PlannedFile, id fileVersion, rs []byteRange) ([][]byte, error) {
+	if isPlainRead(ctx) {
+		return ft.readS3(ctx, id, rs)
+	}
 	if ep, ok, err := ft.volumeRoute(pf); err != nil {
 		return nil, err
 	} else if ok {
@@ -363,8 +374,20 @@ func (ft *fetcher) readS3(ctx context.Context, id fileVersion, rs []byteRange) (
 	return out, nil
 }
 
-// get is one ranged GET through the S3 gateway.
+// getTimeout bounds one ranged GET, which a cancelled query does not cut.
+const getTimeout = 2 * time.Minute
+
+// get is one ranged GET through the S3 gateway. Once sent it is read to
+// its end even when ctx is cancelled (a LIMIT met, another range failed):
+// a response cut mid-stream makes the S3 gateway log a failed stream
+// ("broken pipe", "connection reset by peer"); the bytes are few and go
+// to the range cache.
 func (ft *fetcher) get(ctx context.Context, id fileVersion, bucket, key string, r byteRange) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), getTimeout)
+	defer cancel()
 	location, size := id.Path, id.Size
 	obj, err := ft.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Off, r.Off+r.Len-1))})

@@ -3,6 +3,8 @@ package connector
 import (
 	"bytes"
 	"testing"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 )
 
 // A read may cross fetched ranges that touch or overlap, in any order of
@@ -27,5 +29,31 @@ func TestSparseFileReadsAcrossTouchingAndOverlappingRanges(t *testing.T) {
 		if _, err := sf.ReadAt(make([]byte, r.Len), r.Off); err == nil {
 			t.Errorf("read [%d, %d) of bytes not fetched succeeded", r.Off, r.Off+r.Len)
 		}
+	}
+}
+
+// An evicted span's bytes are not kept alive by the range cache: not in
+// the file's list (nor past its end, in the list's backing array), and a
+// file whose spans are all evicted leaves the cache (the bytes of every
+// row group of a million-row SELECT * stayed reachable: 200 MB of heap).
+func TestTheRangeCacheKeepsNoEvictedBytes(t *testing.T) {
+	ft := &fetcher{capacity: 100}
+	a := fileVersion{footer.Identity{Path: "s3://b/a", Size: 1000}, ""}
+	b := fileVersion{footer.Identity{Path: "s3://b/b", Size: 1000}, ""}
+	ft.remember(a, span{0, make([]byte, 40)})
+	ft.remember(a, span{100, make([]byte, 40)})
+	ft.remember(b, span{0, make([]byte, 40)}) // evicts a@0
+	spans := ft.cache[a]
+	if len(spans) != 1 || spans[0].off != 100 {
+		t.Fatalf("file a keeps %d spans, want the one at 100", len(spans))
+	}
+	for _, sp := range spans[len(spans):cap(spans)] {
+		if sp.data != nil {
+			t.Fatalf("an evicted span of %d bytes is still referenced past the list's end", len(sp.data))
+		}
+	}
+	ft.remember(b, span{100, make([]byte, 40)}) // evicts a@100: a has none left
+	if _, ok := ft.cache[a]; ok || ft.held != 80 {
+		t.Fatalf("file a is still in the cache (%v) or %d bytes held, want 80", ok, ft.held)
 	}
 }

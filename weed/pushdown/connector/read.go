@@ -171,11 +171,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}()
 
 	var outSchema *arrow.Schema
-	remaining := p.q.Limit
-	filesDone := map[*fileRead]int{}
+	filesDone, completed := map[*fileRead]int{}, 0
 	fail := func(err error) (*Result, error) {
 		cancel()
-		res.Release()
 		return nil, err
 	}
 	for i, u := range units {
@@ -185,10 +183,13 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		}
 		filesDone[u.file]++
 		res.Stats.RowGroups++
+		if filesDone[u.file] == 1 {
+			res.Stats.Files++ // a file some row group was read of
+		}
 		if filesDone[u.file] == len(u.file.rgRefs) {
-			res.Stats.Files++
+			completed++
 			if c.opts.Progress != nil {
-				c.opts.Progress(res.Stats.Files, len(order))
+				c.opts.Progress(completed, len(order))
 			}
 		}
 		if outSchema == nil {
@@ -199,19 +200,11 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			r.rec.Release()
 			return fail(err)
 		}
-		if p.q.sink != nil && p.q.Limit == 0 {
-			err := p.q.sink(rec)
-			rec.Release()
-			if err != nil {
-				return fail(err)
-			}
-			budget.release(u.file.cost)
-			continue
+		done, err := p.q.out.add(rec)
+		if err != nil {
+			return fail(err)
 		}
-		if p.q.Limit > 0 && rec.NumRows() >= remaining {
-			cut := rec.NewSlice(0, remaining)
-			rec.Release()
-			res.Records = append(res.Records, cut)
+		if done {
 			cancel() // LIMIT reached: stop what still runs
 			for _, rest := range units[i+1:] {
 				if r := <-rest.out; r.rec != nil {
@@ -220,8 +213,6 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			}
 			break
 		}
-		remaining -= rec.NumRows()
-		res.Records = append(res.Records, rec)
 		budget.release(u.file.cost) // taken: the next may start
 		if limited {
 			<-sem
@@ -606,22 +597,42 @@ func candidates(r *rowGroupRead) []int64 {
 
 // coveredBy splits needed ranges into the plan's ranges (given, sorted)
 // that hold them, read as they are, and the needs no single one of them
-// holds.
+// holds. A plan's range much larger than what the row group needs of it
+// (a plan reading every column coalesces a whole file into one range) is
+// not read whole for one row group: its needs are read instead, so a
+// row group holds its own bytes, not the file's (wholeGivenSlack).
 func coveredBy(given []byteRange, needs []byteRange) (use, rest []byteRange) {
-	picked := map[int]bool{}
+	served := map[int][]byteRange{}
+	var order []int
 	for _, nd := range needs {
 		i := searchRange(given, nd.Off)
 		if i < len(given) && given[i].Off <= nd.Off && nd.Off+nd.Len <= given[i].Off+given[i].Len {
-			if !picked[i] {
-				picked[i] = true
-				use = append(use, given[i])
+			if served[i] == nil {
+				order = append(order, i)
 			}
+			served[i] = append(served[i], nd)
 			continue
 		}
 		rest = append(rest, nd)
 	}
+	for _, i := range order {
+		var n int64
+		for _, nd := range served[i] {
+			n += nd.Len
+		}
+		if given[i].Len <= 2*n || given[i].Len-n <= wholeGivenSlack {
+			use = append(use, given[i])
+		} else {
+			rest = append(rest, served[i]...)
+		}
+	}
 	return use, rest
 }
+
+// wholeGivenSlack: a plan's range is read whole for a row group when it
+// holds at most this many bytes more than the row group needs of it (or
+// at most twice what it needs).
+const wholeGivenSlack = 1 << 20
 
 // searchRange is the first range of sorted rs ending after off.
 func searchRange(rs []byteRange, off int64) int {

@@ -127,7 +127,7 @@ func vectorField(p *prepared, v *VectorQuery) (iceberg.NestedField, error) {
 	}
 	f, ok := p.schema.FindFieldByName(name)
 	if !ok {
-		return f, fmt.Errorf("ORDER BY %s: no column %s in %s", v.Metric, quoteShort(v.Column), p.q.Table)
+		return f, fmt.Errorf("ORDER BY %s of %s: %w", v.Metric, p.q.Table, sqlpred.UnknownColumn(v.Column, p.schema))
 	}
 	if !sideindex.IsVectorType(f.Type) {
 		return f, fmt.Errorf("ORDER BY %s %s: column %s is %s, not a vector (a list of float or double)", quoteShort(f.Name), sqlpred.Metric(v.Metric).Operator(), quoteShort(f.Name), f.Type)
@@ -424,11 +424,11 @@ func releaseAll(as []arrow.Array) {
 	}
 }
 
-// ExactVectors answers a vector query by brute force whatever the
-// options: the SELECT columns and the vector of every matching,
-// non-deleted row read through the connector's planned read (plain only
-// when the catalog cannot plan), distances computed here with the vector
-// package, the k nearest kept.
+// ExactVectors answers a vector query by brute force: the SELECT columns
+// and the vector of every matching, non-deleted row read through the
+// connector's planned read (plainly with NoPushdown, or when the catalog
+// cannot plan), distances computed here with the vector package, the k
+// nearest kept.
 func (c *Connector) ExactVectors(ctx context.Context, q Query) (*Result, error) {
 	if q.Vector == nil {
 		return nil, fmt.Errorf("ExactVectors: the query has no vector order")
@@ -436,7 +436,7 @@ func (c *Connector) ExactVectors(ctx context.Context, q Query) (*Result, error) 
 	if err := checkVectorQuery(q); err != nil {
 		return nil, err
 	}
-	return c.measured(func() (*Result, error) { return c.exactVectors(ctx, q, "") })
+	return c.answerWith(q, nil, func(rq Query) (*Result, error) { return c.exactVectors(ctx, rq, "") })
 }
 
 func (c *Connector) exactVectors(ctx context.Context, q Query, reason string) (*Result, error) {
@@ -460,28 +460,19 @@ func (c *Connector) exactVectors(ctx context.Context, q Query, reason string) (*
 	}
 	vcol := len(inner)
 	iq.Select = append(slices.Clone(inner), field.Name)
-	// The rows are read through the planned read whatever the options (the
-	// plan prunes by the predicate and masks deletes; the cost model is
-	// not asked, every matching row is needed): iceberg-go's plain scan
-	// cannot read fixed_size_list columns (v0.7.0), so it serves only when
-	// the catalog cannot plan.
+	// The rows are read through the planned read (the plan prunes by the
+	// predicate and masks deletes; the cost model is not asked, every
+	// matching row is needed), or plainly with -no-pushdown or when the
+	// catalog cannot plan; either way they are ranked as they arrive.
 	rc := *c
-	rc.opts.NoPushdown, rc.opts.Force = false, true
+	rc.opts.Force = true
 	top := &exactTopK{ctx: ctx, column: field.Name, vcol: vcol, metric: q.Vector.Metric, lengths: map[int]int64{},
 		q: vectors.Query{Vector: q.Vector.Vector, K: int(q.Limit), Metric: q.Vector.Metric}}
 	defer top.release()
-	iq.sink = top.add
+	iq.out = newOutput(Query{}, nil, top.add)
 	res, err := rc.query(ctx, iq)
 	if err != nil {
 		return nil, err
-	}
-	defer res.Release()
-	// A plain read (the catalog cannot plan) hands its records over at
-	// the end.
-	for _, rec := range res.Records {
-		if err := top.add(rec); err != nil {
-			return nil, err
-		}
 	}
 	dim := len(q.Vector.Vector)
 	if d := dominant(top.lengths); d != 0 && d != dim {

@@ -6,9 +6,11 @@ package lakeclient
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // Endpoints locate one cluster's services.
@@ -38,6 +41,10 @@ type Endpoints struct {
 	// SessionToken accompanies temporary credentials (AWS_SESSION_TOKEN).
 	SessionToken string
 	Region       string
+	// Notes, when set, is told what a client did that the caller should
+	// know (the CLI's stderr): credentials the Iceberg catalog refused on
+	// a cluster that serves anonymous callers, say.
+	Notes io.Writer
 }
 
 // Defaults fills empty fields with the local defaults of `weed mini`, taking
@@ -110,17 +117,44 @@ func IcebergProps(e Endpoints) iceberg.Properties {
 
 // NewIcebergCatalog returns an iceberg-go REST client of the cluster's
 // Iceberg catalog, scoped to the warehouse (table bucket).
+//
+// Credentials (AWS_ACCESS_KEY_ID, say) that the catalog refuses
+// ("invalid_client": no S3 identity has them) are dropped when the catalog
+// serves anonymous callers — a cluster without S3 identities, where the S3
+// gateway accepts any key too — with a note on e.Notes; when it refuses
+// anonymous callers as well, the error says which credentials to use.
 func NewIcebergCatalog(ctx context.Context, e Endpoints) (*rest.Catalog, error) {
 	e = e.Defaults()
 	opts := []rest.Option{
 		rest.WithWarehouseLocation("s3://" + e.Warehouse + "/"),
 		rest.WithAdditionalProps(IcebergProps(e)),
 	}
-	if e.AccessKey != "" {
-		opts = append(opts, rest.WithCredential(e.AccessKey+":"+e.SecretKey))
+	if e.AccessKey == "" {
+		return rest.NewCatalog(ctx, "lakeweed", e.Iceberg, opts...)
 	}
-	return rest.NewCatalog(ctx, "lakeweed", e.Iceberg, opts...)
+	cat, err := rest.NewCatalog(ctx, "lakeweed", e.Iceberg, append(opts, rest.WithCredential(e.AccessKey+":"+e.SecretKey))...)
+	if err == nil || !strings.Contains(err.Error(), "invalid_client") {
+		return cat, err
+	}
+	anon, aerr := rest.NewCatalog(ctx, "lakeweed", e.Iceberg, opts...)
+	if aerr != nil {
+		return nil, fmt.Errorf("the Iceberg REST catalog at %s refused access key %s (%v) and does not serve anonymous callers: "+
+			"set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to an identity of the cluster's S3 configuration (weed -s3.config, or s3.configure in weed shell)",
+			e.Iceberg, perr.Quote(e.AccessKey), err)
+	}
+	if e.Notes != nil {
+		if _, noted := credentialNotes.LoadOrStore(e.Iceberg+"\x00"+e.AccessKey, true); !noted {
+			fmt.Fprintf(e.Notes, "note: the Iceberg REST catalog at %s knows no identity with access key %s and serves anonymous callers "+
+				"(a cluster without S3 identities): continuing without credentials; unset AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY to drop this note\n",
+				e.Iceberg, perr.Quote(e.AccessKey))
+		}
+	}
+	return anon, nil
 }
+
+// credentialNotes remembers the refused credentials already noted (one
+// note per catalog and key, however many clients are made).
+var credentialNotes sync.Map
 
 // SignPlan signs a Plan request with the endpoints' S3 credentials (AWS
 // Signature V4 over the request's deterministic encoding, the form the

@@ -212,6 +212,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		run = 1
 	}
 	var claimed atomic.Int64
+	// The workers' time per tier is summed over the workers; it is
+	// reported as each tier's share of the phase's wall time (parallel),
+	// so no tier reads longer than the plan.
+	phase, parallel := time.Now(), map[string]time.Duration{}
 	g, gctx = safe.Group(ctx, "plan")
 	for w := 0; w < tierWorkers; w++ {
 		g.Go(func() error {
@@ -224,7 +228,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 				for t, c := range local {
 					tiers[t].files += c.files
 					tiers[t].rowGroups += c.rowGroups
-					tiers[t].dur += c.dur
+					parallel[t] += c.dur
 				}
 				mu.Unlock()
 			}()
@@ -255,6 +259,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
+	addWallShares(tiers, parallel, time.Since(phase))
 	past := filesPastLimit(live, req.Limit)
 	for _, i := range past {
 		skipFile(live[i], tiers[TierLimit])
@@ -398,6 +403,22 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
 	st.PlanMicros = time.Since(start).Microseconds()
 	return resp, plans, nil
+}
+
+// addWallShares adds to each tier its share of a parallel phase's wall
+// time: the time its workers spent in it (summed over the workers, so
+// up to workers × wall), scaled down when the sum exceeds the wall time.
+func addWallShares(tiers map[string]*tierCounter, summed map[string]time.Duration, wall time.Duration) {
+	var total time.Duration
+	for _, d := range summed {
+		total += d
+	}
+	for t, d := range summed {
+		if total > wall {
+			d = time.Duration(float64(d) * float64(wall) / float64(total))
+		}
+		tiers[t].dur += d
+	}
 }
 
 func isTrue(e predicate.Expr) bool {

@@ -20,6 +20,7 @@ package sqlpred
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree"
 	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree/treecmp"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
 
@@ -42,14 +44,22 @@ func Parse(where string) (iceberg.BooleanExpression, error) {
 
 // ParseFor is Parse with every column name spelled as schema spells it
 // (see Bind), for binding case-sensitively later (an iceberg-go scan).
+//
+// With the schema, a column it does not have is an error listing its
+// columns; a literal that is not a value of its column's type is an
+// error naming the column and type; a date ('2026-01-01', DATE
+// '2026-01-01') compared with a timestamp column is that day's midnight
+// (SQL's cast of a date to a timestamp).
 func ParseFor(where string, schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
-	return converter{resolve: func(name string) (string, error) { return ResolveName(schema, name) }}.parse(where)
+	return converter{schema: schema, resolve: func(name string) (string, error) { return ResolveName(schema, name) }}.parse(where)
 }
 
 // converter turns a parsed WHERE clause into an Iceberg expression;
-// resolve, when set, maps each column name to the schema's spelling.
+// resolve, when set, maps each column name to the schema's spelling, and
+// schema, when set, checks columns and literals against it.
 type converter struct {
 	resolve func(name string) (string, error)
+	schema  *iceberg.Schema
 }
 
 func (c converter) parse(where string) (iceberg.BooleanExpression, error) {
@@ -150,11 +160,11 @@ func (c converter) convert(e tree.Expr) (iceberg.BooleanExpression, error) {
 		if err != nil {
 			return nil, err
 		}
-		lo, err := literal(x.From)
+		lo, err := c.literalFor(ref, x.From)
 		if err != nil {
 			return nil, err
 		}
-		hi, err := literal(x.To)
+		hi, err := c.literalFor(ref, x.To)
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +272,7 @@ func (c converter) comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression
 		}
 		var lits []iceberg.Literal
 		for _, it := range tup.Exprs {
-			l, err := literal(it)
+			l, err := c.literalFor(ref, it)
 			if err != nil {
 				return nil, err
 			}
@@ -300,7 +310,7 @@ func (c converter) comparison(x *tree.ComparisonExpr) (iceberg.BooleanExpression
 		}
 		return predicate.Match{Column: string(name), MOp: op, Lit: iceberg.StringLiteral(pat), Negated: negated}, nil
 	}
-	lit, err := literal(right)
+	lit, err := c.literalFor(ref, right)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +361,91 @@ func (c converter) column(e tree.Expr) (iceberg.UnboundTerm, error) {
 			return nil, err
 		}
 	}
+	if c.schema != nil {
+		if _, ok := c.schema.FindFieldByName(name); !ok {
+			return nil, fmt.Errorf("WHERE clause: %w", UnknownColumn(name, c.schema))
+		}
+	}
 	return iceberg.Reference(name), nil
+}
+
+// UnknownColumn is the error for a column name schema does not have: it
+// lists the schema's columns.
+func UnknownColumn(name string, schema *iceberg.Schema) error {
+	const most = 40
+	var names []string
+	for _, n := range schemaNames(schema) {
+		parts := strings.Split(n, ".")
+		if !slices.ContainsFunc(parts[1:], func(p string) bool { return p == "element" || p == "key" || p == "value" }) {
+			names = append(names, n) // lists' and maps' inner names are not columns one writes
+		}
+	}
+	list := strings.Join(names[:min(len(names), most)], ", ")
+	if len(names) > most {
+		list += fmt.Sprintf(", … (%d columns)", len(names))
+	}
+	return fmt.Errorf("no column %s; the table's columns are: %s", short(name), list)
+}
+
+// dateOnly matches a date without a time of day.
+var dateOnly = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// literalFor converts the literal e compared with column ref: checked
+// against the column's type when the schema is known (an error names the
+// column and type), a date given for a timestamp column read as its
+// midnight.
+func (c converter) literalFor(ref iceberg.UnboundTerm, e tree.Expr) (iceberg.Literal, error) {
+	lit, err := literal(e)
+	if err != nil || lit == nil || c.schema == nil {
+		return lit, err
+	}
+	name, ok := ref.(iceberg.Reference)
+	if !ok {
+		return lit, nil
+	}
+	f, ok := c.schema.FindFieldByName(string(name))
+	if !ok {
+		return lit, nil
+	}
+	if s, isStr := lit.(iceberg.StringLiteral); isStr && dateOnly.MatchString(string(s)) {
+		switch f.Type.(type) {
+		case iceberg.TimestampType, iceberg.TimestampNsType:
+			lit = iceberg.NewLiteral(string(s) + "T00:00:00")
+		case iceberg.TimestampTzType, iceberg.TimestampTzNsType:
+			lit = iceberg.NewLiteral(string(s) + "T00:00:00+00:00")
+		}
+	}
+	if _, err := lit.To(f.Type); err != nil {
+		return nil, typeMismatch(f, lit)
+	}
+	return lit, nil
+}
+
+// typeMismatch says that lit is not a value of column f's type, and how
+// to write one.
+func typeMismatch(f iceberg.NestedField, lit iceberg.Literal) error {
+	var given, hint string
+	switch l := lit.(type) {
+	case iceberg.StringLiteral:
+		given = "the string '" + perr.Truncate(string(l), 48) + "'"
+	case iceberg.BoolLiteral:
+		given = "the boolean " + lit.String()
+	default:
+		given = "the number " + perr.Truncate(lit.String(), 48)
+	}
+	switch f.Type.(type) {
+	case iceberg.StringType:
+		hint = "; quote it: '" + perr.Truncate(lit.String(), 48) + "'"
+	case iceberg.Int32Type, iceberg.Int64Type, iceberg.Float32Type, iceberg.Float64Type, iceberg.DecimalType:
+		hint = "; write a number (no quotes)"
+	case iceberg.TimestampType, iceberg.TimestampNsType, iceberg.TimestampTzType, iceberg.TimestampTzNsType:
+		hint = "; write TIMESTAMP 'YYYY-MM-DD HH:MM:SS' (or DATE 'YYYY-MM-DD' for midnight)"
+	case iceberg.DateType:
+		hint = "; write DATE 'YYYY-MM-DD'"
+	case iceberg.BooleanType:
+		hint = "; write TRUE or FALSE"
+	}
+	return fmt.Errorf("WHERE clause: column %s is %s, and %s is not a %s value%s", f.Name, f.Type, given, f.Type, hint)
 }
 
 // literal converts a SQL literal; nil means NULL.
@@ -475,7 +569,7 @@ func Columns(list string, schema *iceberg.Schema) ([]int, error) {
 		}
 		f, ok := schema.FindFieldByName(name)
 		if !ok {
-			return nil, fmt.Errorf("column %q is not in schema %d", name, schema.ID)
+			return nil, UnknownColumn(name, schema)
 		}
 		out = append(out, f.ID)
 	}

@@ -90,14 +90,57 @@ func TestSQLErrorsSayWhatIsSupported(t *testing.T) {
 		"id LIKE '%x'":           "not string",
 		"array_contains(id, 1)":  "not a list",
 		"id > ANY(tags)":         "ANY with an operator other than =",
-		"nosuch = 1":             "does not bind",
-		"id = 'abc'":             "does not bind",
+		"nosuch = 1":             `no column "nosuch"; the table's columns are: id, ts, tenant_id, score, amount, day, ok, small, addr, tags, codes, addr.zip`,
+		"id = 'abc'":             "column id is long, and the string 'abc' is not a long value; write a number (no quotes)",
 		"SELECT":                 "WHERE clause",
 		"lower(tenant_id) = 'a'": "function lower",
 	} {
 		_, err := Encode(sql, s)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want it to mention %q", sql, err, want)
+		}
+	}
+}
+
+// A literal that is not a value of its column's type is refused naming the
+// column, its type and how to write a value; a date compared with a
+// timestamp is that day's midnight.
+func TestALiteralOfTheWrongTypeNamesTheColumnAndADateIsMidnightForATimestamp(t *testing.T) {
+	s := testSchema()
+	for sql, want := range map[string]string{
+		"tenant_id = 5":            "column tenant_id is string, and the number 5 is not a string value; quote it: '5'",
+		"tenant_id IN ('a', 7)":    "column tenant_id is string, and the number 7 is not a string value; quote it: '7'",
+		"ts >= 'yesterday'":        "column ts is timestamp, and the string 'yesterday' is not a timestamp value; write TIMESTAMP 'YYYY-MM-DD HH:MM:SS' (or DATE 'YYYY-MM-DD' for midnight)",
+		"score BETWEEN 1 AND 'x'":  "column score is double, and the string 'x' is not a double value; write a number (no quotes)",
+		"ok = 'maybe'":             "column ok is boolean, and the string 'maybe' is not a boolean value; write TRUE or FALSE",
+		"day = DATE '2026-02-30x'": "column day is date, and the string '2026-02-30x' is not a date value; write DATE 'YYYY-MM-DD'",
+		"nosuch.zip = 'a'":         `no column "nosuch.zip"`,
+	} {
+		_, err := Encode(sql, s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to mention %q", sql, err, want)
+		}
+	}
+	for sql, want := range map[string]string{
+		"ts >= DATE '2026-01-01'":                       "ts#2 >= 1767225600000000",
+		"ts < '2026-01-02'":                             "ts#2 < 1767312000000000",
+		"ts BETWEEN DATE '2026-01-01' AND '2026-01-02'": "(ts#2 >= 1767225600000000 AND ts#2 <= 1767312000000000)",
+	} {
+		b, err := Encode(sql, s)
+		if err != nil {
+			t.Errorf("%s: %v", sql, err)
+			continue
+		}
+		raw, err := predicate.DecodeSubstrait(b, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := predicate.Bind(raw, s, predicate.DefaultLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.String(); got != want {
+			t.Errorf("%s: got %s, want %s", sql, got, want)
 		}
 	}
 }

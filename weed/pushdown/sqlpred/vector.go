@@ -62,29 +62,51 @@ func short(s string) string {
 	return strconv.Quote(s)
 }
 
-// ParseVectorOrder reads an ORDER BY expression that orders by a vector
-// distance.
-func ParseVectorOrder(e tree.Expr) (*VectorOrder, error) {
+// IsVectorDistance reports whether an ORDER BY expression is a vector
+// distance (pgvector's <->, <=> or <#>), whatever its operands.
+func IsVectorDistance(e tree.Expr) bool {
+	b, ok := unparen(e).(*tree.BinaryExpr)
+	if !ok {
+		return false
+	}
+	_, ok = metricOf(b)
+	return ok
+}
+
+// unparen is e without its enclosing parentheses.
+func unparen(e tree.Expr) tree.Expr {
 	for {
 		p, ok := e.(*tree.ParenExpr)
 		if !ok {
-			break
+			return e
 		}
 		e = p.Expr
 	}
+}
+
+// metricOf is the vector distance b's operator computes (ok false: none).
+func metricOf(b *tree.BinaryExpr) (Metric, bool) {
+	switch b.Operator.Symbol {
+	case treebin.Distance:
+		return L2, true
+	case treebin.CosDistance:
+		return Cosine, true
+	case treebin.NegInnerProduct:
+		return Dot, true
+	}
+	return 0, false
+}
+
+// ParseVectorOrder reads an ORDER BY expression that orders by a vector
+// distance.
+func ParseVectorOrder(e tree.Expr) (*VectorOrder, error) {
+	e = unparen(e)
 	b, ok := e.(*tree.BinaryExpr)
 	if !ok {
 		return nil, fmt.Errorf("ORDER BY %s: only a vector distance can order a query (%s)", short(tree.AsString(e)), VectorSupported)
 	}
-	var m Metric
-	switch b.Operator.Symbol {
-	case treebin.Distance:
-		m = L2
-	case treebin.CosDistance:
-		m = Cosine
-	case treebin.NegInnerProduct:
-		m = Dot
-	default:
+	m, ok := metricOf(b)
+	if !ok {
 		return nil, fmt.Errorf("ORDER BY with operator %s: only the vector distances <->, <=> and <#> can order a query (%s)", b.Operator.Symbol, VectorSupported)
 	}
 	col, lit := b.Left, b.Right
