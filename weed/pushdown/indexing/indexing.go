@@ -28,6 +28,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
 // Property is the table property naming the side indexes a table wants.
@@ -108,6 +109,10 @@ type Entry struct {
 	Identity     string `json:"identity"`
 	PayloadPath  string `json:"payload-path,omitempty"`
 	PayloadBytes int64  `json:"payload-bytes,omitempty"`
+	// PayloadSHA256 is the hex SHA-256 of the committed payload's bytes:
+	// the volume opens the payload only while its bytes still hash to it
+	// (sideindex.Commit). An entry without one is not trusted.
+	PayloadSHA256 string `json:"payload-sha256,omitempty"`
 	State        string `json:"state"`
 	Reason       string `json:"reason,omitempty"`
 	BuiltUnixMs  int64  `json:"built-unix-ms,omitempty"`
@@ -122,10 +127,20 @@ type Entry struct {
 }
 
 // Serves reports whether the entry is a committed index of the file
-// identity built with sp's parameters.
+// identity built with sp's parameters, whose payload's size and SHA-256
+// the registry recorded.
 func (e Entry) Serves(sp Spec, identity string) bool {
-	return e.State == StateCommitted && e.Identity == identity && maps.Equal(e.Params, sp.Params)
+	return e.State == StateCommitted && e.Commit().Known() && e.Identity == identity && maps.Equal(e.Params, sp.Params)
 }
+
+// Commit is the entry's commitment to its payload's bytes.
+func (e Entry) Commit() sideindex.Commit {
+	return sideindex.Commit{Bytes: e.PayloadBytes, SHA256: e.PayloadSHA256}
+}
+
+// Unhashed is the reason an entry committed without a payload hash is
+// not used (and is rebuilt).
+const Unhashed = "committed before payloads were hashed: not trusted, rebuilt"
 
 // Key names the entry within its data file.
 func (e Entry) Key() string { return e.Kind + ".fid_" + strconv.Itoa(e.FieldID) }
