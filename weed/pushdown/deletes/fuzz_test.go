@@ -53,26 +53,26 @@ func FuzzDecodeDV(f *testing.F) {
 func FuzzDecodeStored(f *testing.F) {
 	for _, k := range []string{"", "k", "position|v1|\"s3://b/d.parquet\"|10-2|\"s3://b/p.parquet\"#99"} {
 		for _, b := range []*roaring64.Bitmap{roaring64.New(), bitmapOf(1, 1<<40), sampleBitmap()} {
-			p, _ := EncodeStored(k, b)
+			p, _ := EncodeStored(k, b, testStoreKey)
 			f.Add(k, p)
 		}
 	}
 	f.Fuzz(func(t *testing.T, key string, payload []byte) {
-		bm, ok := DecodeStored(key, payload)
+		bm, ok := DecodeStored(key, payload, testStoreKey)
 		if !ok {
 			return
 		}
 		if bm == nil {
 			t.Fatal("ok without a bitmap")
 		}
-		if _, ok := DecodeStored(key+"x", payload); ok {
+		if _, ok := DecodeStored(key+"x", payload, testStoreKey); ok {
 			t.Fatal("a payload decoded under two keys")
 		}
-		p, err := EncodeStored(key, bm)
+		p, err := EncodeStored(key, bm, testStoreKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again, ok := DecodeStored(key, p); !ok || !again.Equals(bm) {
+		if again, ok := DecodeStored(key, p, testStoreKey); !ok || !again.Equals(bm) {
 			t.Fatal("re-encoded payload does not round trip")
 		}
 	})
