@@ -25,7 +25,7 @@ type Commit struct {
 
 // ErrNotCommitted is the error of payload bytes that are not the ones the
 // registry committed.
-var ErrNotCommitted = errors.New("the payload is not the one committed: the payload is corrupt")
+var ErrNotCommitted = errors.New("the payload is not the one the registry committed")
 
 // ErrNoCommit is the error of a probe naming no committed size and hash
 // (an entry committed before payloads were hashed): it is not trusted.
