@@ -113,10 +113,10 @@ type Entry struct {
 	// the volume opens the payload only while its bytes still hash to it
 	// (sideindex.Commit). An entry without one is not trusted.
 	PayloadSHA256 string `json:"payload-sha256,omitempty"`
-	State        string `json:"state"`
-	Reason       string `json:"reason,omitempty"`
-	BuiltUnixMs  int64  `json:"built-unix-ms,omitempty"`
-	VerifiedMs   int64  `json:"verified-unix-ms,omitempty"`
+	State         string `json:"state"`
+	Reason        string `json:"reason,omitempty"`
+	BuiltUnixMs   int64  `json:"built-unix-ms,omitempty"`
+	VerifiedMs    int64  `json:"verified-unix-ms,omitempty"`
 	// Params are the build parameters of the spec the entry was built
 	// for; a spec whose params differ is built again.
 	Params map[string]string `json:"params,omitempty"`
