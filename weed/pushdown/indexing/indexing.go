@@ -7,8 +7,10 @@
 //	      │ catalog: live files lacking a committed entry
 //	      ▼
 //	volume BuildIndexes: footer identity ─▶ Kind.Build ─▶ <payload>.tmp-… ─▶ read back, Kind.Open
-//	                     ─▶ rename to <parent>/.index/<file>/<identity>/<kind>.fid_<id> ─▶ Registry: committed
-//	Plan: leaves with committed entries ─▶ volume EvaluateIndexes (one call per endpoint)
+//	                     ─▶ rename to <parent>/.index/<file>/<identity>/<kind>.fid_<id>
+//	                     ─▶ Registry: committed, with the payload's size and SHA-256
+//	Plan: leaves with committed entries ─▶ volume EvaluateIndexes (one call per endpoint;
+//	      each probe names the committed size and SHA-256, verified before the payload opens)
 //	      ─▶ Combine(expr): AND ∩, OR ∪, unknown = identity under AND, absorbing under OR
 //	      ─▶ positions narrow row groups, row ranges and pages (plan's side_index tier)
 //
