@@ -19,7 +19,9 @@
 package indexing
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -138,6 +140,22 @@ func (e Entry) Serves(sp Spec, identity string) bool {
 // Commit is the entry's commitment to its payload's bytes.
 func (e Entry) Commit() sideindex.Commit {
 	return sideindex.Commit{Bytes: e.PayloadBytes, SHA256: e.PayloadSHA256}
+}
+
+// OpenPayload opens payload as kind's index when its bytes are the ones
+// committed (sideindex.OpenCommitted); otherwise the state says why it
+// cannot be used: stale when the registry recorded no size and SHA-256
+// (an entry committed before payloads were hashed: rebuilt), corrupt when
+// the bytes are not the committed ones or do not open.
+func OpenPayload(ctx context.Context, kind sideindex.Kind, payload []byte, want sideindex.Header, c sideindex.Commit) (sideindex.Index, string, error) {
+	idx, err := sideindex.OpenCommitted(ctx, kind, payload, want, c)
+	switch {
+	case err == nil:
+		return idx, "", nil
+	case errors.Is(err, sideindex.ErrNoCommit):
+		return nil, StateStale, err
+	}
+	return nil, StateCorrupt, err
 }
 
 // Unhashed is the reason an entry committed without a payload hash is

@@ -463,9 +463,9 @@ func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, sche
 	}
 	want := sideindex.Header{Kind: kind.Name(), FieldID: int(p.GetFieldId()), IcebergType: field.Type.String(), DataFile: p.GetDataFile(),
 		Identity: identity, Params: p.GetParams(), Rows: p.GetRecordCount()}
-	idx, err := sideindex.OpenCommitted(ctx, kind, payload, want, commit)
+	idx, state, err := indexing.OpenPayload(ctx, kind, payload, want, commit)
 	if err != nil {
-		return nil, indexing.StateCorrupt, err
+		return nil, state, err
 	}
 	s.indexes.Add(key, loc, loaded, idx, idx.Bytes())
 	return idx, "", nil
