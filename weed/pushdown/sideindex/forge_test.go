@@ -34,108 +34,127 @@ type payloadCase struct {
 }
 
 var (
-	payloadCasesOnce sync.Once
-	payloadCasesMemo []payloadCase
+	payloadCasesMu   sync.Mutex
+	payloadCasesMemo = map[string]payloadCase{}
 )
 
-// payloadCases builds one case per kind (built once per test binary).
+// payloadCases builds one case per kind (each built once per test binary).
 func payloadCases(t testing.TB) []payloadCase {
 	t.Helper()
-	payloadCasesOnce.Do(func() { payloadCasesMemo = buildPayloadCases(t) })
-	if len(payloadCasesMemo) != len(Kinds()) {
-		t.Fatalf("payload cases of %d kinds, %d are registered", len(payloadCasesMemo), len(Kinds()))
+	var out []payloadCase
+	for _, k := range Kinds() {
+		out = append(out, payloadCaseOf(t, k.Name()))
 	}
-	return payloadCasesMemo
+	return out
 }
 
-func buildPayloadCases(t testing.TB) []payloadCase {
-	ctx := context.Background()
-	_, s := schemasOf(testCols())
-	a := loadFile(t, "s3://b/t/data/part-00000.parquet", writeFile(t, testCols(), layouts[0], 1200, 5), s)
-	b := loadFile(t, "s3://b/t/data/part-00001.parquet", writeFile(t, testCols(), layouts[0], 1200, 6), s)
-	_, ls := schemasOf(listCols())
-	la := loadFile(t, "s3://b/t/data/part-00000.parquet", writeFile(t, listCols(), layouts[0], 1200, 5), ls)
-	lb := loadFile(t, "s3://b/t/data/part-00001.parquet", writeFile(t, listCols(), layouts[0], 1200, 6), ls)
-	// page_index: keys ascending in A, descending in B (pages of other ranges)
-	ordered := func(desc bool) []testCol {
-		return []testCol{{"k", arrow.PrimitiveTypes.Int64, iceberg.PrimitiveTypes.Int64, func(r *rand.Rand, g int64) any {
-			if desc {
-				g = 1199 - g
-			}
-			return g * 3
-		}}}
+// payloadCaseOf is the case of kind name, built on first use (a fuzz
+// worker builds only its kind's files and payloads).
+func payloadCaseOf(t testing.TB, name string) payloadCase {
+	t.Helper()
+	payloadCasesMu.Lock()
+	defer payloadCasesMu.Unlock()
+	if c, ok := payloadCasesMemo[name]; ok {
+		return c
 	}
-	_, os := schemasOf(ordered(false))
-	oa := loadFile(t, "s3://b/t/data/part-00000.parquet", writeFile(t, ordered(false), layouts[0], 1200, 5), os)
-	ob := loadFile(t, "s3://b/t/data/part-00001.parquet", writeFile(t, ordered(true), layouts[0], 1200, 5), os)
-	va, vb := vectorFile(t, 2500, 3), vectorFile(t, 2500, 4)
-	vb.path = "s3://b/t/data/v-other.parquet"
-	build := func(k Kind, in Input) []byte {
+	k, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no kind %s", name)
+	}
+	c := buildPayloadCase(t, k)
+	payloadCasesMemo[name] = c
+	return c
+}
+
+// casePair writes data files A and B of cols (B from another seed, or
+// other rows) under one schema.
+func casePair(t testing.TB, cols, colsB []testCol) (a, b *testFile) {
+	_, s := schemasOf(cols)
+	a = loadFile(t, "s3://b/t/data/part-00000.parquet", writeFile(t, cols, layouts[0], caseRows, 5), s)
+	b = loadFile(t, "s3://b/t/data/part-00001.parquet", writeFile(t, colsB, layouts[0], caseRows, 6), s)
+	return a, b
+}
+
+// caseRows are the rows of the scalar kinds' files (small: a fuzz worker
+// minimizes inputs of the payloads' size).
+const caseRows = 800
+
+// ordered is one int64 column "k": ascending keys, or descending ones.
+func ordered(desc bool) []testCol {
+	return []testCol{{"k", arrow.PrimitiveTypes.Int64, iceberg.PrimitiveTypes.Int64, func(r *rand.Rand, g int64) any {
+		if desc {
+			g = caseRows - 1 - g
+		}
+		return g * 3
+	}}}
+}
+
+func buildPayloadCase(t testing.TB, k Kind) payloadCase {
+	ctx := context.Background()
+	build := func(in Input) []byte {
 		p, err := k.Build(ctx, in)
 		if err != nil {
 			t.Fatalf("%s: build: %v", k.Name(), err)
 		}
 		return p
 	}
-	restamp := func(k Kind, p []byte, want Header) []byte {
+	restamp := func(p []byte, want Header) []byte {
 		f, err := Restamp(ctx, k.Name(), p, want)
 		if err != nil {
 			t.Fatalf("%s: restamp: %v", k.Name(), err)
 		}
 		return f
 	}
-	var out []payloadCase
-	for _, k := range Kinds() {
-		c := payloadCase{kind: k, forged: map[string][]byte{}}
-		var ina, inb Input
-		switch k.Name() {
-		case "ivf", "ivf_pq":
-			params := map[string]string{"nlist": "8"}
-			ina, inb = va.vectorInput(t, 2, "emb", params), vb.vectorInput(t, 2, "emb", params)
-			c.file = va
-			m, err := ReadVectors(ctx, va.path, va.footer, ina.Source, ina.Column)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.mat = m
-			// Another build of the same file (other seed: other lists of
-			// the same count and dimension) under the committed header:
-			// the finding of a payload swapped while its vectors and
-			// packed lists were cached.
-			other := va.vectorInput(t, 2, "emb", map[string]string{"nlist": "8", "seed": "2"})
-			c.want = wantOf(ina, k.Name())
-			c.forged["another build of the file"] = restamp(k, build(k, other), c.want)
-		case "label_list":
-			field, _ := ls.FindFieldByName("tags")
-			ina, inb = la.input(t, field.ID, nil), lb.input(t, field.ID, nil)
-			c.file = la
-		case "page_index":
-			ina, inb = oa.input(t, 1, nil), ob.input(t, 1, nil)
-			c.file = oa
-		case "ngram":
-			field, _ := s.FindFieldByName("str")
-			ina, inb = a.input(t, field.ID, nil), b.input(t, field.ID, nil)
-			c.file = a
-		default:
-			field, _ := s.FindFieldByName("i64")
-			ina, inb = a.input(t, field.ID, nil), b.input(t, field.ID, nil)
-			c.file = a
+	c := payloadCase{kind: k, forged: map[string][]byte{}}
+	var ina, inb Input
+	switch k.Name() {
+	case "ivf", "ivf_pq":
+		va, vb := vectorFile(t, 2500, 3), vectorFile(t, 2500, 4)
+		vb.path = "s3://b/t/data/v-other.parquet"
+		params := map[string]string{"nlist": "8"}
+		ina, inb = va.vectorInput(t, 2, "emb", params), vb.vectorInput(t, 2, "emb", params)
+		c.file = va
+		m, err := ReadVectors(ctx, va.path, va.footer, ina.Source, ina.Column)
+		if err != nil {
+			t.Fatal(err)
 		}
-		c.want = wantOf(ina, k.Name())
-		c.good = build(k, ina)
-		c.forged["another file's"] = restamp(k, build(k, inb), c.want)
-		if c.mat == nil {
-			field, _ := c.file.schema.FindFieldByID(ina.FieldID)
-			r := rand.New(rand.NewPCG(7, uint64(ina.FieldID)))
-			for len(c.leaves) < 24 {
-				if l := randomLeaf(r, c.file.schema, field, c.file.df.Cols[field.ID]); l != nil {
-					c.leaves = append(c.leaves, l)
-				}
-			}
+		c.mat = m
+		// Another build of the same file (other seed: other lists of the
+		// same count and dimension) under the committed header: the
+		// finding of a payload swapped while its vectors and packed lists
+		// were cached.
+		other := va.vectorInput(t, 2, "emb", map[string]string{"nlist": "8", "seed": "2"})
+		c.forged["another build of the file"] = restamp(build(other), wantOf(ina, k.Name()))
+	case "label_list":
+		a, b := casePair(t, listCols(), listCols())
+		field, _ := a.schema.FindFieldByName("tags")
+		ina, inb, c.file = a.input(t, field.ID, nil), b.input(t, field.ID, nil), a
+	case "page_index":
+		// keys ascending in A, descending in B: pages of other ranges
+		a, b := casePair(t, ordered(false), ordered(true))
+		ina, inb, c.file = a.input(t, 1, nil), b.input(t, 1, nil), a
+	default:
+		a, b := casePair(t, testCols(), testCols())
+		column := "i64"
+		if k.Name() == "ngram" {
+			column = "str"
 		}
-		out = append(out, c)
+		field, _ := a.schema.FindFieldByName(column)
+		ina, inb, c.file = a.input(t, field.ID, nil), b.input(t, field.ID, nil), a
 	}
-	return out
+	c.want = wantOf(ina, k.Name())
+	c.good = build(ina)
+	c.forged["another file's"] = restamp(build(inb), c.want)
+	if c.mat == nil {
+		field, _ := c.file.schema.FindFieldByID(ina.FieldID)
+		r := rand.New(rand.NewPCG(7, uint64(ina.FieldID)))
+		for len(c.leaves) < 24 {
+			if l := randomLeaf(r, c.file.schema, field, c.file.df.Cols[field.ID]); l != nil {
+				c.leaves = append(c.leaves, l)
+			}
+		}
+	}
+	return c
 }
 
 // answers evaluates every leaf (scalar kinds) or searches three queries
@@ -262,17 +281,6 @@ func TestPackedListsOfAnotherPayloadAreRefusedNotIndexedOutOfRange(t *testing.T)
 	}
 }
 
-// payloadCaseOf is the case of kind name.
-func payloadCaseOf(t testing.TB, name string) payloadCase {
-	for _, c := range payloadCases(t) {
-		if c.kind.Name() == name {
-			return c
-		}
-	}
-	t.Fatalf("no payload case of kind %s", name)
-	return payloadCase{}
-}
-
 // fuzzPayload fuzzes Open and the evaluation path of kind name on
 // payloads of data file A, from a corpus of its committed payload, the
 // forgeries, a truncation and a flipped byte: nothing panics, an opened
@@ -325,10 +333,10 @@ func fuzzPayload(f *testing.F, name string) {
 	})
 }
 
-// checkEvaluations evaluates every leaf and reads every row group an
-// index serves the planner: positions stay inside the file.
+// checkEvaluations evaluates the first fuzzLeaves leaves and reads every
+// row group an index serves the planner: positions stay inside the file.
 func checkEvaluations(t *testing.T, c payloadCase, idx Index) {
-	for _, l := range c.leaves {
+	for _, l := range c.leaves[:fuzzLeaves] {
 		a, err := idx.Eval(context.Background(), l)
 		if err == nil && !a.Unknown && a.Positions != nil && !a.Positions.IsEmpty() && a.Positions.Maximum() >= uint64(c.want.Rows) {
 			t.Fatalf("%s answered position %d of a %d-row file", l, a.Positions.Maximum(), c.want.Rows)
@@ -383,6 +391,10 @@ func checkVectorSearches(t *testing.T, c payloadCase, ix *vector.Index, pk *vect
 		}
 	}
 }
+
+// fuzzLeaves are the leaves a fuzz input is evaluated with (the cost of an
+// exec bounds how fast a worker minimizes).
+const fuzzLeaves = 8
 
 func FuzzBtreePayload(f *testing.F)     { fuzzPayload(f, "btree") }
 func FuzzBloomPayload(f *testing.F)     { fuzzPayload(f, "bloom") }
