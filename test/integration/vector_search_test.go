@@ -194,7 +194,9 @@ func TestSearchVectorsBesideTheDataMatchesABruteForceOracle(t *testing.T) {
 		for i, o := range oracle {
 			f := &pushdown_pb.VectorSearchFile{Path: o.path, SizeBytes: o.size, RecordCount: int64(len(o.ids))}
 			if indexed {
-				f.IndexKind, f.IndexIdentity = "ivf", entries[o.path].GetIdentity()
+				en := entries[o.path]
+				f.IndexKind, f.IndexIdentity = "ivf", en.GetIdentity()
+				f.IndexPayloadBytes, f.IndexPayloadSha256 = en.GetPayloadBytes(), en.GetPayloadSha256()
 			}
 			if masks != nil {
 				var buf bytes.Buffer

@@ -102,7 +102,8 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	}
 	tracker := freshness.New(freshness.DefaultRemembered)
 	svc := catalog.New(advertise, string(opts.Filer), watcher, reader, opts.Config, tracker)
-	svc.Guard, svc.Keys = guard, guard.Keys
+	svc.Guard = guard
+	svc.SetKeys(guard.Keys)
 	svc.IcebergURL, svc.S3URL = opts.IcebergURL, opts.S3URL
 	if masters, err := filerMasters(filerFn); err == nil {
 		svc.Masters = masters

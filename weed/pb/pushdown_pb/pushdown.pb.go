@@ -2915,15 +2915,19 @@ func (x *BuildIndexesRequest) GetNameMappingJson() []byte {
 }
 
 type BuiltIndex struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DataFile      string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
-	FieldId       int32                  `protobuf:"varint,2,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
-	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
-	Identity      string                 `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`                          // <size>-<rows>-<footer hash> it was built against
-	PayloadPath   string                 `protobuf:"bytes,5,opt,name=payload_path,json=payloadPath,proto3" json:"payload_path,omitempty"` // s3://… of the committed payload
-	PayloadBytes  int64                  `protobuf:"varint,6,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
-	BuildMicros   int64                  `protobuf:"varint,7,opt,name=build_micros,json=buildMicros,proto3" json:"build_micros,omitempty"`
-	Error         string                 `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"` // non-empty: the build failed (nothing visible)
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	DataFile     string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
+	FieldId      int32                  `protobuf:"varint,2,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
+	Kind         string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Identity     string                 `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`                          // <size>-<rows>-<footer hash> it was built against
+	PayloadPath  string                 `protobuf:"bytes,5,opt,name=payload_path,json=payloadPath,proto3" json:"payload_path,omitempty"` // s3://… of the committed payload
+	PayloadBytes int64                  `protobuf:"varint,6,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
+	BuildMicros  int64                  `protobuf:"varint,7,opt,name=build_micros,json=buildMicros,proto3" json:"build_micros,omitempty"`
+	Error        string                 `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"` // non-empty: the build failed (nothing visible)
+	// Hex SHA-256 of the committed payload's bytes (payload_bytes of them):
+	// the registry records it, and a payload is used only while its bytes
+	// still hash to it.
+	PayloadSha256 string `protobuf:"bytes,9,opt,name=payload_sha256,json=payloadSha256,proto3" json:"payload_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3014,6 +3018,13 @@ func (x *BuiltIndex) GetError() string {
 	return ""
 }
 
+func (x *BuiltIndex) GetPayloadSha256() string {
+	if x != nil {
+		return x.PayloadSha256
+	}
+	return ""
+}
+
 type BuildIndexesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Built         []*BuiltIndex          `protobuf:"bytes,1,rep,name=built,proto3" json:"built,omitempty"`
@@ -3060,14 +3071,20 @@ func (x *BuildIndexesResponse) GetBuilt() []*BuiltIndex {
 
 // IndexProbe names one committed payload to evaluate.
 type IndexProbe struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DataFile      string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
-	SizeBytes     int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	RecordCount   int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
-	FieldId       int32                  `protobuf:"varint,4,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
-	Kind          string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
-	Identity      string                 `protobuf:"bytes,6,opt,name=identity,proto3" json:"identity,omitempty"`                                                                       // the identity the registry says it was built against
-	Params        map[string]string      `protobuf:"bytes,7,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // the build parameters it was built with
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	DataFile    string                 `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"data_file,omitempty"`
+	SizeBytes   int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	RecordCount int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
+	FieldId     int32                  `protobuf:"varint,4,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"`
+	Kind        string                 `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	Identity    string                 `protobuf:"bytes,6,opt,name=identity,proto3" json:"identity,omitempty"`                                                                       // the identity the registry says it was built against
+	Params      map[string]string      `protobuf:"bytes,7,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // the build parameters it was built with
+	// The committed payload's size and hex SHA-256 (BuiltIndex): the volume
+	// opens only bytes that match both, else the probe fails as corrupt; a
+	// probe without them (an entry committed before payloads were hashed) as
+	// stale.
+	PayloadBytes  int64  `protobuf:"varint,8,opt,name=payload_bytes,json=payloadBytes,proto3" json:"payload_bytes,omitempty"`
+	PayloadSha256 string `protobuf:"bytes,9,opt,name=payload_sha256,json=payloadSha256,proto3" json:"payload_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3149,6 +3166,20 @@ func (x *IndexProbe) GetParams() map[string]string {
 		return x.Params
 	}
 	return nil
+}
+
+func (x *IndexProbe) GetPayloadBytes() int64 {
+	if x != nil {
+		return x.PayloadBytes
+	}
+	return 0
+}
+
+func (x *IndexProbe) GetPayloadSha256() string {
+	if x != nil {
+		return x.PayloadSha256
+	}
+	return ""
 }
 
 type EvaluateIndexesRequest struct {
@@ -3857,6 +3888,7 @@ type IndexEntry struct {
 	Reason         string                 `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
 	BuiltUnixMs    int64                  `protobuf:"varint,9,opt,name=built_unix_ms,json=builtUnixMs,proto3" json:"built_unix_ms,omitempty"`
 	VerifiedUnixMs int64                  `protobuf:"varint,10,opt,name=verified_unix_ms,json=verifiedUnixMs,proto3" json:"verified_unix_ms,omitempty"`
+	PayloadSha256  string                 `protobuf:"bytes,11,opt,name=payload_sha256,json=payloadSha256,proto3" json:"payload_sha256,omitempty"` // hex SHA-256 of the committed payload
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -3961,6 +3993,13 @@ func (x *IndexEntry) GetVerifiedUnixMs() int64 {
 	return 0
 }
 
+func (x *IndexEntry) GetPayloadSha256() string {
+	if x != nil {
+		return x.PayloadSha256
+	}
+	return ""
+}
+
 type ListIndexesResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Wanted        []*IndexSpec           `protobuf:"bytes,1,rep,name=wanted,proto3" json:"wanted,omitempty"`
@@ -4040,9 +4079,12 @@ type VectorSearchFile struct {
 	// Past the sketch: evaluate the request's predicate exactly on this
 	// file's candidates (the rows the side indexes could not decide) and
 	// search only the rows that match.
-	Filter        bool `protobuf:"varint,9,opt,name=filter,proto3" json:"filter,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Filter bool `protobuf:"varint,9,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The committed index payload's size and hex SHA-256, as in IndexProbe.
+	IndexPayloadBytes  int64  `protobuf:"varint,10,opt,name=index_payload_bytes,json=indexPayloadBytes,proto3" json:"index_payload_bytes,omitempty"`
+	IndexPayloadSha256 string `protobuf:"bytes,11,opt,name=index_payload_sha256,json=indexPayloadSha256,proto3" json:"index_payload_sha256,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *VectorSearchFile) Reset() {
@@ -4136,6 +4178,20 @@ func (x *VectorSearchFile) GetFilter() bool {
 		return x.Filter
 	}
 	return false
+}
+
+func (x *VectorSearchFile) GetIndexPayloadBytes() int64 {
+	if x != nil {
+		return x.IndexPayloadBytes
+	}
+	return 0
+}
+
+func (x *VectorSearchFile) GetIndexPayloadSha256() string {
+	if x != nil {
+		return x.IndexPayloadSha256
+	}
+	return ""
 }
 
 type SearchVectorsRequest struct {
@@ -5228,7 +5284,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\aindexes\x18\x02 \x03(\v2\x16.pushdown_pb.IndexSpecR\aindexes\x12\x1f\n" +
 	"\vschema_json\x18\x03 \x01(\fR\n" +
 	"schemaJson\x12*\n" +
-	"\x11name_mapping_json\x18\x04 \x01(\fR\x0fnameMappingJson\"\xf5\x01\n" +
+	"\x11name_mapping_json\x18\x04 \x01(\fR\x0fnameMappingJson\"\x9c\x02\n" +
 	"\n" +
 	"BuiltIndex\x12\x1b\n" +
 	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x19\n" +
@@ -5238,9 +5294,10 @@ const file_pushdown_proto_rawDesc = "" +
 	"\fpayload_path\x18\x05 \x01(\tR\vpayloadPath\x12#\n" +
 	"\rpayload_bytes\x18\x06 \x01(\x03R\fpayloadBytes\x12!\n" +
 	"\fbuild_micros\x18\a \x01(\x03R\vbuildMicros\x12\x14\n" +
-	"\x05error\x18\b \x01(\tR\x05error\"E\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12%\n" +
+	"\x0epayload_sha256\x18\t \x01(\tR\rpayloadSha256\"E\n" +
 	"\x14BuildIndexesResponse\x12-\n" +
-	"\x05built\x18\x01 \x03(\v2\x17.pushdown_pb.BuiltIndexR\x05built\"\xae\x02\n" +
+	"\x05built\x18\x01 \x03(\v2\x17.pushdown_pb.BuiltIndexR\x05built\"\xfa\x02\n" +
 	"\n" +
 	"IndexProbe\x12\x1b\n" +
 	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x1d\n" +
@@ -5250,7 +5307,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\bfield_id\x18\x04 \x01(\x05R\afieldId\x12\x12\n" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\x12\x1a\n" +
 	"\bidentity\x18\x06 \x01(\tR\bidentity\x12;\n" +
-	"\x06params\x18\a \x03(\v2#.pushdown_pb.IndexProbe.ParamsEntryR\x06params\x1a9\n" +
+	"\x06params\x18\a \x03(\v2#.pushdown_pb.IndexProbe.ParamsEntryR\x06params\x12#\n" +
+	"\rpayload_bytes\x18\b \x01(\x03R\fpayloadBytes\x12%\n" +
+	"\x0epayload_sha256\x18\t \x01(\tR\rpayloadSha256\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf4\x01\n" +
@@ -5305,7 +5364,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06errors\x18\x05 \x03(\tR\x06errors\"H\n" +
 	"\x12ListIndexesRequest\x12\x1c\n" +
 	"\twarehouse\x18\x01 \x01(\tR\twarehouse\x12\x14\n" +
-	"\x05table\x18\x02 \x01(\tR\x05table\"\xb8\x02\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\xdf\x02\n" +
 	"\n" +
 	"IndexEntry\x12\x1b\n" +
 	"\tdata_file\x18\x01 \x01(\tR\bdataFile\x12\x19\n" +
@@ -5318,12 +5377,13 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x12\"\n" +
 	"\rbuilt_unix_ms\x18\t \x01(\x03R\vbuiltUnixMs\x12(\n" +
 	"\x10verified_unix_ms\x18\n" +
-	" \x01(\x03R\x0everifiedUnixMs\"\x99\x01\n" +
+	" \x01(\x03R\x0everifiedUnixMs\x12%\n" +
+	"\x0epayload_sha256\x18\v \x01(\tR\rpayloadSha256\"\x99\x01\n" +
 	"\x13ListIndexesResponse\x12.\n" +
 	"\x06wanted\x18\x01 \x03(\v2\x16.pushdown_pb.IndexSpecR\x06wanted\x121\n" +
 	"\aentries\x18\x02 \x03(\v2\x17.pushdown_pb.IndexEntryR\aentries\x12\x1f\n" +
 	"\vfiles_total\x18\x03 \x01(\x03R\n" +
-	"filesTotal\"\xa0\x03\n" +
+	"filesTotal\"\x82\x04\n" +
 	"\x10VectorSearchFile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -5337,7 +5397,10 @@ const file_pushdown_proto_rawDesc = "" +
 	"\n" +
 	"candidates\x18\b \x01(\fR\n" +
 	"candidates\x12\x16\n" +
-	"\x06filter\x18\t \x01(\bR\x06filter\x1a>\n" +
+	"\x06filter\x18\t \x01(\bR\x06filter\x12.\n" +
+	"\x13index_payload_bytes\x18\n" +
+	" \x01(\x03R\x11indexPayloadBytes\x120\n" +
+	"\x14index_payload_sha256\x18\v \x01(\tR\x12indexPayloadSha256\x1a>\n" +
 	"\x10IndexParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x03\n" +

@@ -2,7 +2,9 @@ package access
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -181,6 +183,20 @@ func (k *Keys) Verify(tok string) (TokenGrant, error) {
 	}
 	k.verified.Add(tok, v)
 	return TokenGrant{Prefixes: claims.AllowedPrefixes, Methods: claims.AllowedMethods}, nil
+}
+
+// Derive is a key for one purpose, derived from the service key
+// (HMAC-SHA256 of "lakeweed pushdown " + purpose under it): what the
+// services authenticate files they write for themselves with (persisted
+// delete bitmaps), so the signing key itself signs only tokens. Nil when
+// k has no key.
+func (k *Keys) Derive(purpose string) []byte {
+	if k == nil || len(k.key) == 0 {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(k.key))
+	m.Write([]byte("lakeweed pushdown " + purpose))
+	return m.Sum(nil)
 }
 
 // BearerToken returns the "authorization: Bearer <token>" of the incoming

@@ -92,7 +92,8 @@ func (s *Service) ListIndexes(ctx context.Context, req *pushdown_pb.ListIndexesR
 		}
 		for _, e := range all[f.Path] {
 			resp.Entries = append(resp.Entries, &pushdown_pb.IndexEntry{DataFile: e.DataFile, FieldId: int32(e.FieldID), Kind: e.Kind, Identity: e.Identity,
-				PayloadPath: e.PayloadPath, PayloadBytes: e.PayloadBytes, State: e.State, Reason: e.Reason, BuiltUnixMs: e.BuiltUnixMs, VerifiedUnixMs: e.VerifiedMs})
+				PayloadPath: e.PayloadPath, PayloadBytes: e.PayloadBytes, State: e.State, Reason: e.Reason, BuiltUnixMs: e.BuiltUnixMs, VerifiedUnixMs: e.VerifiedMs,
+				PayloadSha256: e.PayloadSHA256})
 		}
 	}
 	return resp, nil
@@ -421,7 +422,7 @@ func (s *Service) recordBuilt(ctx context.Context, uuid string, t buildTask, b *
 		case failure != "":
 			e.State, e.Reason = indexing.StateFailed, boundedString(failure)
 		case b.GetPayloadPath() != "":
-			e.State, e.PayloadPath, e.PayloadBytes, e.BuiltUnixMs, e.VerifiedMs = indexing.StateCommitted, b.GetPayloadPath(), b.GetPayloadBytes(), now, now
+			e.State, e.PayloadPath, e.PayloadBytes, e.PayloadSHA256, e.BuiltUnixMs, e.VerifiedMs = indexing.StateCommitted, b.GetPayloadPath(), b.GetPayloadBytes(), b.GetPayloadSha256(), now, now
 			if b.GetIdentity() != "" {
 				e.Identity = b.GetIdentity()
 			}

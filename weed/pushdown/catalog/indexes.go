@@ -231,6 +231,9 @@ func (src *sideIndexSource) locate(ctx context.Context, files []*plan.DataFile, 
 					why = e.State
 				case !maps.Equal(e.Params, sp.Params):
 					why = "built with other parameters"
+				case !e.Commit().Known():
+					why = indexing.StateStale + " (" + indexing.Unhashed + ")"
+					src.s.markEntry(src.tableUUID, e, indexing.StateStale, indexing.Unhashed)
 				default:
 					if addr = src.s.endpointFor(gctx, f.Path); addr == "" {
 						why = "no healthy volume pushdown service holds it"
@@ -284,8 +287,7 @@ func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*
 	var named []string
 	for _, p := range batch {
 		f := files[p.file]
-		req.Probes = append(req.Probes, &pushdown_pb.IndexProbe{DataFile: f.Path, SizeBytes: f.Size, RecordCount: f.RecordCount,
-			FieldId: int32(p.spec.FieldID), Kind: p.spec.Kind, Identity: p.entry.Identity, Params: p.spec.Params})
+		req.Probes = append(req.Probes, probeOf(f, p, p.spec.Kind))
 		named = append(named, f.Path)
 	}
 	ctx, client, err := src.s.volumeClient(ctx, addr, named, false)
@@ -299,13 +301,26 @@ func (src *sideIndexSource) evaluate(ctx context.Context, addr string, files []*
 	return resp, nil
 }
 
-// markEntry records in the registry that an entry could not be used.
+// probeOf names the committed payload of p (an index of kind on file f)
+// to a volume: the file, the identity it was built against, its build
+// parameters and the payload's committed size and SHA-256.
+func probeOf(f *plan.DataFile, p probeRef, kind string) *pushdown_pb.IndexProbe {
+	return &pushdown_pb.IndexProbe{DataFile: f.Path, SizeBytes: f.Size, RecordCount: f.RecordCount, FieldId: int32(p.spec.FieldID), Kind: kind,
+		Identity: p.entry.Identity, Params: p.spec.Params, PayloadBytes: p.entry.PayloadBytes, PayloadSha256: p.entry.PayloadSHA256}
+}
+
+// markEntry records in the registry that an entry could not be used,
+// unless the entry was rebuilt meanwhile (another payload committed).
 func (s *Service) markEntry(tableUUID string, e indexing.Entry, state, reason string) {
 	if state == "" || state == e.State {
 		return
 	}
 	e.State, e.Reason = state, reason
 	safe.Go("mark a registry entry", func() {
+		cur, ok, err := s.Registry.Lookup(context.Background(), tableUUID, e.DataFile, e.Kind, e.FieldID)
+		if err != nil || !ok || cur.BuiltUnixMs != e.BuiltUnixMs || cur.PayloadSHA256 != e.PayloadSHA256 || cur.Identity != e.Identity {
+			return
+		}
 		if err := s.Registry.Put(context.Background(), tableUUID, e); err != nil {
 			glog.V(1).Infof("pushdown: mark %s: %v", e, err)
 		}

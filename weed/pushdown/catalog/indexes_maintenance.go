@@ -30,7 +30,8 @@ import (
 //	   ├─ file in no snapshot the metadata lists ─▶ orphaned since T (recorded in the entry)
 //	   │      T + Config.IndexGracePeriod passed ─▶ remove .index/<file>/<identity>/ and the rows
 //	   └─ committed entry of a live file:
-//	          payload absent ─▶ missing · size differs ─▶ corrupt · data file moved on ─▶ stale
+//	          no payload hash ─▶ stale · payload absent ─▶ missing · size differs ─▶ corrupt
+//	          data file moved on ─▶ stale
 //	          any entry of a current file not committed ─▶ builds.enqueue(table)
 //
 // New commits schedule builds without it (OnTableEntryUpdate); the
@@ -315,16 +316,21 @@ func (s *Service) expireTable(ctx context.Context, uuid string, n tables.Name, a
 }
 
 // checkEntry says why a committed entry can no longer be used ("" = it
-// can): its payload is absent or not the size recorded, or the data file
-// is no longer the version it was built against.
+// can): no payload hash was recorded (committed before payloads were
+// hashed), its payload is absent or not the size recorded, or the data
+// file is no longer the version it was built against. (The payload's
+// SHA-256 is checked by the volume each time it reads the payload.)
 func (s *Service) checkEntry(ctx context.Context, cur *tables.Files, e indexing.Entry) (state, reason string) {
+	if !e.Commit().Known() {
+		return indexing.StateStale, indexing.Unhashed
+	}
 	size, found, err := s.lookupSize(ctx, e.PayloadPath)
 	switch {
 	case err != nil:
 		return "", "" // the filer did not answer: check again next pass
 	case !found:
 		return indexing.StateMissing, "payload " + e.PayloadPath + " not found"
-	case e.PayloadBytes > 0 && size != e.PayloadBytes:
+	case size != e.PayloadBytes:
 		return indexing.StateCorrupt, fmt.Sprintf("payload is %d bytes, %d were committed", size, e.PayloadBytes)
 	}
 	if cur == nil {

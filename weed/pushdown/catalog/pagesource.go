@@ -105,8 +105,7 @@ func (src *sideIndexSource) readPageIndexes(ctx context.Context, addr string, fi
 	var named []string
 	for _, p := range batch {
 		f := files[p.file]
-		req.Probes = append(req.Probes, &pushdown_pb.IndexProbe{DataFile: f.Path, SizeBytes: f.Size, RecordCount: f.RecordCount,
-			FieldId: int32(p.spec.FieldID), Kind: pageIndexKind, Identity: p.entry.Identity, Params: p.spec.Params})
+		req.Probes = append(req.Probes, probeOf(f, p, pageIndexKind))
 		named = append(named, f.Path)
 	}
 	ctx, client, err := src.s.volumeClient(ctx, addr, named, false)

@@ -170,9 +170,23 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		builds:   newBuildQueue(),
 		maint:    newMaintenance(),
 		Registry: indexing.NewRegistry(func(fn func(filer_pb.SeaweedFilerClient) error) error { return reader.WithFilerClient(false, fn) }),
-		Deletes: deletes.NewComputer(indexstore.Opener(reader), indexstore.Filer{Reader: reader},
-			deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes, Tracker: tracker, Stat: reader.ETag}),
+		Deletes:  newDeletes(reader, cfg, tracker, nil),
 	}
+}
+
+// newDeletes is the catalog's delete engine; persisted bitmaps are sealed
+// with storeKey (none: memory only).
+func newDeletes(reader *fileread.Reader, cfg Config, tracker *freshness.Tracker, storeKey []byte) *deletes.Computer {
+	return deletes.NewComputer(indexstore.Opener(reader), indexstore.Filer{Reader: reader},
+		deletes.Options{AllowBareDV: cfg.AllowBareDV, CacheBytes: cfg.DeleteCacheBytes, Tracker: tracker, Stat: reader.ETag, StoreKey: storeKey})
+}
+
+// SetKeys gives the service the cluster's keys (call before serving): its
+// calls to volume pushdown services carry tokens signed with them, and
+// the delete bitmaps it persists are sealed with a key derived from them.
+func (s *Service) SetKeys(k *access.Keys) {
+	s.Keys = k
+	s.Deletes = newDeletes(s.Reader, s.Config, s.Tracker, k.Derive(deletes.StoreKeyPurpose))
 }
 
 // endpointFor returns the address of the healthy volume pushdown service

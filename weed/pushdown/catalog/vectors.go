@@ -54,6 +54,7 @@ type vectorFile struct {
 	endpoints []string // rendezvous order
 	plan      *pushdown_pb.VectorFilePlan
 	rows      *pushdown_pb.VectorRows // the fused projection of its local top-K
+	entry     indexing.Entry          // the registry entry of the index searched (req.index_kind set)
 }
 
 // planVectors answers a vector query over the files the scalar tiers left:
@@ -125,6 +126,7 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			candidates = int64(mask.GetCardinality())
 		}
 		vp := &pushdown_pb.VectorFilePlan{File: fp.File.Path, Candidates: candidates, Filtered: filter}
+		vf := &vectorFile{req: f, plan: vp}
 		for _, kind := range vectorKinds {
 			sp, ok := specs[kind]
 			if !ok || s.Registry == nil {
@@ -134,16 +136,22 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 			if err != nil {
 				return nil, err
 			}
+			if ok && en.State == indexing.StateCommitted && !en.Commit().Known() {
+				s.markEntry(tableUUID, en, indexing.StateStale, indexing.Unhashed)
+				continue
+			}
 			if ok && en.State == indexing.StateCommitted {
 				f.IndexKind, f.IndexIdentity, f.IndexParams = kind, en.Identity, sp.Params
+				f.IndexPayloadBytes, f.IndexPayloadSha256 = en.PayloadBytes, en.PayloadSHA256
 				vp.IndexKind, vp.IndexIdentity = kind, en.Identity
+				vf.entry = en
 				break
 			}
 		}
 		if f.IndexKind == "" {
 			missing++
 		}
-		files = append(files, &vectorFile{req: f, plan: vp})
+		files = append(files, vf)
 	}
 	name := "vector(" + field.Name + ")"
 	switch {
@@ -186,6 +194,9 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 		}
 		if r.GetIndexState() != "" {
 			resp.Stats.IndexesMissing = append(resp.Stats.IndexesMissing, fmt.Sprintf("%s of %s: %s (%s); searched exactly", f.req.GetIndexKind(), f.req.GetPath(), r.GetIndexState(), r.GetReason()))
+			if f.req.GetIndexKind() != "" {
+				s.markEntry(tableUUID, f.entry, r.GetIndexState(), r.GetReason())
+			}
 		}
 		if r.GetSearchedBy() == "exact" {
 			stats.FilesExact++

@@ -267,7 +267,7 @@ func ourIDs(t *testing.T, tbl *table.Table) (ids []int64, kinds map[string]int) 
 		specs[s.ID()] = s
 	}
 	ix := NewIndex(dels, specs)
-	c := NewComputer(localOpen, newMemStore(), Options{})
+	c := NewComputer(localOpen, newMemStore(), Options{StoreKey: testStoreKey})
 	for _, d := range data {
 		res, err := c.Deleted(ctx, d, ix.For(d), tbl.Schema(), tbl.Metadata().NameMapping())
 		if err != nil {

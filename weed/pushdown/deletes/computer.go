@@ -59,6 +59,10 @@ type Options struct {
 	// and nothing is persisted for a data file whose identity the service
 	// did not check (DataFile.FooterHash empty).
 	Stat func(ctx context.Context, location string) (etag string, err error)
+	// StoreKey seals persisted bitmaps (HMAC-SHA256, see EncodeStored):
+	// only payloads sealed with it are trusted. Without one the Store is
+	// not used (memory only): a bitmap anyone can write deletes rows.
+	StoreKey []byte
 }
 
 // Computer computes and caches the deleted positions of data files:
@@ -84,7 +88,7 @@ type Computer struct {
 }
 
 // NewComputer returns a Computer reading files with open and persisting
-// bitmaps in store (nil: memory only).
+// bitmaps in store (nil, or no Options.StoreKey: memory only).
 func NewComputer(open Opener, store Store, o Options) *Computer {
 	capacity := o.CacheBytes
 	if capacity == 0 {
@@ -332,16 +336,17 @@ func (c *Computer) lookup(key, kind string, inputs []string) *roaring64.Bitmap {
 	return nil
 }
 
-// load reads a persisted bitmap; anything unreadable counts as absent.
+// load reads a persisted bitmap; anything unreadable or not sealed with
+// the store key counts as absent.
 func (c *Computer) load(ctx context.Context, sk StoreKey, key, kind string, inputs []string) *roaring64.Bitmap {
-	if c.store != nil {
+	if c.store != nil && len(c.opt.StoreKey) > 0 {
 		if stored, ok := c.storedKey(ctx, sk, key, inputs); ok {
 			payload, err := c.store.Load(ctx, sk)
 			switch {
 			case err != nil:
 				glog.V(1).Infof("pushdown deletes: load %s of %s: %v (recomputing)", sk.Name, sk.Data.Path, err)
 			case payload != nil:
-				if bm, ok := DecodeStored(stored, payload); ok {
+				if bm, ok := DecodeStored(stored, payload, c.opt.StoreKey); ok {
 					c.storeHits.Add(1)
 					metricRequests.WithLabelValues(kind, "store_hit").Inc()
 					return bm
@@ -364,14 +369,14 @@ func ReadOnly(ctx context.Context) context.Context {
 }
 
 func (c *Computer) save(ctx context.Context, sk StoreKey, key string, bm *roaring64.Bitmap, inputs []string) {
-	if c.store == nil || ctx.Value(readOnlyKey{}) != nil {
+	if c.store == nil || len(c.opt.StoreKey) == 0 || ctx.Value(readOnlyKey{}) != nil {
 		return
 	}
 	stored, ok := c.storedKey(ctx, sk, key, inputs)
 	if !ok {
 		return
 	}
-	payload, err := EncodeStored(stored, bm)
+	payload, err := EncodeStored(stored, bm, c.opt.StoreKey)
 	if err == nil {
 		err = c.store.Save(ctx, sk, payload)
 	}

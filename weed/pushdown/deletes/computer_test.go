@@ -1,6 +1,7 @@
 package deletes
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -184,7 +185,7 @@ func TestComputerServesTheSecondCallFromMemoryWithoutReadingFiles(t *testing.T) 
 func TestADifferentPositionDeleteSetDoesNotReuseTheMergedBitmap(t *testing.T) {
 	fx := newFixture(t)
 	store := newMemStore()
-	c := NewComputer(fx.fs.open, store, Options{})
+	c := NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey})
 	one, err := c.Deleted(context.Background(), fx.data, []File{fx.pos1}, fx.schema, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestADifferentPositionDeleteSetDoesNotReuseTheMergedBitmap(t *testing.T) {
 	}
 	// A fresh computer sharing the store: the payload saved for {pos1, pos2}
 	// must not answer {pos1}.
-	c2 := NewComputer(fx.fs.open, store, Options{})
+	c2 := NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey})
 	again, err := c2.Deleted(context.Background(), fx.data, []File{fx.pos1}, fx.schema, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestPersistedBitmapsServeAFreshComputerAndDamagedOnesAreRecomputed(t *testi
 	fx := newFixture(t)
 	store := newMemStore()
 	dels := []File{fx.pos1, fx.pos2, fx.eq1, fx.eq2}
-	first, err := NewComputer(fx.fs.open, store, Options{}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
+	first, err := NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestPersistedBitmapsServeAFreshComputerAndDamagedOnesAreRecomputed(t *testi
 		t.Fatalf("%d saves, %d payloads; want the merged position bitmap and two equality pairs", store.saves, len(store.m))
 	}
 	opens := fx.fs.totalOpens()
-	res, err := NewComputer(fx.fs.open, store, Options{}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
+	res, err := NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,14 +237,14 @@ func TestPersistedBitmapsServeAFreshComputerAndDamagedOnesAreRecomputed(t *testi
 		b[len(b)/2] ^= 0x20
 		store.m[k] = b
 	}
-	res, err = NewComputer(fx.fs.open, store, Options{}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
+	res, err = NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Deleted.Equals(first.Deleted) || res.CacheMisses != 3 {
 		t.Fatalf("damaged payloads: %+v", res)
 	}
-	res, _ = NewComputer(fx.fs.open, store, Options{}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
+	res, _ = NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
 	if res.CacheHits != 3 {
 		t.Fatalf("recomputed payloads were not rewritten: %+v", res)
 	}
@@ -252,12 +253,12 @@ func TestPersistedBitmapsServeAFreshComputerAndDamagedOnesAreRecomputed(t *testi
 	// the same slot is ignored.
 	other := fx.data
 	other.Size++
-	payload, err := EncodeStored(positionKey(other, []File{fx.pos1, fx.pos2}), bitmapOf(1, 2, 3))
+	payload, err := EncodeStored(positionKey(other, []File{fx.pos1, fx.pos2}), bitmapOf(1, 2, 3), testStoreKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	store.m[storePath(StoreKey{Data: fx.data, Name: PositionStoreName})] = payload
-	res, err = NewComputer(fx.fs.open, store, Options{}).Deleted(context.Background(), fx.data, []File{fx.pos1, fx.pos2}, fx.schema, nil)
+	res, err = NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey}).Deleted(context.Background(), fx.data, []File{fx.pos1, fx.pos2}, fx.schema, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestTheMemoryCacheStaysWithinItsByteBudget(t *testing.T) {
 
 func TestConcurrentCallsAgree(t *testing.T) {
 	fx := newFixture(t)
-	c := NewComputer(fx.fs.open, newMemStore(), Options{})
+	c := NewComputer(fx.fs.open, newMemStore(), Options{StoreKey: testStoreKey})
 	dels := []File{fx.pos1, fx.pos2, fx.eq1, fx.eq2}
 	want := fx.expect(dels...)
 	var wg sync.WaitGroup
@@ -369,5 +370,44 @@ func TestCancelledContextStopsTheComputation(t *testing.T) {
 	_, err := NewComputer(fx.fs.open, nil, Options{}).Deleted(ctx, fx.data, []File{fx.pos1, fx.eq1}, fx.schema, nil)
 	if !perr.IsContext(err) {
 		t.Fatalf("want a context error, got %v", err)
+	}
+}
+
+// A delete bitmap forged in a data file's .index/ folder for exactly the
+// slot and cache key the computer reads — by someone who can write the
+// bucket but has no store key — is ignored: the deleted positions are
+// computed from the delete files. A computer without a store key neither
+// writes nor reads the store.
+func TestAForgedPersistedBitmapDeletesNoRowAndNoKeyMeansNoStore(t *testing.T) {
+	fx := newFixture(t)
+	store := newMemStore()
+	dels := []File{fx.pos1, fx.pos2}
+	slot := storePath(StoreKey{Data: fx.data, Name: PositionStoreName})
+	forged, err := EncodeStored(positionKey(fx.data, dels), bitmapOf(0, 1, 2, 3, 4, 5), []byte("a key that is not the cluster's.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.m[slot] = forged
+	res, err := NewComputer(fx.fs.open, store, Options{StoreKey: testStoreKey}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "with a forged payload in the store", res.Deleted, fx.expect(fx.pos1, fx.pos2))
+	if res.CacheMisses != 1 || res.CacheHits != 0 {
+		t.Fatalf("the forged payload was used: %+v", res)
+	}
+	if bytes.Equal(store.m[slot], forged) {
+		t.Fatal("the forged payload was not replaced by a sealed one")
+	}
+
+	bare := newMemStore()
+	bare.m[slot] = store.m[slot] // a sealed, valid payload
+	res, err = NewComputer(fx.fs.open, bare, Options{}).Deleted(context.Background(), fx.data, dels, fx.schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBitmap(t, "without a store key", res.Deleted, fx.expect(fx.pos1, fx.pos2))
+	if res.CacheHits != 0 || bare.saves != 0 {
+		t.Fatalf("a computer without a store key used the store: %+v, %d saves", res, bare.saves)
 	}
 }

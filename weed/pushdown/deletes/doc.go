@@ -20,9 +20,12 @@
 //	                                    Result.Deleted (*roaring64.Bitmap)
 //
 // A deletion vector supersedes position delete files for its data file.
-// Persisted payloads (EncodeStored) carry their full cache key and a CRC, so
-// a payload for another delete-file set, or a damaged one, reads as absent
-// and is recomputed — never an error, never a wrong answer.
+// Persisted payloads (EncodeStored) carry their full cache key and an
+// HMAC-SHA256 under the services' store key (Options.StoreKey), so a
+// payload for another delete-file set, a damaged one, or one forged by
+// anyone who can write the table bucket reads as absent and is recomputed —
+// never an error, never a wrong answer. Without a store key nothing is
+// persisted.
 //
 // Errors are perr errors naming the file: Corrupt for malformed bytes,
 // FailedPrecondition for unsupported formats (Avro, ORC), InvalidArgument for

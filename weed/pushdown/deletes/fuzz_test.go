@@ -2,6 +2,8 @@ package deletes
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -49,30 +51,40 @@ func FuzzDecodeDV(f *testing.F) {
 }
 
 // FuzzDecodeStored: DecodeStored never panics, and what it accepts is what
-// EncodeStored writes for that key.
+// EncodeStored writes for that key under the store key. Seeds: sealed
+// payloads, and forgeries — the version 1 layout with its CRC recomputed,
+// a payload sealed with another key.
 func FuzzDecodeStored(f *testing.F) {
 	for _, k := range []string{"", "k", "position|v1|\"s3://b/d.parquet\"|10-2|\"s3://b/p.parquet\"#99"} {
 		for _, b := range []*roaring64.Bitmap{roaring64.New(), bitmapOf(1, 1<<40), sampleBitmap()} {
-			p, _ := EncodeStored(k, b)
+			p, _ := EncodeStored(k, b, testStoreKey)
 			f.Add(k, p)
+			other, _ := EncodeStored(k, b, []byte("another cluster's store key....."))
+			f.Add(k, other)
+			var bm bytes.Buffer
+			b.WriteTo(&bm)
+			v1 := append([]byte("LWDB\x01"), binary.AppendUvarint(nil, uint64(len(k)))...)
+			v1 = append(append(v1, k...), binary.AppendUvarint(nil, uint64(bm.Len()))...)
+			v1 = append(v1, bm.Bytes()...)
+			f.Add(k, binary.BigEndian.AppendUint32(v1, crc32.ChecksumIEEE(v1)))
 		}
 	}
 	f.Fuzz(func(t *testing.T, key string, payload []byte) {
-		bm, ok := DecodeStored(key, payload)
+		bm, ok := DecodeStored(key, payload, testStoreKey)
 		if !ok {
 			return
 		}
 		if bm == nil {
 			t.Fatal("ok without a bitmap")
 		}
-		if _, ok := DecodeStored(key+"x", payload); ok {
+		if _, ok := DecodeStored(key+"x", payload, testStoreKey); ok {
 			t.Fatal("a payload decoded under two keys")
 		}
-		p, err := EncodeStored(key, bm)
+		p, err := EncodeStored(key, bm, testStoreKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again, ok := DecodeStored(key, p); !ok || !again.Equals(bm) {
+		if again, ok := DecodeStored(key, p, testStoreKey); !ok || !again.Equals(bm) {
 			t.Fatal("re-encoded payload does not round trip")
 		}
 	})

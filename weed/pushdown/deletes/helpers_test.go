@@ -171,3 +171,6 @@ func errContains(t *testing.T, err error, parts ...string) {
 }
 
 var errInjected = errors.New("injected I/O failure")
+
+// testStoreKey seals the persisted bitmaps of the tests.
+var testStoreKey = []byte("lakeweed deletes test store key, 32+ bytes")

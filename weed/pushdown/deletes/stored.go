@@ -3,15 +3,18 @@ package deletes
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // Store persists computed bitmaps beside a data file's other side indexes
@@ -41,20 +44,34 @@ func EqualityStoreName(del File) string {
 
 // Persisted payload:
 //
-//	"LWDB" | version (1 byte) | uvarint len(key) | key | uvarint len(bitmap) | portable roaring64 | CRC-32 (IEEE, big-endian) of all before it
+//	"LWDB" | version 2 (1 byte) | uvarint len(key) | key | uvarint len(bitmap) | portable roaring64 | HMAC-SHA256 of all before it
 //
 // The key is the full cache key (data file identity and every input delete
 // file identity), so a payload written for another delete-file set reads as
-// absent.
+// absent. The HMAC is under the services' store key (Options.StoreKey,
+// derived from the cluster's service key): a checksum anyone with write
+// access to the table bucket could recompute, and a forged bitmap deletes
+// rows; without the key a payload cannot be made to verify. Version 1
+// payloads (CRC-32, written before) read as absent and are recomputed.
 var storedMagic = [4]byte{'L', 'W', 'D', 'B'}
 
-const storedVersion = 1
+const storedVersion = 2
+
+// StoreKeyPurpose names the store key a service derives from its service
+// key (access.Keys.Derive).
+const StoreKeyPurpose = "deletes bitmap store v2"
 
 // maxStoredKey bounds the key a payload may declare.
 const maxStoredKey = 1 << 20
 
-// EncodeStored encodes bitmap b under cache key key.
-func EncodeStored(key string, b *roaring64.Bitmap) ([]byte, error) {
+// errNoStoreKey refuses to seal or trust a payload without a store key.
+var errNoStoreKey = errors.New("no store key: persisted bitmaps are neither written nor trusted")
+
+// EncodeStored encodes bitmap b under cache key key, sealed with storeKey.
+func EncodeStored(key string, b *roaring64.Bitmap, storeKey []byte) ([]byte, error) {
+	if len(storeKey) == 0 {
+		return nil, fmt.Errorf("deletes: %w", errNoStoreKey)
+	}
 	if len(key) > maxStoredKey {
 		return nil, fmt.Errorf("deletes: cache key of %d bytes exceeds %d", len(key), maxStoredKey)
 	}
@@ -65,40 +82,50 @@ func EncodeStored(key string, b *roaring64.Bitmap) ([]byte, error) {
 	if _, err := b.WriteTo(&bm); err != nil {
 		return nil, fmt.Errorf("deletes: serialize bitmap: %w", err)
 	}
-	out := make([]byte, 0, 4+1+2*binary.MaxVarintLen64+len(key)+bm.Len()+4)
+	out := make([]byte, 0, 4+1+2*binary.MaxVarintLen64+len(key)+bm.Len()+sha256.Size)
 	out = append(out, storedMagic[:]...)
 	out = append(out, storedVersion)
 	out = binary.AppendUvarint(out, uint64(len(key)))
 	out = append(out, key...)
 	out = binary.AppendUvarint(out, uint64(bm.Len()))
 	out = append(out, bm.Bytes()...)
-	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out)), nil
+	return append(out, storedMAC(storeKey, out)...), nil
 }
 
-// DecodeStored decodes a payload written by EncodeStored for key. Any
-// mismatch or corruption reads as absent (ok == false, logged at V(1)).
-func DecodeStored(key string, payload []byte) (*roaring64.Bitmap, bool) {
-	b, err := decodeStored(key, payload)
+func storedMAC(storeKey, body []byte) []byte {
+	m := hmac.New(sha256.New, storeKey)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// DecodeStored decodes a payload written by EncodeStored for key under
+// storeKey. Any mismatch, corruption or forgery reads as absent (ok ==
+// false, logged at V(1)).
+func DecodeStored(key string, payload []byte, storeKey []byte) (*roaring64.Bitmap, bool) {
+	b, err := decodeStored(key, payload, storeKey)
 	if err != nil {
-		glog.V(1).Infof("pushdown deletes: ignoring persisted bitmap (%d bytes) for %q: %v", len(payload), key, err)
+		glog.V(1).Infof("pushdown deletes: ignoring persisted bitmap (%d bytes) for %q: %v", len(payload), perr.Truncate(key, 256), err)
 		return nil, false
 	}
 	return b, true
 }
 
-func decodeStored(key string, p []byte) (*roaring64.Bitmap, error) {
-	if len(p) < 4+1+1+1+4 {
+func decodeStored(key string, p []byte, storeKey []byte) (*roaring64.Bitmap, error) {
+	if len(storeKey) == 0 {
+		return nil, errNoStoreKey
+	}
+	if len(p) < 4+1+1+1+sha256.Size {
 		return nil, fmt.Errorf("payload of %d bytes is too short", len(p))
 	}
 	if !bytes.Equal(p[:4], storedMagic[:]) {
 		return nil, fmt.Errorf("bad magic % X", p[:4])
 	}
-	body, sum := p[:len(p)-4], binary.BigEndian.Uint32(p[len(p)-4:])
-	if got := crc32.ChecksumIEEE(body); got != sum {
-		return nil, fmt.Errorf("CRC-32 mismatch: computed %08x, stored %08x", got, sum)
+	if p[4] != storedVersion {
+		return nil, fmt.Errorf("version %d, want %d", p[4], storedVersion)
 	}
-	if body[4] != storedVersion {
-		return nil, fmt.Errorf("version %d, want %d", body[4], storedVersion)
+	body, mac := p[:len(p)-sha256.Size], p[len(p)-sha256.Size:]
+	if !hmac.Equal(mac, storedMAC(storeKey, body)) {
+		return nil, errors.New("HMAC mismatch: not written by a service of this cluster, or damaged")
 	}
 	rest := body[5:]
 	klen, n := binary.Uvarint(rest)
@@ -107,7 +134,7 @@ func decodeStored(key string, p []byte) (*roaring64.Bitmap, error) {
 	}
 	rest = rest[n:]
 	if string(rest[:klen]) != key {
-		return nil, fmt.Errorf("written for another key %q", rest[:klen])
+		return nil, fmt.Errorf("written for another key %q", perr.Truncate(string(rest[:klen]), 256))
 	}
 	rest = rest[klen:]
 	blen, n := binary.Uvarint(rest)

@@ -26,7 +26,7 @@ func TestPersistedBitmapsAreTrustedOnlyWhileEveryInputIsUnchanged(t *testing.T) 
 	}
 	etags[fx.data.Path] = "v1"
 	dels := []File{fx.pos1, fx.pos2, fx.eq1}
-	opt := Options{Stat: stat}
+	opt := Options{Stat: stat, StoreKey: testStoreKey}
 
 	unchecked := fx.data
 	unchecked.FooterHash = ""

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -381,13 +382,17 @@ func pagesOf(oi metadata.OffsetIndex, c Chunk, numRows int64) ([]Page, error) {
 	if len(locs) == 0 {
 		return nil, fmt.Errorf("offset index lists no pages")
 	}
+	if c.Start < 0 || c.Length < 0 || c.Start > math.MaxInt64-c.Length {
+		return nil, fmt.Errorf("column chunk [%d, +%d) is not a byte range", c.Start, c.Length)
+	}
 	out := make([]Page, len(locs))
 	end := c.Start + c.Length
 	for i, l := range locs {
 		if l == nil {
 			return nil, fmt.Errorf("page %d has no location", i)
 		}
-		if l.Offset < c.Start || l.CompressedPageSize <= 0 || l.Offset+int64(l.CompressedPageSize) > end {
+		// (l.Offset > end − size: l.Offset + size could overflow)
+		if l.Offset < c.Start || l.CompressedPageSize <= 0 || l.Offset > end-int64(l.CompressedPageSize) {
 			return nil, fmt.Errorf("page %d at [%d, +%d) lies outside its column chunk [%d, %d)", i, l.Offset, l.CompressedPageSize, c.Start, end)
 		}
 		last := numRows

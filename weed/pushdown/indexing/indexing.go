@@ -7,8 +7,10 @@
 //	      │ catalog: live files lacking a committed entry
 //	      ▼
 //	volume BuildIndexes: footer identity ─▶ Kind.Build ─▶ <payload>.tmp-… ─▶ read back, Kind.Open
-//	                     ─▶ rename to <parent>/.index/<file>/<identity>/<kind>.fid_<id> ─▶ Registry: committed
-//	Plan: leaves with committed entries ─▶ volume EvaluateIndexes (one call per endpoint)
+//	                     ─▶ rename to <parent>/.index/<file>/<identity>/<kind>.fid_<id>
+//	                     ─▶ Registry: committed, with the payload's size and SHA-256
+//	Plan: leaves with committed entries ─▶ volume EvaluateIndexes (one call per endpoint;
+//	      each probe names the committed size and SHA-256, verified before the payload opens)
 //	      ─▶ Combine(expr): AND ∩, OR ∪, unknown = identity under AND, absorbing under OR
 //	      ─▶ positions narrow row groups, row ranges and pages (plan's side_index tier)
 //
@@ -17,7 +19,9 @@
 package indexing
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -28,6 +32,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
 // Property is the table property naming the side indexes a table wants.
@@ -108,10 +113,14 @@ type Entry struct {
 	Identity     string `json:"identity"`
 	PayloadPath  string `json:"payload-path,omitempty"`
 	PayloadBytes int64  `json:"payload-bytes,omitempty"`
-	State        string `json:"state"`
-	Reason       string `json:"reason,omitempty"`
-	BuiltUnixMs  int64  `json:"built-unix-ms,omitempty"`
-	VerifiedMs   int64  `json:"verified-unix-ms,omitempty"`
+	// PayloadSHA256 is the hex SHA-256 of the committed payload's bytes:
+	// the volume opens the payload only while its bytes still hash to it
+	// (sideindex.Commit). An entry without one is not trusted.
+	PayloadSHA256 string `json:"payload-sha256,omitempty"`
+	State         string `json:"state"`
+	Reason        string `json:"reason,omitempty"`
+	BuiltUnixMs   int64  `json:"built-unix-ms,omitempty"`
+	VerifiedMs    int64  `json:"verified-unix-ms,omitempty"`
 	// Params are the build parameters of the spec the entry was built
 	// for; a spec whose params differ is built again.
 	Params map[string]string `json:"params,omitempty"`
@@ -122,10 +131,36 @@ type Entry struct {
 }
 
 // Serves reports whether the entry is a committed index of the file
-// identity built with sp's parameters.
+// identity built with sp's parameters, whose payload's size and SHA-256
+// the registry recorded.
 func (e Entry) Serves(sp Spec, identity string) bool {
-	return e.State == StateCommitted && e.Identity == identity && maps.Equal(e.Params, sp.Params)
+	return e.State == StateCommitted && e.Commit().Known() && e.Identity == identity && maps.Equal(e.Params, sp.Params)
 }
+
+// Commit is the entry's commitment to its payload's bytes.
+func (e Entry) Commit() sideindex.Commit {
+	return sideindex.Commit{Bytes: e.PayloadBytes, SHA256: e.PayloadSHA256}
+}
+
+// OpenPayload opens payload as kind's index when its bytes are the ones
+// committed (sideindex.OpenCommitted); otherwise the state says why it
+// cannot be used: stale when the registry recorded no size and SHA-256
+// (an entry committed before payloads were hashed: rebuilt), corrupt when
+// the bytes are not the committed ones or do not open.
+func OpenPayload(ctx context.Context, kind sideindex.Kind, payload []byte, want sideindex.Header, c sideindex.Commit) (sideindex.Index, string, error) {
+	idx, err := sideindex.OpenCommitted(ctx, kind, payload, want, c)
+	switch {
+	case err == nil:
+		return idx, "", nil
+	case errors.Is(err, sideindex.ErrNoCommit):
+		return nil, StateStale, err
+	}
+	return nil, StateCorrupt, err
+}
+
+// Unhashed is the reason an entry committed without a payload hash is
+// not used (and is rebuilt).
+const Unhashed = "committed before payloads were hashed: not trusted, rebuilt"
 
 // Key names the entry within its data file.
 func (e Entry) Key() string { return e.Kind + ".fid_" + strconv.Itoa(e.FieldID) }

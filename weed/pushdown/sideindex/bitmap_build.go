@@ -73,5 +73,5 @@ func (k bitmapKind) Build(ctx context.Context, in Input) ([]byte, error) {
 		return nil, fmt.Errorf("bitmap: field %d of %s has %d distinct values, over max_distinct=%d (raise it, or use a btree)",
 			in.FieldID, short(in.File), n, limit)
 	}
-	return writePostings(ctx, in, k.Name(), in.Type, b.postings())
+	return writePostings(ctx, headerOf(in, k.Name()), in.Type, b.postings())
 }

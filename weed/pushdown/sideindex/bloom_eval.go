@@ -50,7 +50,7 @@ func (k bloomKind) Open(ctx context.Context, payload []byte, want Header) (Index
 		if err := firstErr(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("bloom side index: %w", err)
 		}
-		if rg != int64(i) || first != next || rows < 0 {
+		if rg != int64(i) || first != next || rows < 0 || rows > h.Rows-next {
 			return nil, fmt.Errorf("bloom side index: blob %d describes row group %d rows [%d, +%d), expected row group %d from row %d", i, rg, first, rows, i, next)
 		}
 		f, err := NewSplitBlockFilter(b.data)

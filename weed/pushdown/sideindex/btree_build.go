@@ -96,7 +96,7 @@ func (k btreeKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("btree: %w", err)
 	}
-	return k.write(ctx, in, per, rows)
+	return k.write(ctx, headerOf(in, k.Name()), in.Type, per, rows)
 }
 
 // btreeRows are a column's keys in payload order: nulls (their positions)
@@ -168,10 +168,10 @@ func collectKeys(ctx context.Context, in Input, rdr *file.Reader, codec keyCodec
 	}, nil
 }
 
-// write writes the sorted rows as the payload: row groups of per rows,
-// each one directory entry.
-func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRows) ([]byte, error) {
-	keyType := btreeArrowType(in.Type)
+// write writes the sorted rows (keys of type typ) as a payload under
+// header h: row groups of per rows, each one directory entry.
+func (k btreeKind) write(ctx context.Context, h Header, typ iceberg.Type, per int64, rows btreeRows) ([]byte, error) {
+	keyType := btreeArrowType(typ)
 	sch := arrow.NewSchema([]arrow.Field{{Name: "key", Type: keyType, Nullable: true}, {Name: "pos", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(append(btreeEncodings(keyType), parquet.WithCompression(compress.Codecs.Snappy),
@@ -192,6 +192,7 @@ func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRow
 		end := min(start+per, total)
 		g := btreeGroup{Rows: end - start}
 		var gd groupDigest
+		keyed := false // a non-null key was seen (the first may be empty: "")
 		for r := start; r < end; r++ {
 			if r < int64(len(nulls)) {
 				g.Nulls++
@@ -203,8 +204,8 @@ func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRow
 			i := int(r - int64(len(nulls)))
 			scratch = rows.key(i, scratch[:0])
 			pos := rows.pos(i)
-			if g.First == "" {
-				g.First = hex.EncodeToString(scratch)
+			if !keyed {
+				g.First, keyed = hex.EncodeToString(scratch), true
 			}
 			if r == end-1 {
 				g.Last = hex.EncodeToString(scratch)
@@ -231,8 +232,8 @@ func (k btreeKind) write(ctx context.Context, in Input, per int64, rows btreeRow
 		}
 	}
 	dj, _ := json.Marshal(dir)
-	h := headerOf(in, k.Name()).encode()
-	return closePayload(fw, &buf, [2]string{headerKey, h}, [2]string{btreeDirKey, string(dj)}, [2]string{checksumKey, digest([]byte(h), dj)})
+	hs := h.encode()
+	return closePayload(fw, &buf, [2]string{headerKey, hs}, [2]string{btreeDirKey, string(dj)}, [2]string{checksumKey, digest([]byte(hs), dj)})
 }
 
 // btreeEncodings are the payload's column encodings. Keys are sorted and

@@ -368,7 +368,11 @@ func (b *btreeIndex) decodeGroup(ctx context.Context, fr *pqarrow.FileReader, gi
 	nulls := int64(0)
 	dg.off = make([]uint32, 1, keys.Len()+1)
 	dg.enc = make([]byte, 0, 9*keys.Len())
+	prev := -1 // the previous non-null row
 	for r := 0; r < keys.Len(); r++ {
+		if p := dg.pos[r]; p < 0 || p >= b.h.Rows {
+			return nil, fmt.Errorf("row %d holds position %d, the file has %d rows", r, p, b.h.Rows)
+		}
 		if keys.IsNull(r) {
 			if int64(r) != nulls {
 				return nil, errors.New("NULL keys after non-null ones")
@@ -387,12 +391,21 @@ func (b *btreeIndex) decodeGroup(ctx context.Context, fr *pqarrow.FileReader, gi
 		}
 		gd.add(dg.enc[at:], dg.pos[r])
 		dg.off = append(dg.off, uint32(len(dg.enc)))
+		// lookups binary-search the keys: they must ascend
+		if prev >= 0 && bytes.Compare(dg.key(prev), dg.key(r)) > 0 {
+			return nil, fmt.Errorf("row %d: keys out of order", r)
+		}
+		prev = r
 	}
 	if gd.sum() != b.groups[gi].SHA256 {
 		return nil, errors.New("content does not match its checksum: the payload is corrupt")
 	}
 	if gd.rows != b.groups[gi].Rows || nulls != b.groups[gi].Nulls {
 		return nil, errors.New("row count does not match the directory")
+	}
+	// the directory's key range chose this group: it must be the group's
+	if g := b.groups[gi]; prev >= 0 && (!bytes.Equal(dg.key(int(nulls)), g.first) || !bytes.Equal(dg.key(prev), g.last)) {
+		return nil, errors.New("keys do not match the directory's first and last key")
 	}
 	return dg, nil
 }

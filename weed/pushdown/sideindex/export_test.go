@@ -24,3 +24,20 @@ var (
 	WantOf     = wantOf
 	RandomLeaf = randomLeaf
 )
+
+// ForgedCase is one kind's committed payload of a data file and a forgery
+// of it (another file's payload under its header, checksums recomputed).
+type ForgedCase struct {
+	Kind         Kind
+	Want         Header
+	Good, Forged []byte
+}
+
+// ForgedCases are the forgery cases of every kind.
+func ForgedCases(t testing.TB) []ForgedCase {
+	var out []ForgedCase
+	for _, c := range payloadCases(t) {
+		out = append(out, ForgedCase{Kind: c.kind, Want: c.want, Good: c.good, Forged: c.forged["another file's"]})
+	}
+	return out
+}

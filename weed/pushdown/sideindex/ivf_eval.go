@@ -70,7 +70,13 @@ func openIVF(payload []byte, want Header, pq bool) (ix *vector.Index, err error)
 	if err := json.Unmarshal([]byte(get(ivfMetaKey)), &meta); err != nil {
 		return nil, fmt.Errorf("index description not readable: %v", err)
 	}
-	if meta.Dim <= 0 || meta.Dim > MaxVectorDim || meta.Rows != want.Rows || meta.NList < 0 || (pq && meta.NList > 0 && (meta.M <= 0 || meta.M*meta.Dsub != meta.Dim)) {
+	// Every count is bounded before anything is allocated from it: a list
+	// holds at least one of the file's rows (k-means never makes more
+	// lists than vectors) and stores its centroid, Dim float32s, in the
+	// payload; PQ splits Dim into M subspaces of Dsub dimensions.
+	if meta.Dim <= 0 || meta.Dim > MaxVectorDim || meta.Rows != want.Rows || meta.NList < 0 || int64(meta.NList) > meta.Rows ||
+		int64(meta.NList)*int64(meta.Dim)*4 > int64(len(payload)) ||
+		(pq && meta.NList > 0 && (meta.M <= 0 || meta.M > meta.Dim || meta.Dsub <= 0 || meta.Dsub > meta.Dim || meta.M*meta.Dsub != meta.Dim)) {
 		return nil, fmt.Errorf("index description %s does not fit a file of %d rows", short(get(ivfMetaKey)), want.Rows)
 	}
 	if !r.Schema().Equal(arrow.NewSchema(ivfSchemaFields, nil)) {

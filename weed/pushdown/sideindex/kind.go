@@ -7,9 +7,12 @@
 //	data file (footer + bytes) ──Kind.Build(Input)──▶ payload bytes
 //	                                                 (Parquet or Puffin, with a Header
 //	                                                  and a SHA-256 checksum)
-//	payload bytes ──Kind.Open(want Header)──▶ Index   (any mismatch, bad checksum or
+//	payload bytes ──Commit.Verify (size, SHA-256 the registry recorded at commit)
+//	              ──Kind.Open(want Header)──▶ Index   (any mismatch, bad checksum or
 //	                                                   unknown version: an error, and
 //	                                                   the caller treats the index as absent)
+//	(OpenCommitted does both: headers and checksums only catch accidents — Restamp
+//	forges them — the committed hash is what makes a payload trusted)
 //	Index.Eval(bound leaf) ──▶ Answer{Unknown | Positions (never misses a row), Exact}
 //
 // Kinds (one builder and one evaluator file each):

@@ -109,5 +109,5 @@ func (k labelListKind) Build(ctx context.Context, in Input) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("label_list: %w", err)
 	}
-	return writePostings(ctx, in, k.Name(), elemType, b.postings())
+	return writePostings(ctx, headerOf(in, k.Name()), elemType, b.postings())
 }

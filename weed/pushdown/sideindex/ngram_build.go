@@ -117,5 +117,5 @@ func (k ngramKind) Build(ctx context.Context, in Input) ([]byte, error) {
 		rows = append(rows, posting{class: classNull, bm: nulls})
 	}
 	sortPostings(rows)
-	return writePostings(ctx, in, k.Name(), iceberg.PrimitiveTypes.Binary, rows)
+	return writePostings(ctx, headerOf(in, k.Name()), iceberg.PrimitiveTypes.Binary, rows)
 }

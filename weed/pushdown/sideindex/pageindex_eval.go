@@ -3,6 +3,7 @@ package sideindex
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -69,8 +70,11 @@ func (k pageIndexKind) Open(ctx context.Context, payload []byte, want Header) (I
 		if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 			return fail("%v", err)
 		}
-		if b.typ != offsetIndexBlob || rg != int64(len(idx.groups)) || first != next || rows < 0 {
+		if b.typ != offsetIndexBlob || rg != int64(len(idx.groups)) || first != next || rows < 0 || rows > h.Rows-next {
 			return fail("blob %d (%s) is out of place", i, short(b.typ))
+		}
+		if start < 0 || length < 0 || start > math.MaxInt64-length {
+			return fail("row group %d: column chunk [%d, +%d) is not a byte range", rg, start, length)
 		}
 		g := pageGroup{first: first, rows: rows, offset: b.data}
 		g.cpi.Offset, err = footer.ParseOffsetIndex(b.data)

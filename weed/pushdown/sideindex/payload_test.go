@@ -150,12 +150,15 @@ func checkCorruptionsNeverMissARow(t *testing.T, k Kind, good []byte, want Heade
 	}
 }
 
+// FuzzOpenNeverPanics opens arbitrary bytes as any kind but the Arrow IPC
+// ones (see fuzzVectorPayload: their parser is reached only by committed
+// bytes).
 func FuzzOpenNeverPanics(f *testing.F) {
 	f.Add([]byte("PFA1"), "bloom")
 	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"), "btree")
 	f.Fuzz(func(t *testing.T, b []byte, kind string) {
 		k, ok := Lookup(kind)
-		if !ok {
+		if !ok || kind == "ivf" || kind == "ivf_pq" {
 			return
 		}
 		_, _ = k.Open(context.Background(), b, Header{Kind: kind})

@@ -170,9 +170,9 @@ func rowsDigest(header string, rows []posting, bms [][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// writePostings writes rows (in payload order) as kind's payload for in;
-// keyType is the Iceberg type of the keys.
-func writePostings(ctx context.Context, in Input, kind string, keyType iceberg.Type, rows []posting) ([]byte, error) {
+// writePostings writes rows (in payload order) as a payload under header
+// h; keyType is the Iceberg type of the keys.
+func writePostings(ctx context.Context, h Header, keyType iceberg.Type, rows []posting) ([]byte, error) {
 	kt := btreeArrowType(keyType)
 	sch := arrow.NewSchema([]arrow.Field{{Name: "class", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "key", Type: kt, Nullable: true}, {Name: "pos", Type: arrow.BinaryTypes.Binary}}, nil)
@@ -202,7 +202,7 @@ func writePostings(ctx context.Context, in Input, kind string, keyType iceberg.T
 		}
 		pb.Append(b)
 	}
-	h := headerOf(in, kind).encode()
+	hs := h.encode()
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithPageIndexEnabled(true),
 		parquet.WithMaxRowGroupLength(1<<20), parquet.WithCreatedBy("lakeweed sideindex"), parquet.WithDictionaryDefault(false))
@@ -220,7 +220,7 @@ func writePostings(ctx context.Context, in Input, kind string, keyType iceberg.T
 	if err != nil {
 		return nil, err
 	}
-	return closePayload(fw, &buf, [2]string{headerKey, h}, [2]string{checksumKey, rowsDigest(h, rows, bms)})
+	return closePayload(fw, &buf, [2]string{headerKey, hs}, [2]string{checksumKey, rowsDigest(hs, rows, bms)})
 }
 
 // postingsIndex is an opened postings payload: value keys sorted by

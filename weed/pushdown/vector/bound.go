@@ -113,7 +113,7 @@ func prunes(lo float64, b *Bound) bool {
 // of its top-K.
 func (ix *Index) LowerBound(pk *Packed, q Query) float64 {
 	lbs := newListBounds(q, pk)
-	if lbs == nil || ix.NList() == 0 || len(q.Vector) != ix.Dim || len(pk.Radii) != ix.NList() {
+	if lbs == nil || ix.NList() == 0 || len(q.Vector) != ix.Dim || pk.Fits(ix) != nil {
 		return math.Inf(-1)
 	}
 	ds := ix.centroidDistances(newScorer(q.Metric, q.Vector), q.Centroids)

@@ -419,6 +419,31 @@ func (pk *Packed) Bytes() int64 {
 	return b + int64(len(pk.Radii))*4
 }
 
+// Fits checks that pk is the packing of ix (Pack, or PackRadii for
+// ivf_pq): a list for each of its lists, of its lists' lengths. Packed
+// lists cached for another payload of the same file must not be searched
+// with this one (their slices would be indexed out of range).
+func (pk *Packed) Fits(ix *Index) error {
+	fail := func(what string) error {
+		return fmt.Errorf("packed lists of %d dimensions and %d lists do not belong to an index of %d and %d lists: %s", pk.Dim, len(pk.Radii), ix.Dim, ix.NList(), what)
+	}
+	if pk.Dim != ix.Dim || len(pk.Radii) != ix.NList() {
+		return fail("another shape")
+	}
+	if ix.PQ != nil {
+		return nil // radii only
+	}
+	if len(pk.Data) != ix.NList() || len(pk.Norms) != ix.NList() {
+		return fail("another list count")
+	}
+	for l, ps := range ix.Lists {
+		if len(pk.Data[l]) != len(ps)*ix.Dim || len(pk.Norms[l]) != len(ps) {
+			return fail(fmt.Sprintf("list %d holds %d rows, not %d", l, len(pk.Norms[l]), len(ps)))
+		}
+	}
+	return nil
+}
+
 // Pack copies the rows of mat (the vectors the index was built from) into
 // the lists' layout.
 func (ix *Index) Pack(mat *Matrix) (*Packed, error) {
@@ -518,8 +543,10 @@ func (ix *Index) SearchPacked(mat *Matrix, pk *Packed, q Query) ([]Hit, Stats, e
 	if err := ix.fits(mat); err != nil {
 		return nil, Stats{}, err
 	}
-	if pk != nil && (pk.Dim != ix.Dim || ix.PQ == nil && len(pk.Data) != ix.NList() || ix.PQ != nil && len(pk.Radii) != ix.NList()) {
-		return nil, Stats{}, fmt.Errorf("packed lists of %d dimensions and %d lists do not belong to an index of %d and %d", pk.Dim, len(pk.Radii), ix.Dim, ix.NList())
+	if pk != nil {
+		if err := pk.Fits(ix); err != nil {
+			return nil, Stats{}, err
+		}
 	}
 	refine := q.Refine
 	if refine == 0 {

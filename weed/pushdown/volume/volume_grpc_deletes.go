@@ -145,6 +145,15 @@ func (s *Service) checkIdentities(ctx context.Context, files []*deletes.DataFile
 	return g.Wait()
 }
 
+// storeKey seals the delete bitmaps the service persists: derived from the
+// cluster's service key (nil without a guard: nothing persisted).
+func (s *Service) storeKey() []byte {
+	if s.Guard == nil {
+		return nil
+	}
+	return s.Guard.Keys.Derive(deletes.StoreKeyPurpose)
+}
+
 // deletes returns the delete engine: strict, or accepting bare deletion
 // vectors (a separate engine, so its cache never answers strict calls).
 func (s *Service) deletes(allowBare bool) *deletes.Computer {
@@ -152,12 +161,14 @@ func (s *Service) deletes(allowBare bool) *deletes.Computer {
 	defer s.mu.Unlock()
 	if allowBare {
 		if s.bareDeletes == nil {
-			s.bareDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{AllowBareDV: true, CacheBytes: s.DeleteCacheBytes, Tracker: s.Tracker, Stat: s.Reader.ETag})
+			s.bareDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{AllowBareDV: true, CacheBytes: s.DeleteCacheBytes, Tracker: s.Tracker, Stat: s.Reader.ETag,
+				StoreKey: s.storeKey()})
 		}
 		return s.bareDeletes
 	}
 	if s.strictDeletes == nil {
-		s.strictDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{CacheBytes: s.DeleteCacheBytes, Tracker: s.Tracker, Stat: s.Reader.ETag})
+		s.strictDeletes = deletes.NewComputer(s.open, s.store, deletes.Options{CacheBytes: s.DeleteCacheBytes, Tracker: s.Tracker, Stat: s.Reader.ETag,
+			StoreKey: s.storeKey()})
 	}
 	return s.strictDeletes
 }

@@ -177,7 +177,7 @@ func (s *Service) buildOne(ctx context.Context, d *pushdown_pb.DataFileDescripto
 	if err := s.commitPayload(ctx, kind, final, payload, want); err != nil {
 		return err
 	}
-	out.Identity, out.PayloadPath, out.PayloadBytes = identity, final, int64(len(payload))
+	out.Identity, out.PayloadPath, out.PayloadBytes, out.PayloadSha256 = identity, final, int64(len(payload)), sideindex.CommitOf(payload).SHA256
 	return nil
 }
 
@@ -265,9 +265,18 @@ func (s *Service) removeFile(ctx context.Context, dir, name string) {
 }
 
 func (s *Service) readAll(ctx context.Context, loc string) ([]byte, error) {
+	return s.readExpected(ctx, loc, -1)
+}
+
+// readExpected reads the whole file at loc, refusing it as corrupt before
+// reading a byte when want ≥ 0 and the file is not want bytes long.
+func (s *Service) readExpected(ctx context.Context, loc string, want int64) ([]byte, error) {
 	f, err := s.Reader.Open(ctx, loc)
 	if err != nil {
 		return nil, classifyOpen(err)
+	}
+	if want >= 0 && f.Size != want {
+		return nil, perr.New(perr.Corrupt, "%w (%d bytes, %d were committed)", sideindex.ErrNotCommitted, f.Size, want)
 	}
 	if f.Size > MaxPayloadBytes {
 		return nil, perr.New(perr.ResourceExhausted, "%s is %d bytes, over %d", loc, f.Size, MaxPayloadBytes)
@@ -419,9 +428,13 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 	return resp, nil
 }
 
-// openIndex returns the opened payload of a probe (cached by payload path
-// and identity), checking the data file is still the version it was built
-// against. The state names why it cannot be used.
+// openIndex returns the opened payload of a probe, checking the data file
+// is still the version it was built against and the payload's bytes are
+// the ones the registry committed (size and SHA-256, sideindex.Commit).
+// Opened payloads are cached by path, identity, parameters and SHA-256: a
+// cached decode serves only the committed bytes, and one whose payload
+// file changed since it was read (the freshness tracker) is read and
+// verified again. The state names why a payload cannot be used.
 func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, schema *iceberg.Schema) (sideindex.Index, string, error) {
 	kind, ok := sideindex.Lookup(p.GetKind())
 	if !ok {
@@ -439,21 +452,28 @@ func (s *Service) openIndex(ctx context.Context, p *pushdown_pb.IndexProbe, sche
 	if identity != p.GetIdentity() {
 		return nil, indexing.StateStale, fmt.Errorf("the data file is now %s, the index was built against %s", identity, p.GetIdentity())
 	}
+	commit := sideindex.Commit{Bytes: p.GetPayloadBytes(), SHA256: p.GetPayloadSha256()}
+	if !commit.Known() {
+		return nil, indexing.StateStale, sideindex.ErrNoCommit
+	}
 	loc := indexing.PayloadPath(p.GetDataFile(), identity, kind.Name(), int(p.GetFieldId()))
-	key := loc + "\x00" + identity + "\x00" + paramsKey(p.GetParams())
+	key := loc + "\x00" + identity + "\x00" + paramsKey(p.GetParams()) + "\x00" + commit.SHA256
 	if idx, ok := s.indexes.Get(key); ok {
 		return idx, "", nil
 	}
 	loaded := freshness.Now()
-	payload, err := s.readAll(ctx, loc)
+	payload, err := s.readExpected(ctx, loc, commit.Bytes)
 	if err != nil {
+		if perr.KindOf(err) == perr.Corrupt {
+			return nil, indexing.StateCorrupt, err
+		}
 		return nil, indexing.StateMissing, err
 	}
 	want := sideindex.Header{Kind: kind.Name(), FieldID: int(p.GetFieldId()), IcebergType: field.Type.String(), DataFile: p.GetDataFile(),
 		Identity: identity, Params: p.GetParams(), Rows: p.GetRecordCount()}
-	idx, err := kind.Open(ctx, payload, want)
+	idx, state, err := indexing.OpenPayload(ctx, kind, payload, want, commit)
 	if err != nil {
-		return nil, indexing.StateCorrupt, err
+		return nil, state, err
 	}
 	s.indexes.Add(key, loc, loaded, idx, idx.Bytes())
 	return idx, "", nil

@@ -299,7 +299,7 @@ func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFi
 	}
 	if kind := f.GetIndexKind(); kind != "" {
 		probe := &pushdown_pb.IndexProbe{DataFile: f.GetPath(), SizeBytes: f.GetSizeBytes(), RecordCount: f.GetRecordCount(), Identity: f.GetIndexIdentity(),
-			FieldId: int32(field.ID), Kind: kind, Params: f.GetIndexParams()}
+			FieldId: int32(field.ID), Kind: kind, Params: f.GetIndexParams(), PayloadBytes: f.GetIndexPayloadBytes(), PayloadSha256: f.GetIndexPayloadSha256()}
 		idx, state, err := s.openIndex(ctx, probe, schema)
 		vi, isVector := idx.(sideindex.VectorIndex)
 		switch {
@@ -310,6 +310,11 @@ func (s *Service) prepareFile(ctx context.Context, f *pushdown_pb.VectorSearchFi
 			res.IndexState, res.Reason = state, boundedReason(err)
 		case !isVector:
 			res.IndexState, res.Reason = indexing.StateFailed, fmt.Sprintf("%s is not a vector index kind", perr.Quote(kind))
+		case vi.Vectors().Dim != mat.Dim || vi.Vectors().Rows != mat.Rows():
+			// the committed payload does not index these vectors: searched
+			// exactly, never with it
+			res.IndexState, res.Reason = indexing.StateCorrupt, fmt.Sprintf("the index covers %d rows of %d dimensions, the file holds %d of %d",
+				vi.Vectors().Rows, vi.Vectors().Dim, mat.Rows(), mat.Dim)
 		default:
 			o.ix = vi.Vectors()
 			if o.ix.NList() > 0 {
@@ -359,12 +364,16 @@ func (o *fileSearch) search(bound *vector.Bound) error {
 // from the cache, else packs them (a copy of the matrix, list by list;
 // for ivf_pq only the lists' radii, which let the batch's Bound skip its
 // lists and the file); nil when they do not fit the index (the search
-// then gathers rows, and skips nothing).
+// then gathers rows, and skips nothing). They are cached by the SHA-256 of
+// the payload they were packed for (opened only when it is the committed
+// one), so lists packed for one payload never meet another's.
 func (s *Service) packedLists(f *pushdown_pb.VectorSearchFile, identity string, fieldID int, ix *vector.Index, mat *vector.Matrix) *vector.Packed {
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00packed\x00%s\x00%s", f.GetPath(), identity, fieldID, f.GetIndexKind(), f.GetIndexIdentity())
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00packed\x00%s\x00%s\x00%s", f.GetPath(), identity, fieldID, f.GetIndexKind(), f.GetIndexIdentity(), f.GetIndexPayloadSha256())
 	cache := s.vectorCache()
 	if v, ok := cache.Get(key); ok {
-		return v.(cachedValue).v.(*vector.Packed)
+		if pk := v.(cachedValue).v.(*vector.Packed); pk.Fits(ix) == nil {
+			return pk
+		}
 	}
 	loaded := freshness.Now()
 	pack := ix.Pack
