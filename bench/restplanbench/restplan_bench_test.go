@@ -16,10 +16,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +32,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -61,11 +65,13 @@ type Result struct {
 
 // PlanLatency is the 10,000-file table's warm plan latency.
 type PlanLatency struct {
-	Query, Mode    string
-	Files          int
-	P50Ms, P99Ms   float64
-	Runs           int
-	TasksPerAnswer int
+	Query, Mode  string
+	Files        int
+	P50Ms, P99Ms float64
+	Runs         int
+	// ClientCPUMs and ServerCPUMs are the CPU the client (this process) and
+	// the server (weed mini) used per run.
+	ClientCPUMs, ServerCPUMs float64
 }
 
 func TestRESTPlanBenchmark(t *testing.T) {
@@ -83,16 +89,113 @@ func TestRESTPlanBenchmark(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("LAKEWEED_RESTPLAN_BIG_FILES")); err == nil && v > 0 {
 		bigFiles = v
 	}
-	metricsPort := harness.FreePorts(t, 1)[0]
-	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-metricsPort=" + strconv.Itoa(metricsPort)}})
+	// LAKEWEED_RESTPLAN_ONLY=latency measures only the 10,000-file table;
+	// LAKEWEED_RESTPLAN_DIR keeps the cluster's data there, so a later run
+	// (a rebuilt weed, say) reuses the loaded tables instead of loading them.
+	only := os.Getenv("LAKEWEED_RESTPLAN_ONLY")
+	dir := os.Getenv("LAKEWEED_RESTPLAN_DIR")
+	reuse := false
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Stat(filepath.Join(dir, loadedMarker(rows, bigFiles, only)))
+		reuse = err == nil
+	}
+	ports := harness.FreePorts(t, 2)
+	metricsPort, debugPort := ports[0], ports[1]
+	args := []string{"-metricsPort=" + strconv.Itoa(metricsPort)}
+	profileDir := os.Getenv("LAKEWEED_RESTPLAN_PROFILE_DIR")
+	if profileDir != "" {
+		args = append(args, "-debug", "-debug.port="+strconv.Itoa(debugPort))
+	}
+	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: args, Dir: dir})
 	sent := func() int64 {
 		return benchutil.ScrapeMetric(t, metricsPort, `SeaweedFS_s3_bucket_traffic_sent_bytes_total{bucket="`+c.Warehouse+`"}`)
 	}
 	ctx := context.Background()
+	t0 := time.Now()
+	if !reuse {
+		if only != "latency" {
+			loadDemo(t, c, rows)
+		}
+		big := demo.DefaultSpec()
+		big.Rows, big.Files, big.Indexed = 1_000_000, bigFiles, demo.IndexedNone
+		if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "bench.events10k", Spec: big}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("loaded in %s", time.Since(t0))
+		if dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, loadedMarker(rows, bigFiles, only)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	cat := c.Iceberg(t)
+	var results []Result
+	if only != "latency" {
+		tbl, err := cat.LoadTable(ctx, table.Identifier{"bench", "events"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			for _, mode := range []table.ScanPlanningMode{table.ScanPlanningRemote, table.ScanPlanningLocal} {
+				results = append(results, icebergGo(t, tbl, q, mode, sent))
+			}
+		}
+		if py := pyiceberg(); py != "" {
+			for _, q := range queries {
+				for _, mode := range []string{"server", "client"} {
+					results = append(results, pyIceberg(t, c, py, q, mode, sent))
+				}
+			}
+		} else {
+			t.Log("PyIceberg is not installed (.tools/pyiceberg): its rows are left out; run ./scripts/install-clients.sh")
+		}
+		for _, r := range results {
+			t.Logf("restplan_bench %s %s %s: %d files, %d rows, %d bytes, %v ms", r.Client, r.Query, r.Mode, r.Files, r.Rows, r.Bytes, r.WallMs)
+		}
+	}
+
+	// the 10,000-file table's warm plan latency
+	ident := table.Identifier{"bench", "events10k"}
+	bigTbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lat []PlanLatency
+	for _, q := range []query{queries[0], queries[3]} {
+		stop := func() {}
+		pid := c.Proc.Cmd.Process.Pid
+		r := remotePlanLatency(t, cat, ident, bigTbl, q, pid, func() { stop = startProfiles(t, profileDir, debugPort, q.Name) })
+		stop()
+		lat = append(lat, r, remotePlanFilesLatency(t, bigTbl, q, pid), localPlanLatency(t, bigTbl, q, pid))
+	}
+	for _, l := range lat {
+		t.Logf("restplan_bench %d files %s %s: p50 %.1f ms, p99 %.1f ms, CPU per run: client %.1f ms, server %.1f ms (%d files planned)",
+			bigFiles, l.Query, l.Mode, l.P50Ms, l.P99Ms, l.ClientCPUMs, l.ServerCPUMs, l.Files)
+	}
+	if only == "" {
+		write(t, rows, bigFiles, results, lat)
+	}
+}
+
+// loadedMarker names the file that says a kept cluster directory holds the
+// benchmark's tables.
+func loadedMarker(rows int64, bigFiles int, only string) string {
+	if only == "latency" {
+		return fmt.Sprintf(".restplan-loaded-latency-%d", bigFiles)
+	}
+	return fmt.Sprintf(".restplan-loaded-%d-%d", rows, bigFiles)
+}
+
+// loadDemo loads bench.events (8 files, -indexed none) with a btree on id
+// and a bitmap on tenant_id.
+func loadDemo(t *testing.T, c *harness.Cluster, rows int64) {
 	spec := demo.DefaultSpec()
 	spec.Rows, spec.Indexed = rows, demo.IndexedNone
-	t0 := time.Now()
-	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "bench.events", Spec: spec}); err != nil {
+	if _, err := demo.Load(context.Background(), demo.LoadOptions{Endpoints: c.Endpoints(), Table: "bench.events", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
 	weed := func(args ...string) {
@@ -104,52 +207,48 @@ func TestRESTPlanBenchmark(t *testing.T) {
 	}
 	weed("index", "create", "-table", "bench.events", "-column", "id", "-kind", "btree", "-wait")
 	weed("index", "create", "-table", "bench.events", "-column", "tenant_id", "-kind", "bitmap", "-wait")
-	big := demo.DefaultSpec()
-	big.Rows, big.Files, big.Indexed = 1_000_000, bigFiles, demo.IndexedNone
-	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "bench.events10k", Spec: big}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("loaded in %s", time.Since(t0))
+}
 
-	cat := c.Iceberg(t)
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"bench", "events"})
+// startProfiles records CPU profiles of the server (its -debug port) and of
+// this process (the client) into dir while the returned func is not called.
+func startProfiles(t *testing.T, dir string, debugPort int, query string) (stop func()) {
+	if dir == "" {
+		return func() {}
+	}
+	name := strings.ReplaceAll(query, " ", "_")
+	f, err := os.Create(filepath.Join(dir, "client-"+name+".pprof"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []Result
-	for _, q := range queries {
-		for _, mode := range []table.ScanPlanningMode{table.ScanPlanningRemote, table.ScanPlanningLocal} {
-			results = append(results, icebergGo(t, tbl, q, mode, sent))
-		}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
 	}
-	if py := pyiceberg(); py != "" {
-		for _, q := range queries {
-			for _, mode := range []string{"server", "client"} {
-				results = append(results, pyIceberg(t, c, py, q, mode, sent))
+	server := make(chan []byte, 1)
+	go func() {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(debugPort) + "/debug/pprof/profile?seconds=" + strconv.Itoa(serverProfileSeconds))
+		if err != nil {
+			t.Logf("server profile: %v", err)
+			server <- nil
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		server <- b
+	}()
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		if b := <-server; len(b) > 0 {
+			if err := os.WriteFile(filepath.Join(dir, "server-"+name+".pprof"), b, 0o644); err != nil {
+				t.Fatal(err)
 			}
 		}
-	} else {
-		t.Log("PyIceberg is not installed (.tools/pyiceberg): its rows are left out; run ./scripts/install-clients.sh")
 	}
-	for _, r := range results {
-		t.Logf("restplan_bench %s %s %s: %d files, %d rows, %d bytes, %v ms", r.Client, r.Query, r.Mode, r.Files, r.Rows, r.Bytes, r.WallMs)
-	}
-
-	// the 10,000-file table's warm plan latency
-	ident := table.Identifier{"bench", "events10k"}
-	bigTbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lat []PlanLatency
-	for _, q := range []query{queries[0], queries[3]} {
-		lat = append(lat, remotePlanLatency(t, cat, ident, bigTbl, q), localPlanLatency(t, bigTbl, q))
-	}
-	for _, l := range lat {
-		t.Logf("restplan_bench %d files %s %s: p50 %.1f ms, p99 %.1f ms (%d files planned)", bigFiles, l.Query, l.Mode, l.P50Ms, l.P99Ms, l.Files)
-	}
-	write(t, rows, bigFiles, results, lat)
 }
+
+// serverProfileSeconds is how long the server's profile runs: about one
+// query's warm remote latency loop.
+const serverProfileSeconds = 5
 
 func median(xs []float64) float64 { return benchutil.Median(xs) }
 
@@ -239,9 +338,12 @@ func pyIceberg(t *testing.T, c *harness.Cluster, py string, q query, mode string
 	return r
 }
 
-// remotePlanLatency times the whole remote planning protocol (plan, then
-// every plan task) with iceberg-go's low-level client, warm.
-func remotePlanLatency(t *testing.T, cat *rest.Catalog, ident table.Identifier, tbl *table.Table, q query) PlanLatency {
+// remotePlanLatency times the whole remote planning protocol with
+// iceberg-go's low-level client, warm: plan, then every plan task fetched
+// GOMAXPROCS at a time (as iceberg-go's PlanFiles fetches them), each
+// answer decoded into iceberg-go's wire types. warm runs once the warm-ups
+// are done.
+func remotePlanLatency(t *testing.T, cat *rest.Catalog, ident table.Identifier, tbl *table.Table, q query, serverPID int, warm func()) PlanLatency {
 	ctx := context.Background()
 	req := rest.PlanTableScanRequest{Select: selected}
 	if _, ok := q.Iceberg.(iceberg.AlwaysTrue); !ok {
@@ -253,10 +355,7 @@ func remotePlanLatency(t *testing.T, cat *rest.Catalog, ident table.Identifier, 
 			t.Fatal(err)
 		}
 	}
-	var lat []time.Duration
-	files := 0
-	for i := 0; i < 23; i++ {
-		t0 := time.Now()
+	return timeRuns(t, q.Name, "remote", 3, 20, serverPID, warm, func() int {
 		resp, err := cat.PlanTableScan(ctx, ident, req)
 		if err != nil {
 			t.Fatal(err)
@@ -269,49 +368,108 @@ func remotePlanLatency(t *testing.T, cat *rest.Catalog, ident table.Identifier, 
 			}
 			tasks = done.ScanTasks
 		}
+		counts := make([]int, len(tasks.PlanTasks))
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for i, pt := range tasks.PlanTasks {
+			g.Go(func() error {
+				page, err := cat.FetchScanTasks(ctx, ident, rest.FetchScanTasksRequest{PlanTask: pt})
+				counts[i] = len(page.FileScanTasks)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
 		n := len(tasks.FileScanTasks)
-		for _, pt := range tasks.PlanTasks {
-			page, err := cat.FetchScanTasks(ctx, ident, rest.FetchScanTasksRequest{PlanTask: pt})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += len(page.FileScanTasks)
+		for _, c := range counts {
+			n += c
 		}
-		if i >= 3 { // three warm-ups: footers cached
-			lat = append(lat, time.Since(t0))
-		}
-		files = n
 		if resp.PlanID != nil && len(tasks.PlanTasks) > 0 {
 			_ = cat.CancelPlanning(ctx, ident, *resp.PlanID)
 		}
-	}
-	return latencyOf(q.Name, "remote", files, lat)
+		return n
+	})
+}
+
+// remotePlanFilesLatency times iceberg-go's PlanFiles with remote planning:
+// the protocol as table.Scan drives it (plan, every plan task fetched
+// concurrently, the tasks decoded, the plan released).
+func remotePlanFilesLatency(t *testing.T, tbl *table.Table, q query, serverPID int) PlanLatency {
+	ctx := context.Background()
+	return timeRuns(t, q.Name, "remote PlanFiles", 3, 10, serverPID, nil, func() int {
+		scan := tbl.Scan(table.WithRowFilter(q.Iceberg), table.WithSelectedFields(selected...), table.WithScanPlanningMode(table.ScanPlanningRemote))
+		defer scan.Close()
+		tasks, err := scan.PlanFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tasks)
+	})
 }
 
 // localPlanLatency times iceberg-go's own PlanFiles (manifests through S3).
-func localPlanLatency(t *testing.T, tbl *table.Table, q query) PlanLatency {
+func localPlanLatency(t *testing.T, tbl *table.Table, q query, serverPID int) PlanLatency {
 	ctx := context.Background()
-	var lat []time.Duration
-	files := 0
-	for i := 0; i < 13; i++ {
-		t0 := time.Now()
+	return timeRuns(t, q.Name, "local", 3, 10, serverPID, nil, func() int {
 		tasks, err := tbl.Scan(table.WithRowFilter(q.Iceberg), table.WithSelectedFields(selected...)).PlanFiles(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i >= 3 {
-			lat = append(lat, time.Since(t0))
-		}
-		files = len(tasks)
-	}
-	return latencyOf(q.Name, "local", files, lat)
+		return len(tasks)
+	})
 }
 
-func latencyOf(name, mode string, files int, lat []time.Duration) PlanLatency {
+// timeRuns runs once warmups times, calls warm (if any), then times runs
+// more: wall per run, and the CPU this process (the client) and the
+// server's process used over the timed runs, per run — CPU time is what
+// the 2-core machine's other jobs disturb least.
+func timeRuns(t *testing.T, name, mode string, warmups, runs, serverPID int, warm func(), once func() (files int)) PlanLatency {
+	files := 0
+	for i := 0; i < warmups; i++ {
+		files = once()
+	}
+	if warm != nil {
+		warm()
+	}
+	lat := make([]time.Duration, 0, runs)
+	client0, server0 := processCPU(0), processCPU(serverPID)
+	for i := 0; i < runs; i++ {
+		t0 := time.Now()
+		files = once()
+		lat = append(lat, time.Since(t0))
+	}
+	client, server := processCPU(0)-client0, processCPU(serverPID)-server0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return PlanLatency{Query: name, Mode: mode, Files: files, Runs: len(lat), P50Ms: ms(lat[len(lat)/2]), P99Ms: ms(lat[len(lat)-1])}
+	return PlanLatency{Query: name, Mode: mode, Files: files, Runs: runs, P50Ms: ms(lat[len(lat)/2]), P99Ms: ms(lat[len(lat)-1]),
+		ClientCPUMs: ms(client) / float64(runs), ServerCPUMs: ms(server) / float64(runs)}
 }
+
+// processCPU is the user+system CPU time of process pid (0: this one), from
+// /proc/<pid>/stat.
+func processCPU(pid int) time.Duration {
+	path := "/proc/self/stat"
+	if pid > 0 {
+		path = "/proc/" + strconv.Itoa(pid) + "/stat"
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	// the fields after the command (which may hold spaces) in parentheses
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on
+// Linux for every architecture Go supports).
+const clockTicks = 100
 
 func write(t *testing.T, rows int64, bigFiles int, results []Result, lat []PlanLatency) {
 	b, _ := json.MarshalIndent(struct {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -42,6 +43,9 @@ type ScanFile struct {
 	// lies outside the table's location (its footer is not read on the
 	// caller's behalf), so nothing may be said about its rows.
 	Planned bool
+	// Index is the file's position in the snapshot's file list (the one
+	// ScanResult.Derived belongs to).
+	Index int
 }
 
 // ScanResult is the outcome of PlanScan.
@@ -53,6 +57,10 @@ type ScanResult struct {
 	Files      []ScanFile
 	FilesTotal int // the scan's files before planning
 	Stats      *pushdown_pb.PushdownStats
+	// Derived is where a caller keeps what it derives once per snapshot
+	// from its files (by ScanFile.Index), living as long as the catalog
+	// caches the snapshot's file list; nil for incremental scans.
+	Derived *sync.Map
 }
 
 // PlanScan plans a scan to the file level with the planner's every tier
@@ -96,6 +104,7 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 	}
 	var files []plan.DataFile
 	var applied map[string][]deletes.File
+	var byPath map[string]int
 	if incremental {
 		if files, err = s.Tables.AppendedFiles(ctx, tbl, *req.StartSnapshotID, *req.EndSnapshotID); err != nil {
 			return nil, err
@@ -105,7 +114,7 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 		if err != nil {
 			return nil, err
 		}
-		files, applied = resolved.Data, resolved.Applied
+		files, applied, byPath, out.Derived = resolved.Data, resolved.Applied, resolved.ByPath, &resolved.Derived
 	}
 	out.FilesTotal = len(files)
 
@@ -113,18 +122,34 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 	// their footers and indexes on the caller's behalf, which LoadTable's
 	// authorization covers. Any other file is handed through whole.
 	inside := insideLocation(tbl.Meta.Location())
-	var planned []plan.DataFile
+	isPlanned := make([]bool, len(files))
+	n := 0
 	for i := range files {
 		f := &files[i]
 		ok := inside(f.Path)
 		for _, d := range applied[f.Path] {
 			ok = ok && inside(d.Path)
 		}
-		if ok {
-			planned = append(planned, *f)
+		if isPlanned[i] = ok; ok {
+			n++
 		}
 	}
-	kept := make(map[string]bool, len(planned))
+	planned := files // the planner only reads them: no copy when all are inside
+	if n < len(files) {
+		planned = make([]plan.DataFile, 0, n)
+		for i := range files {
+			if isPlanned[i] {
+				planned = append(planned, files[i])
+			}
+		}
+	}
+	if byPath == nil {
+		byPath = make(map[string]int, len(files))
+		for i := range files {
+			byPath[files[i].Path] = i
+		}
+	}
+	kept := make([]bool, len(files))
 	if len(planned) > 0 {
 		pbReq := &pushdown_pb.ParquetPushdownRequest{Warehouse: req.Name.Warehouse, Table: req.Name.Full}
 		if len(filter) > 0 {
@@ -163,21 +188,22 @@ func (s *Service) PlanScan(ctx context.Context, req ScanRequest) (*ScanResult, e
 		metrics.ObservePlan(out.Stats, plan.Tiers)
 		for _, f := range resp.GetFiles() {
 			if f.GetRowGroupsPlanned() > 0 {
-				kept[f.GetFile()] = true
+				if i, ok := byPath[f.GetFile()]; ok {
+					kept[i] = true
+				}
 			}
 		}
 	}
-	plannedSet := make(map[string]bool, len(planned))
-	for i := range planned {
-		plannedSet[planned[i].Path] = true
-	}
 	for i := range files {
-		f := &files[i]
-		isPlanned := plannedSet[f.Path]
-		if isPlanned && !kept[f.Path] {
+		if isPlanned[i] && !kept[i] {
 			continue
 		}
-		out.Files = append(out.Files, ScanFile{Data: f, Deletes: applied[f.Path], Planned: isPlanned})
+		f := &files[i]
+		var ds []deletes.File
+		if f.HasDeletes {
+			ds = applied[f.Path]
+		}
+		out.Files = append(out.Files, ScanFile{Data: f, Deletes: ds, Planned: isPlanned[i], Index: i})
 	}
 	return out, nil
 }
@@ -189,4 +215,14 @@ func insideLocation(loc string) func(string) bool {
 	return func(p string) bool {
 		return loc != "" && strings.HasPrefix(p, prefix) && !strings.Contains(p[len(prefix):], "/../") && !strings.HasPrefix(p[len(prefix):], "../")
 	}
+}
+
+// MetadataLocation is the table's current metadata location (the REST
+// front checks a remembered authorization against it).
+func (s *Service) MetadataLocation(ctx context.Context, name tables.Name) (string, error) {
+	tbl, err := s.Tables.Load(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return tbl.MetadataLocation, nil
 }

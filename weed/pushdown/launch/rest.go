@@ -32,6 +32,7 @@ type restFlags struct {
 	tasksPerPage *int
 	planTTL      *time.Duration
 	maxPlans     *int
+	authTTL      *time.Duration
 }
 
 func addRESTFlags(cmd *command.Command) *restFlags {
@@ -42,12 +43,14 @@ func addRESTFlags(cmd *command.Command) *restFlags {
 		tasksPerPage: cmd.Flag.Int("pushdown.rest.tasksPerPage", d.TasksPerPage, "file scan tasks per answer: a plan with more is split into plan tasks fetched page by page"),
 		planTTL:      cmd.Flag.Duration("pushdown.rest.planTTL", d.PlanTTL, "how long a scan plan is kept after its last use (then its plan id and plan tasks are unknown: NoSuchPlanIdException / NoSuchPlanTaskException)"),
 		maxPlans:     cmd.Flag.Int("pushdown.rest.maxPlans", d.MaxPlans, "scan plans kept at once (running, or holding plan tasks); past it new plans are answered 503"),
+		authTTL: cmd.Flag.Duration("pushdown.rest.authTTL", d.AuthTTL, "how long a scan-planning caller's authorization (upstream's LoadTable answering 200 to its credential for the table) is remembered; "+
+			"a revoked caller loses access within it (0: every planning request asks LoadTable)"),
 	}
 }
 
 func (r *restFlags) config() restplan.Config {
 	c := restplan.DefaultConfig()
-	c.SyncWait, c.TasksPerPage, c.PlanTTL, c.MaxPlans = *r.syncWait, *r.tasksPerPage, *r.planTTL, *r.maxPlans
+	c.SyncWait, c.TasksPerPage, c.PlanTTL, c.MaxPlans, c.AuthTTL = *r.syncWait, *r.tasksPerPage, *r.planTTL, *r.maxPlans, *r.authTTL
 	return c
 }
 

@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
@@ -25,12 +29,134 @@ import (
 // load a table learns from the planning endpoints exactly what LoadTable
 // would tell it, whether the table exists or not. A 200 names the table's
 // bucket (its metadata location) and properties.
+//
+// A 200 is remembered for Config.AuthTTL (2 s by default) under a digest of
+// exactly what the probe sent — the caller's Authorization header, Host,
+// prefix, namespace, table and warehouse — so the plan request and the
+// plan-task fetches of one scan ask upstream once, not once each:
+//
+//	request ─▶ digest(credential, host, route) ─▶ cached 200, not expired? ─▶ authorized
+//	                                               (plans: and the table's metadata
+//	                                                location still the one LoadTable named)
+//	                                            └▶ otherwise LoadTable, as above
+//
+// Only 200s are kept, never refusals, and never past the TTL or a bearer
+// JWT's own exp: a caller whose access is revoked loses it within AuthTTL
+// (0 turns the cache off); any other credential, host or table is another
+// digest and asks upstream. A plan request whose table's metadata location
+// moved since (a commit, a drop and re-create) asks again.
 
 // tableRef is an authorized table.
 type tableRef struct {
 	name  tables.Name
 	key   string // bucket, namespace and table: what plans are bound to
 	props map[string]string
+	// location is the metadata location LoadTable named; cached is set on
+	// an answer from the authorization cache.
+	location string
+	cached   bool
+}
+
+// authCache remembers LoadTable's 200s for a short time (see above).
+type authCache struct {
+	ttl     time.Duration
+	entries *lru.Cache[authKey, authEntry]
+	now     func() time.Time
+}
+
+type authKey [sha256.Size]byte
+
+type authEntry struct {
+	ref     tableRef
+	expires time.Time
+}
+
+// maxAuthEntries bounds the authorization cache.
+const maxAuthEntries = 4096
+
+func newAuthCache(ttl time.Duration) *authCache {
+	if ttl <= 0 {
+		return nil
+	}
+	entries, _ := lru.New[authKey, authEntry](maxAuthEntries)
+	return &authCache{ttl: ttl, entries: entries, now: time.Now}
+}
+
+// keyOf digests everything the LoadTable probe of r sends.
+func keyOf(r *http.Request, rt route) authKey {
+	h := sha256.New()
+	for _, s := range []string{r.Header.Get("Authorization"), r.Host, rt.prefix, rt.rawNS, rt.rawTable, r.URL.Query().Get("warehouse")} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	var k authKey
+	h.Sum(k[:0])
+	return k
+}
+
+func (c *authCache) get(k authKey) (*tableRef, bool) {
+	if c == nil {
+		return nil, false
+	}
+	e, ok := c.entries.Get(k)
+	if !ok {
+		return nil, false
+	}
+	if !c.now().Before(e.expires) {
+		c.entries.Remove(k)
+		return nil, false
+	}
+	ref := e.ref
+	ref.cached = true
+	return &ref, true
+}
+
+// put remembers an authorized ref until the TTL or the bearer token's exp,
+// whichever is first.
+func (c *authCache) put(k authKey, auth string, ref *tableRef) {
+	if c == nil {
+		return
+	}
+	now := c.now()
+	expires := now.Add(c.ttl)
+	if exp, ok := tokenExpiry(auth); ok && exp.Before(expires) {
+		expires = exp
+	}
+	if !now.Before(expires) {
+		return
+	}
+	c.entries.Add(k, authEntry{ref: *ref, expires: expires})
+}
+
+func (c *authCache) forget(k authKey) {
+	if c != nil {
+		c.entries.Remove(k)
+	}
+}
+
+// tokenExpiry reads the exp claim of a bearer JWT (unverified: it can only
+// shorten how long an authorization is remembered).
+func tokenExpiry(auth string) (time.Time, bool) {
+	if len(auth) <= 7 || !strings.EqualFold(auth[:7], "bearer ") {
+		return time.Time{}, false
+	}
+	parts := strings.Split(strings.TrimSpace(auth[7:]), ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var c struct {
+		Exp *float64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &c) != nil || c.Exp == nil {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(*c.Exp), 0), true
 }
 
 // probeFailure is upstream's refusal, relayed verbatim.
@@ -53,6 +179,8 @@ func (p *probeFailure) write(w http.ResponseWriter) {
 // maxProbeError bounds a relayed refusal body.
 const maxProbeError = 64 << 10
 
+// authorize answers whether the caller of r may load rt's table, from the
+// authorization cache or by asking upstream's LoadTable.
 func (f *Front) authorize(ctx context.Context, r *http.Request, rt route) (*tableRef, *probeFailure) {
 	if isSigV4(r.Header.Get("Authorization")) {
 		// A SigV4 signature covers the method, path and body it was made for:
@@ -60,6 +188,48 @@ func (f *Front) authorize(ctx context.Context, r *http.Request, rt route) (*tabl
 		return nil, failure(http.StatusForbidden, "ForbiddenException",
 			"scan planning requests signed with AWS SigV4 are not supported; authenticate with an OAuth2 credential or bearer token")
 	}
+	if f.auth == nil {
+		return f.probeLoadTable(ctx, r, rt)
+	}
+	k := keyOf(r, rt)
+	if ref, ok := f.auth.get(k); ok {
+		return ref, nil
+	}
+	ref, fail := f.probeLoadTable(ctx, r, rt)
+	if fail == nil {
+		f.auth.put(k, r.Header.Get("Authorization"), ref)
+	}
+	return ref, fail
+}
+
+// authorizeCurrent is authorize for a request that plans: a remembered
+// authorization holds only while the table's metadata location is still
+// the one LoadTable named (else upstream is asked again).
+func (f *Front) authorizeCurrent(ctx context.Context, r *http.Request, rt route, planner ScanPlanner) (*tableRef, *probeFailure) {
+	ref, fail := f.authorize(ctx, r, rt)
+	if fail != nil || !ref.cached {
+		return ref, fail
+	}
+	if loc, ok := planner.(Locator); ok {
+		if cur, err := loc.MetadataLocation(ctx, ref.name); err == nil && cur == ref.location {
+			return ref, nil
+		}
+	}
+	k := keyOf(r, rt)
+	f.auth.forget(k)
+	if ref, fail = f.probeLoadTable(ctx, r, rt); fail == nil {
+		f.auth.put(k, r.Header.Get("Authorization"), ref)
+	}
+	return ref, fail
+}
+
+// Locator names a table's current metadata location (catalog.Service).
+type Locator interface {
+	MetadataLocation(ctx context.Context, name tables.Name) (string, error)
+}
+
+// probeLoadTable asks upstream's LoadTable with the caller's credentials.
+func (f *Front) probeLoadTable(ctx context.Context, r *http.Request, rt route) (*tableRef, *probeFailure) {
 	p := "/v1/"
 	if rt.prefix != "" {
 		p += rt.prefix + "/"
@@ -113,7 +283,7 @@ func (f *Front) authorize(ctx context.Context, r *http.Request, rt route) (*tabl
 	if err != nil {
 		return nil, failure(http.StatusBadRequest, "BadRequestException", err.Error())
 	}
-	return &tableRef{name: name, key: bucket + "\x00" + name.Namespace + "\x00" + name.Table, props: res.Metadata.Properties}, nil
+	return &tableRef{name: name, key: bucket + "\x00" + name.Namespace + "\x00" + name.Table, props: res.Metadata.Properties, location: loc}, nil
 }
 
 func bucketOf(loc string) string {

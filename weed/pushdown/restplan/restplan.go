@@ -66,11 +66,15 @@ type Config struct {
 	MaxPlans int
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
+	// AuthTTL is how long upstream's LoadTable answer 200 to a caller is
+	// remembered for that caller's credential and table (0: not at all).
+	AuthTTL time.Duration
 }
 
 // DefaultConfig is the configuration of the flag defaults.
 func DefaultConfig() Config {
-	return Config{SyncWait: 30 * time.Second, TasksPerPage: 1000, PlanTTL: 10 * time.Minute, MaxPlans: 256, MaxRequestBytes: 1 << 20}
+	return Config{SyncWait: 30 * time.Second, TasksPerPage: 1000, PlanTTL: 10 * time.Minute, MaxPlans: 256, MaxRequestBytes: 1 << 20,
+		AuthTTL: 2 * time.Second}
 }
 
 // ScanPlanner plans scans (catalog.Service).
@@ -86,6 +90,7 @@ type Front struct {
 	probe    *http.Client
 	planner  atomic.Pointer[plannerBox]
 	plans    *store
+	auth     *authCache // nil: every request asks upstream
 	stop     context.CancelFunc
 }
 
@@ -113,7 +118,7 @@ func New(upstream string, cfg Config) (*Front, error) {
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 64
-	f := &Front{cfg: cfg, upstream: u, probe: &http.Client{Transport: transport, Timeout: time.Minute}}
+	f := &Front{cfg: cfg, upstream: u, probe: &http.Client{Transport: transport, Timeout: time.Minute}, auth: newAuthCache(cfg.AuthTTL)}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)

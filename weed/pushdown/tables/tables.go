@@ -304,6 +304,10 @@ type Files struct {
 	// Applied maps a data file path to the delete files that apply to it
 	// (sorted deterministically); absent = none.
 	Applied map[string][]deletes.File
+	// Derived holds what consumers compute once per snapshot from these
+	// files (the REST scan-planning front's encoded data files), keyed by
+	// the consumer; it is dropped with the cached Files.
+	Derived sync.Map
 }
 
 // DataFiles lists the live files of snapshot s and resolves which delete
