@@ -79,7 +79,10 @@ func runDemo(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	e := endpoints(ctx)
+	e, err := endpoints(ctx)
+	if err != nil {
+		return err
+	}
 	verb := "loading"
 	if *appendTo {
 		verb = "appending to"
@@ -105,9 +108,13 @@ func orTable(i demo.Indexed) string {
 // printVectorQuery prints a `weed pushdown query` command ordering table's
 // rows by their L2 distance to the embedding of the row whose id is id,
 // ready to copy (the vector written out: no subquery needed).
-func printVectorQuery(endpoints func(context.Context) lakeclient.Endpoints, tableName string, id int64, catalog string) error {
+func printVectorQuery(endpoints func(context.Context) (lakeclient.Endpoints, error), tableName string, id int64, catalog string) error {
 	ctx := context.Background()
-	conn, err := connector.New(ctx, connector.Options{Endpoints: endpoints(ctx)})
+	e, err := endpoints(ctx)
+	if err != nil {
+		return err
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: e})
 	if err != nil {
 		return err
 	}

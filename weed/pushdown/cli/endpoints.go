@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,8 +10,11 @@ import (
 	"time"
 
 	"github.com/seaweedfs/seaweedfs/weed/util"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
 // Where clients look when neither a flag nor the catalog's Status says.
@@ -30,12 +34,12 @@ const statusLookup = 5 * time.Second
 //	                  └─ no answer ─▶ localhost defaults, with a note on stderr
 func endpointFlags(fs interface {
 	String(name, value, usage string) *string
-}) func(context.Context) lakeclient.Endpoints {
+}) func(context.Context) (lakeclient.Endpoints, error) {
 	catalog := fs.String("catalog", DefaultCatalog, "catalog pushdown service address; its status names the Iceberg REST catalog and S3 gateway")
 	iceberg := fs.String("iceberg", "", "Iceberg REST catalog URL (default: the one the catalog advertises, else "+defaultIceberg+")")
 	s3 := fs.String("s3", "", "S3 gateway URL (default: the one the catalog advertises, else "+defaultS3+")")
 	warehouse := fs.String("warehouse", "warehouse", "table bucket")
-	return func(ctx context.Context) lakeclient.Endpoints {
+	return func(ctx context.Context) (lakeclient.Endpoints, error) {
 		e := lakeclient.Endpoints{Catalog: *catalog, Iceberg: *iceberg, S3: *s3, Warehouse: *warehouse, Notes: os.Stderr}
 		return discoverEndpoints(ctx, e, os.Stderr)
 	}
@@ -43,18 +47,26 @@ func endpointFlags(fs interface {
 
 // discoverEndpoints fills e's missing Iceberg and S3 URLs from the catalog's
 // Status; when the catalog does not answer or advertises none, the local
-// defaults are used and a note on w says so.
-func discoverEndpoints(ctx context.Context, e lakeclient.Endpoints, w io.Writer) lakeclient.Endpoints {
+// defaults are used and a note on w says so. A catalog that refuses the
+// caller is an error saying which credentials to set: the defaults would
+// only fail later, further from the cause.
+func discoverEndpoints(ctx context.Context, e lakeclient.Endpoints, w io.Writer) (lakeclient.Endpoints, error) {
 	if e.Catalog == "" {
 		e.Catalog = DefaultCatalog
 	}
 	if e.Iceberg != "" && e.S3 != "" {
-		return e.Defaults()
+		return e.Defaults(), nil
 	}
 	util.LoadSecurityConfiguration()
 	sctx, cancel := context.WithTimeout(ctx, statusLookup)
 	defer cancel()
 	st, err := fetchStatus(sctx, e.Catalog, false)
+	if c := status.Code(errors.Unwrap(err)); c == codes.PermissionDenied || c == codes.Unauthenticated {
+		if key := e.Defaults().AccessKey; key != "" {
+			return e, fmt.Errorf("the catalog pushdown service at %s refused access key %s (%s): "+credentialsHint, e.Catalog, perr.Quote(key), status.Convert(errors.Unwrap(err)).Message())
+		}
+		return e, fmt.Errorf("the catalog pushdown service at %s refuses unsigned callers (%s): "+credentialsHint, e.Catalog, status.Convert(errors.Unwrap(err)).Message())
+	}
 	if err == nil {
 		if e.Iceberg == "" {
 			e.Iceberg = st.GetIcebergUrl()
@@ -79,5 +91,8 @@ func discoverEndpoints(ctx context.Context, e lakeclient.Endpoints, w io.Writer)
 		}
 		fmt.Fprintf(w, "note: the catalog pushdown service at %s %s; using %s\n", e.Catalog, why, strings.Join(guessed, " "))
 	}
-	return e.Defaults()
+	return e.Defaults(), nil
 }
+
+// credentialsHint says which credentials a cluster with S3 identities takes.
+const credentialsHint = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to an identity of the cluster's S3 configuration (weed -s3.config, or s3.configure in weed shell)"

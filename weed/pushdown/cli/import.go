@@ -50,10 +50,14 @@ func runImport(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	e, err := endpoints(ctx)
+	if err != nil {
+		return err
+	}
 	bar := newUploadProgress(os.Stderr)
 	res, err := tableimport.Import(ctx, tableimport.Options{
 		Dir: *dir, Table: *tableName, StripPrefix: *strip, MetadataFile: *metadata,
-		Endpoints: endpoints(ctx), Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
+		Endpoints: e, Replace: *replace, DryRun: *dryRun, Concurrency: *concurrency, AllowSizeMismatch: *allowSize,
 		SkipUnreadableSnapshots: *skipUnreadable,
 		Progress:                bar.update, Log: os.Stderr,
 	})

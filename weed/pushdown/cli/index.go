@@ -67,7 +67,10 @@ func runIndex(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	e := endpoints(ctx)
+	e, err := endpoints(ctx)
+	if err != nil {
+		return err
+	}
 	switch sub {
 	case "create", "drop":
 		if *column == "" || *kind == "" {

@@ -17,7 +17,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,6 +36,7 @@ type rowWriter struct {
 	names  []string
 	keys   [][]byte // json: the quoted column names
 	line   []byte
+	row    []string // csv: the cells of one row
 	rows   int64
 	// table: rows held back until the widths are known
 	held   [][]string
@@ -85,13 +85,16 @@ func (rw *rowWriter) write(rec arrow.RecordBatch) error {
 		var err error
 		switch rw.format {
 		case "csv":
-			row := make([]string, rec.NumCols())
-			for c := range row {
+			if len(rw.row) != int(rec.NumCols()) {
+				rw.row = make([]string, rec.NumCols())
+			}
+			for c := range rw.row {
+				rw.row[c] = ""
 				if !rec.Column(c).IsNull(r) {
-					row[c] = valueStr(rec.Column(c), r)
+					rw.row[c] = valueStr(rec.Column(c), r)
 				}
 			}
-			err = rw.csv.Write(row)
+			err = rw.csv.Write(rw.row)
 		case "json":
 			err = rw.writeJSON(rec, r)
 		default:
@@ -133,22 +136,50 @@ func (rw *rowWriter) writeJSON(rec arrow.RecordBatch, r int) error {
 }
 
 func (rw *rowWriter) writeTableRow(rec arrow.RecordBatch, r int) error {
+	if rw.sized {
+		// straight into the line buffer: a million rows of a 64-float
+		// embedding would otherwise leave gigabytes of cell strings for
+		// the collector (the process's RSS grew with them under load)
+		rw.line = rw.line[:0]
+		last := int(rec.NumCols()) - 1
+		for c := 0; c <= last; c++ {
+			start := len(rw.line)
+			rw.line = appendCell(rw.line, rec.Column(c), r)
+			if c < last {
+				rw.line = appendPad(rw.line, rw.widths[c]-utf8.RuneCount(rw.line[start:])+2)
+			}
+		}
+		_, err := rw.w.Write(append(rw.line, '\n'))
+		return err
+	}
 	row := make([]string, rec.NumCols())
 	for c := range row {
-		if rec.Column(c).IsNull(r) {
-			row[c] = "NULL"
-		} else {
-			row[c] = valueStr(rec.Column(c), r)
-		}
+		row[c] = string(appendCell(nil, rec.Column(c), r))
 	}
-	if !rw.sized {
-		rw.held = append(rw.held, row)
-		if len(rw.held) > tableWidthRows {
-			return rw.flushHeld()
-		}
-		return nil
+	rw.held = append(rw.held, row)
+	if len(rw.held) > tableWidthRows {
+		return rw.flushHeld()
 	}
-	return rw.tableLine(row)
+	return nil
+}
+
+// appendCell appends row r of arr as the table format shows it.
+func appendCell(b []byte, arr arrow.Array, r int) []byte {
+	if arr.IsNull(r) {
+		return append(b, "NULL"...)
+	}
+	if out, ok := appendNumberList(b, arr, r); ok {
+		return out
+	}
+	return append(b, arr.ValueStr(r)...)
+}
+
+// appendPad appends n spaces (at least one).
+func appendPad(b []byte, n int) []byte {
+	for range max(n, 1) {
+		b = append(b, ' ')
+	}
+	return b
 }
 
 // flushHeld fixes the column widths from the rows held back and writes
@@ -177,8 +208,7 @@ func (rw *rowWriter) tableLine(row []string) error {
 	for c, v := range row {
 		rw.line = append(rw.line, v...)
 		if c < len(row)-1 {
-			pad := rw.widths[c] - utf8.RuneCountInString(v) + 2
-			rw.line = append(rw.line, strings.Repeat(" ", max(pad, 1))...)
+			rw.line = appendPad(rw.line, rw.widths[c]-utf8.RuneCountInString(v)+2)
 		}
 	}
 	_, err := rw.w.Write(append(rw.line, '\n'))

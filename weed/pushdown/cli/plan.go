@@ -50,7 +50,10 @@ func runPlan(args []string) error {
 	util.LoadSecurityConfiguration()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	e := endpoints(ctx)
+	e, err := endpoints(ctx)
+	if err != nil {
+		return err
+	}
 	req, err := BuildPlanRequest(ctx, e, *tableName, *snapshot, *where, *sel)
 	if err != nil {
 		return err

@@ -229,7 +229,11 @@ func runQuery(args []string) error {
 	}
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
-	opts := connector.Options{Endpoints: endpoints(ctx), Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
+	e, err := endpoints(ctx)
+	if err != nil {
+		return err
+	}
+	opts := connector.Options{Endpoints: e, Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
 		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows,
 		VolumeRowsMinBytes: minVolumeRows, RangeCacheBytes: rangeCache}
 	bar := newProgress()

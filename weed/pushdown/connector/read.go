@@ -47,7 +47,7 @@ type fileRead struct {
 	rgRefs []*pushdown_pb.RowGroupRef
 	pages  []*pushdown_pb.PageRef
 	given  []byteRange // the plan's coalesced ranges of the file
-	cost   int64       // read-ahead budget one row group of it takes
+	cost   int64       // read-ahead one row group of it takes, estimated from the plan (before its footer is read)
 
 	once sync.Once
 	err  error
@@ -67,6 +67,7 @@ type fileNeed struct {
 type unit struct {
 	file *fileRead
 	ref  *pushdown_pb.RowGroupRef
+	cost int64 // of the read-ahead budget (set when it is dispatched)
 	out  chan unitResult
 }
 
@@ -148,14 +149,22 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	go func() {
 		defer wg.Done()
 		for _, u := range units {
-			if !budget.acquire(ctx, u.file.cost) {
+			// a row group takes its decoded size of the budget: what its
+			// needed columns hold uncompressed, by the footer (prepared
+			// here, once per file; a file that fails to prepare keeps the
+			// estimate and its unit reports the error)
+			u.cost = u.file.cost
+			if u.file.prepare(ctx, c, p) == nil {
+				u.cost = u.file.decodedBytes(u.ref.GetRowGroup(), u.file.cost)
+			}
+			if !budget.acquire(ctx, u.cost) {
 				u.out <- unitResult{err: ctx.Err()}
 				continue
 			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				budget.release(u.file.cost)
+				budget.release(u.cost)
 				u.out <- unitResult{err: ctx.Err()}
 				continue
 			}
@@ -213,7 +222,7 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 			}
 			break
 		}
-		budget.release(u.file.cost) // taken: the next may start
+		budget.release(u.cost) // taken: the next may start
 		if limited {
 			<-sem
 		}
@@ -274,6 +283,33 @@ func (b *budget) release(n int64) {
 	b.held -= n
 	b.cond.Broadcast()
 	b.mu.Unlock()
+}
+
+// decodedBytes is what row group rg of the file holds uncompressed in
+// the columns the query decodes (a bound of its decoded Arrow size, bar
+// offsets and validity); orElse when the footer does not say.
+func (f *fileRead) decodedBytes(rg int32, orElse int64) int64 {
+	if f.fl == nil || f.need == nil || f.fl.md == nil || int(rg) < 0 || int(rg) >= f.fl.md.NumRowGroups() {
+		return orElse
+	}
+	md := f.fl.md.RowGroup(int(rg))
+	var n int64
+	for _, top := range f.need.tops {
+		if top < 0 || top >= len(f.fl.leavesOf) {
+			continue
+		}
+		for _, leaf := range f.fl.leavesOf[top] {
+			cc, err := md.ColumnChunk(leaf)
+			if err != nil {
+				return orElse
+			}
+			n += cc.TotalUncompressedSize()
+		}
+	}
+	if n <= 0 {
+		return orElse
+	}
+	return n
 }
 
 // prepare reads the file's footer (cached) and works out what to decode.
