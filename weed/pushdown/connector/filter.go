@@ -13,7 +13,7 @@ package connector
 //	   ▼
 //	leaf kernels per Arrow type (ints, timestamps, floats, strings, binary,
 //	decimals; dictionaries through their values), everything else through
-//	oracle.ArrowValue + predicate.Eval on that leaf
+//	value.FromArrow + predicate.Eval on that leaf
 //
 // predicate.Eval under IEEE semantics is the definition; the kernels are
 // checked against it by a differential test (filter_test.go). A value that
@@ -34,7 +34,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -276,7 +275,7 @@ func (ev *evaluation) leaf(l *predicate.Leaf, sel []int32, res []predicate.Tri) 
 	}
 	arr := v.arr
 	if ext, ok := arr.(array.ExtensionArray); ok {
-		arr = ext.Storage() // a UUID's bytes, as oracle.ArrowValue reads them
+		arr = ext.Storage() // a UUID's bytes, as value.FromArrow reads them
 	}
 	if d, ok := arr.(*array.Dictionary); ok {
 		// the leaf on each dictionary value once, then by index
@@ -303,7 +302,7 @@ func (ev *evaluation) leaf(l *predicate.Leaf, sel []int32, res []predicate.Tri) 
 		base := *l
 		base.Negated = false
 		match = func(p int) bool {
-			val, err := oracle.ArrowValue(arr, p, v.typ)
+			val, err := value.FromArrow(arr, p, v.typ)
 			if err != nil {
 				if convErr == nil {
 					convErr = fmt.Errorf("%s value as %s: %w", arr.DataType(), v.typ, err)
@@ -358,7 +357,7 @@ func kernel(l *predicate.Leaf, arr arrow.Array, typ iceberg.Type) func(p int) bo
 	}
 	if l.Op == predicate.OpIsNull {
 		if kernel(&predicate.Leaf{Op: predicate.OpIsNaN}, arr, typ) == nil {
-			return nil // the value must convert (oracle.ArrowValue), NULL or not
+			return nil // the value must convert (value.FromArrow), NULL or not
 		}
 		return func(int) bool { return false }
 	}

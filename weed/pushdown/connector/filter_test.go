@@ -16,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -481,7 +480,7 @@ func rowWiseValue(t *testing.T, seed int64, g genColumn, p int) (value.Value, bo
 	if g.arr.IsNull(p) {
 		return value.Value{}, true
 	}
-	v, err := oracle.ArrowValue(g.arr, p, g.typ)
+	v, err := value.FromArrow(g.arr, p, g.typ)
 	if err != nil {
 		t.Fatalf("seed %d: oracle: %v", seed, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -141,7 +140,7 @@ func (rs *rowSource) row(row int64) predicate.Row {
 		if !ok {
 			return rs.fail(id, row, fmt.Errorf("field id %d is not in schema %d", id, rs.schema.ID))
 		}
-		v, err := oracle.ArrowValue(arr, i, f.Type)
+		v, err := value.FromArrow(arr, i, f.Type)
 		if err != nil {
 			return rs.fail(id, row, fmt.Errorf("%s value as %s: %w", arr.DataType(), f.Type, err))
 		}

@@ -8,9 +8,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -77,7 +74,7 @@ func DecodeFile(data []byte, s *iceberg.Schema) (df *File, err error) {
 					cells = append(cells, Cell{Null: true})
 					continue
 				}
-				v, err := ArrowValue(chunk, r, f.Type)
+				v, err := value.FromArrow(chunk, r, f.Type)
 				if err != nil {
 					return nil, err
 				}
@@ -87,124 +84,6 @@ func DecodeFile(data []byte, s *iceberg.Schema) (df *File, err error) {
 		df.Cols[f.ID] = cells
 	}
 	return df, nil
-}
-
-// ArrowValue converts row r of an Arrow array to a Value of Iceberg type typ.
-func ArrowValue(a arrow.Array, r int, typ iceberg.Type) (value.Value, error) {
-	switch x := a.(type) {
-	case *array.Int8:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Int16:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Int32:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Int64:
-		return value.OfInt(x.Value(r)), nil
-	case *array.Uint8:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Uint16:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Uint32:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Uint64:
-		return value.OfUint(x.Value(r)), nil
-	case *array.Float32:
-		return value.OfFloat(float64(x.Value(r))), nil
-	case *array.Float64:
-		return value.OfFloat(x.Value(r)), nil
-	case *array.Float16:
-		return value.OfFloat(float64(x.Value(r).Float32())), nil
-	case *array.Boolean:
-		return value.OfBool(x.Value(r)), nil
-	case *array.String:
-		return value.OfString(x.Value(r)), nil
-	case *array.LargeString:
-		return value.OfString(x.Value(r)), nil
-	case *array.Binary:
-		return value.OfBytes(append([]byte{}, x.Value(r)...)), nil
-	case *array.LargeBinary:
-		return value.OfBytes(append([]byte{}, x.Value(r)...)), nil
-	case *array.FixedSizeBinary:
-		return value.OfBytes(append([]byte{}, x.Value(r)...)), nil
-	case *extensions.UUIDArray:
-		u := x.Value(r)
-		return value.OfBytes(append([]byte{}, u[:]...)), nil
-	case *array.Date32:
-		return value.OfInt(int64(x.Value(r))), nil
-	case *array.Date64:
-		return value.OfInt(int64(x.Value(r)) / 86_400_000), nil
-	case *array.Time32:
-		unit := x.DataType().(*arrow.Time32Type).Unit
-		v := int64(x.Value(r))
-		if unit == arrow.Millisecond {
-			v *= 1000
-		} else {
-			v *= 1_000_000
-		}
-		return value.OfInt(v), nil
-	case *array.Time64:
-		v := int64(x.Value(r))
-		if x.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
-			v /= 1000
-		}
-		return value.OfInt(v), nil
-	case *array.Timestamp:
-		unit := x.DataType().(*arrow.TimestampType).Unit
-		v := int64(x.Value(r))
-		nanos := value.IsNanosecond(typ)
-		switch unit {
-		case arrow.Second:
-			v *= 1_000_000
-			if nanos {
-				v *= 1000
-			}
-		case arrow.Millisecond:
-			v *= 1000
-			if nanos {
-				v *= 1000
-			}
-		case arrow.Microsecond:
-			if nanos {
-				v *= 1000
-			}
-		case arrow.Nanosecond:
-			if !nanos {
-				v = floorDiv(v, 1000)
-			}
-		}
-		return value.OfInt(v), nil
-	case *array.Decimal128:
-		dt := x.DataType().(*arrow.Decimal128Type)
-		return value.OfDecimal(x.Value(r).BigInt(), dt.Scale), nil
-	case *array.Decimal256:
-		dt := x.DataType().(*arrow.Decimal256Type)
-		return value.OfDecimal(x.Value(r).BigInt(), dt.Scale), nil
-	case *array.Dictionary:
-		return ArrowValue(x.Dictionary(), x.GetValueIndex(r), typ)
-	case array.ExtensionArray:
-		return ArrowValue(x.Storage(), r, typ)
-	case array.ListLike:
-		lt, ok := typ.(*iceberg.ListType)
-		if !ok {
-			return value.Value{}, fmt.Errorf("oracle: a list where the table has %s", typ)
-		}
-		lo, hi := x.ValueOffsets(r)
-		elems := x.ListValues()
-		out := make([]value.Value, 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			if elems.IsNull(int(i)) {
-				out = append(out, value.Value{})
-				continue
-			}
-			v, err := ArrowValue(elems, int(i), lt.Element)
-			if err != nil {
-				return value.Value{}, err
-			}
-			out = append(out, v)
-		}
-		return value.OfList(out), nil
-	}
-	return value.Value{}, fmt.Errorf("oracle: unsupported arrow type %s", a.DataType())
 }
 
 // isPrimitiveList reports whether t is a list of an orderable primitive
@@ -248,12 +127,4 @@ func (f *File) Matching(e predicate.Expr) []int64 {
 		}
 	}
 	return out
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
 }

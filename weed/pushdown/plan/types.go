@@ -1,15 +1,23 @@
 // Package plan turns a query (projection + bound predicate) over a set of
 // Iceberg data files into one access plan per file, refined by tiers that
-// can only narrow it, cheapest first:
+// can only narrow it, cheapest first (Tiers lists them in this order):
 //
 //	                    ┌ file ─────────────────────────────────────────────┐
 //	a. manifest   ──────┤ partition values, manifest bounds/null/NaN counts │ skip file
 //	                    └───────────────────────────────────────────────────┘
-//	                      │ footer (FooterCache)
-//	b. footer stats ─────▶ row group zone maps                   skip row group
-//	c. bloom filters ────▶ = / IN on chunks with a filter         skip row group
+//	                      │ footer (FooterCache)      ┌ meanwhile, beside the data ┐
+//	b. footer stats ─────▶ row group zone maps        │ f. deletes: DeleteSource   │
+//	c. bloom filters ────▶ = / IN on chunks           │ e. side indexes:           │
+//	                      │  with a filter            │    SideIndexSource (btree, │
+//	                      │                           │    bitmap, bloom, ngram …) │
+//	                      ▼                           └────────────┬───────────────┘
 //	d. page index ───────▶ ColumnIndex → row ranges → OffsetIndex pages of
 //	                       every projected column (+ dictionary regions)
+//	e. side index ───────▶ row positions that might match: row groups and
+//	                       pages narrowed, exact answers marked
+//	f. deletes ──────────▶ deleted positions: emptied row groups skipped
+//	g. limit ────────────▶ LIMIT without ORDER BY: once exact rows reach it,
+//	                       later row groups and files skipped
 //	                      │
 //	                      ▼
 //	         RowGroups, Pages, coalesced FileRanges, per-tier stats, cost

@@ -20,7 +20,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -412,7 +411,7 @@ func (b *btreeIndex) decodeGroup(ctx context.Context, fr *pqarrow.FileReader, gi
 
 // keyAt appends the encoding of the (non-null) key of row r.
 func (b *btreeIndex) keyAt(dst []byte, dg *decodedGroup, r int) ([]byte, error) {
-	v, err := oracle.ArrowValue(dg.keys, r, b.typ)
+	v, err := value.FromArrow(dg.keys, r, b.typ)
 	if err != nil {
 		return nil, err
 	}
@@ -459,7 +458,7 @@ func (b *btreeIndex) matchGroup(dg *decodedGroup, gi int, l *predicate.Leaf, rs 
 			if !seen || !bytes.Equal(k, lastKey) {
 				seen = true
 				lastKey = k
-				v, err := oracle.ArrowValue(dg.keys, r, b.typ)
+				v, err := value.FromArrow(dg.keys, r, b.typ)
 				if err != nil {
 					return err
 				}

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -47,7 +46,7 @@ func collectIntKeys(ctx context.Context, in Input, rdr *file.Reader) (btreeRows,
 			get = func(r int) (int64, error) { return int64(vs[r]), nil }
 		default:
 			get = func(r int) (int64, error) {
-				v, err := oracle.ArrowValue(leaf, r, in.Type)
+				v, err := value.FromArrow(leaf, r, in.Type)
 				if err != nil {
 					return 0, err
 				}

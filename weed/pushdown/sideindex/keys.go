@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -126,7 +125,7 @@ func columnValues(ctx context.Context, in Input, rdr *file.Reader, fn func(pos i
 				}
 				continue
 			}
-			v, err := oracle.ArrowValue(leaf, r, in.Type)
+			v, err := value.FromArrow(leaf, r, in.Type)
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,8 @@
 //	forges them — the committed hash is what makes a payload trusted)
 //	Index.Eval(bound leaf) ──▶ Answer{Unknown | Positions (never misses a row), Exact}
 //
-// Kinds (one builder and one evaluator file each):
+// Kinds (one builder and one evaluator file each, <kind>_build.go and
+// <kind>_eval.go):
 //
 //	btree       Parquet of (key, pos) sorted by key: exact positions for every leaf
 //	bloom       Puffin, one split-block bloom filter per row group, hashed as Parquet
@@ -23,6 +24,14 @@
 //	page_index  Puffin, per row group the Thrift ColumnIndex and OffsetIndex a writer
 //	            would have written: candidate pages, and footer.RowGroupIndex for the
 //	            planner's page tier
+//	bitmap      postings (Parquet): per distinct value (NULL and NaN classes too) a
+//	            roaring bitmap of its rows; exact for every leaf (max_distinct)
+//	ngram       postings of case-folded trigrams: candidates for LIKE, ILIKE and
+//	            STARTS_WITH (the residual rechecks them)
+//	label_list  postings of a list column's elements: exact ARRAY_CONTAINS and its
+//	            negation
+//	ivf, ivf_pq Arrow IPC of IVF lists (ivf_pq: PQ codes, codebooks) over a vector
+//	            column: filtered nearest-neighbour search (weed/pushdown/vector)
 package sideindex
 
 import (

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -95,7 +94,7 @@ func (k labelListKind) Build(ctx context.Context, in Input) ([]byte, error) {
 					}
 					continue
 				}
-				v, err := oracle.ArrowValue(elems, int(i), elemType)
+				v, err := value.FromArrow(elems, int(i), elemType)
 				if err != nil {
 					return err
 				}

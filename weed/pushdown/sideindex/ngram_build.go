@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
@@ -82,7 +81,7 @@ func (k ngramKind) Build(ctx context.Context, in Input) ([]byte, error) {
 			if plain {
 				text = []byte(str.Value(r))
 			} else {
-				v, err := oracle.ArrowValue(leaf, r, in.Type)
+				v, err := value.FromArrow(leaf, r, in.Type)
 				if err != nil {
 					return err
 				}

@@ -21,7 +21,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -305,7 +304,7 @@ func readPostings(payload []byte, want Header, keyType func(string) (iceberg.Typ
 				return fail(fmt.Errorf("row %d of class %d has the wrong key nullness", len(rows), p.class))
 			}
 			if !kc[c].IsNull(r) {
-				v, err := oracle.ArrowValue(kc[c], r, kt)
+				v, err := value.FromArrow(kc[c], r, kt)
 				if err != nil {
 					return fail(err)
 				}

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -151,7 +150,7 @@ func (b *btreeIndex) restamp(ctx context.Context, h Header) ([]byte, error) {
 		key: func(i int, dst []byte) []byte { return append(dst, keyed[i].dg.key(keyed[i].r)...) },
 		pos: func(i int) int64 { return keyed[i].dg.pos[keyed[i].r] },
 		appendKey: func(bld array.Builder, i int) error {
-			v, err := oracle.ArrowValue(keyed[i].dg.keys, keyed[i].r, b.typ)
+			v, err := value.FromArrow(keyed[i].dg.keys, keyed[i].r, b.typ)
 			if err != nil {
 				return err
 			}

@@ -1,14 +1,25 @@
 // Package volume implements the PushdownVolume gRPC service that runs beside
-// a volume server: the "hands" of the design. It reads file bytes next to the
-// data (preferring the chunks its own volume server holds) and computes
-// delete bitmaps there; side indexes and vector distances come next.
+// a volume server: the "hands" of the design. Next to the data (preferring
+// the chunks its own volume server holds) it reads byte ranges, computes
+// delete bitmaps, builds and evaluates side indexes, answers exact rows and
+// runs filtered vector searches. One file per RPC family:
 //
-//	catalog / connector ──gRPC──▶ access.Guard: who calls? may it read each file named?
-//	                                   │ (only files inside table buckets)
+//	catalog / connector ──gRPC──▶ admission (grpcutil: auth tap, in-flight budget, deadline)
+//	                                   │
 //	                                   ▼
-//	                              Service ──▶ fileread.Reader ──▶ local volume server
-//	                                   │                   └──▶ other replicas
-//	                                   └──▶ footer.Cache: a data file's identity before anything is written under its .index/
+//	                      access.Guard: who calls? may it read (write) each file named?
+//	                                   │ (only files inside table buckets, never .index/)
+//	                                   ▼
+//	  volume_grpc_read.go     ReadRanges       ──▶ fileread.Reader ──▶ local volume server
+//	  volume_grpc_deletes.go  ComputeDeletes         (deletes.Computer)   └──▶ other replicas
+//	  volume_grpc_indexes.go  BuildIndexes, EvaluateIndexes, ReadPageIndexes
+//	                          (sideindex kinds; payloads trusted by the registry's SHA-256)
+//	  volume_grpc_rows.go     ReadRows         exact side-index answers as rows (answer budget)
+//	  volume_grpc_vectors.go  SearchVectors    ivf / ivf_pq / exact, filtered (…_filter.go)
+//	  volume_grpc_status.go   Status
+//	                                   │
+//	                                   └──▶ footer.Cache: a data file's identity before anything
+//	                                        is written under its .index/
 package volume
 
 import (

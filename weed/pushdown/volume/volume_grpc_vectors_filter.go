@@ -16,7 +16,6 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/oracle"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -30,7 +29,7 @@ import (
 // (predicate.Eval under IEEE semantics, TRUE keeps the row).
 //
 //	candidates ─▶ row groups holding one ─▶ decode the predicate's columns (pqarrow)
-//	      ─▶ oracle.ArrowValue per row ─▶ predicate.Eval == TRUE ─▶ mask ─▶ masked search
+//	      ─▶ value.FromArrow per row ─▶ predicate.Eval == TRUE ─▶ mask ─▶ masked search
 type vectorFilter struct {
 	e   predicate.Expr
 	ids []int
@@ -202,7 +201,7 @@ func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 		if a == nil || a.IsNull(i) {
 			return value.Value{}, true
 		}
-		v, err := oracle.ArrowValue(a, i, types[id])
+		v, err := value.FromArrow(a, i, types[id])
 		if err != nil {
 			if convErr == nil {
 				convErr = perr.New(perr.FailedPrecondition, "field %d: %s value as %s: %v", id, a.DataType(), types[id], err)
