@@ -2,8 +2,10 @@
 # Runs every fuzz target of the module for a bounded time each (FUZZTIME,
 # default 4s): request decoders and payload readers met with bytes nobody
 # vouches for. Their seed corpora (and testdata/fuzz regressions) also run
-# as ordinary tests in `go test`. Used by `make test`; `make fuzz
-# FUZZTIME=1m` fuzzes longer.
+# as ordinary tests in `go test`. FUZZ_PACKAGES (names under
+# weed/pushdown, space-separated) keeps only those packages' targets:
+# `make test` fuzzes the request decoders briefly; `make fuzz FUZZTIME=1m`
+# fuzzes everything longer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -13,6 +15,10 @@ targets=$(grep -rl --include='*_test.go' '^func Fuzz' weed | sort | while read -
   pkg=./$(dirname "$f")
   grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed "s|^func |$pkg |"
 done)
+if [ -n "${FUZZ_PACKAGES:-}" ]; then
+  keep=$(for p in $FUZZ_PACKAGES; do echo "./weed/pushdown/$p "; done)
+  targets=$(echo "$targets" | grep -F "$keep" || true)
+fi
 n=$(echo "$targets" | grep -c . || true)
 echo "fuzzing $n targets for $FUZZTIME each"
 while read -r pkg name; do

@@ -28,6 +28,7 @@ const accessIdentities = `{
 // S3 credentials, and an identity that may not read a table's files cannot
 // plan over them — the same answer the S3 gateway gives for the bytes.
 func TestPlansAreAuthorizedByTheCallersS3Identity(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := startIdentityCluster(t)
 	open := appendRows(t, createDeleteTable(t, c, "acl_it", "open", 2), 0, 300)
 	closed := appendRows(t, createDeleteTable(t, c, "acl_it", "closed", 2), 0, 300)

@@ -104,6 +104,7 @@ func TestConnectorReadsPlannedRangesBesideTheDataAndReturnsTheRowsAnS3OnlyReadDo
 // and the stats count the fallback; -read volume fails instead of
 // answering.
 func TestWhenTheNamedVolumeServiceDiesMidQueryTheAnswerIsExactAndStatsCountTheFallback(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	mc := harness.StartMulti(t, harness.MultiOptions{Volumes: 2, Replication: "001"})
 	c := &mc.Cluster
 	tbl := createDeleteTable(t, c, "volread_down", "events", 2)

@@ -67,6 +67,7 @@ func catalogCache(t *testing.T, addr, name string) *pushdown_pb.CacheStats {
 // process, so killing the process (SIGKILL, no clean withdrawal from the
 // registry) is how its pushdown service goes down.
 func TestDeletesComputeOnTheCatalogWhenAVolumeServerDiesMidWorkload(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	mc := harness.StartMulti(t, harness.MultiOptions{Volumes: 3, Replication: "001"})
 	c := &mc.Cluster
 	ctx := context.Background()

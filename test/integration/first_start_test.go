@@ -19,6 +19,7 @@ import (
 // reset by peer" in the gateway's log), and the manifest entries carry each
 // file's true size and row count.
 func TestTheDemoLoadOfAFirstStartLogsNoErrorAndRecordsTrueFileSizes(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{})
 	before, err := os.ReadFile(c.Proc.Log)
 	if err != nil {

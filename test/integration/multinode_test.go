@@ -21,6 +21,7 @@ import (
 // service. The catalog discovers the volume endpoints by itself and drops
 // the one whose volume server stops.
 func TestCatalogDiscoversVolumeEndpointsAndDropsOneThatStops(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	dir := t.TempDir()
 	p := harness.FreePorts(t, 16)
 	master := fmt.Sprintf("127.0.0.1:%d.%d", p[0], p[1])

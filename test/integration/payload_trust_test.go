@@ -106,6 +106,7 @@ func vectorRowsOf(resp *pushdown_pb.ParquetPushdownResponse, paths []string) [][
 //     whose payload hash was removed from the registry (one committed
 //     before payloads were hashed) — are rebuilt and used again.
 func TestForgedSideIndexPayloadsAreRefusedByTheirCommittedHashAndRebuilt(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-pushdown.index.reconcileEvery=0"}})
 	ctx := context.Background()
 	const ns, name, tableName = "trust_it", "events", "trust_it.events"

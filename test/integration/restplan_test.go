@@ -409,6 +409,7 @@ func TestScanPlanningEndpointsFollowTheRESTSpec(t *testing.T) {
 // local planning; a plan unused for longer than -pushdown.rest.planTTL is
 // gone with the spec's errors (NoSuchPlanIdException, NoSuchPlanTaskException).
 func TestLargeTablesArePlannedAsynchronouslyAndPlansExpire(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{
 		"-pushdown.rest.syncWait=0", "-pushdown.rest.tasksPerPage=300", "-pushdown.rest.planTTL=8s"}})
 	weed := pushdownCLI(t, c)
@@ -534,6 +535,7 @@ func oauthToken(t *testing.T, c *harness.Cluster, key, secret string) string {
 // LoadTable does to a caller who may not read a table, whether or not it
 // exists; plan ids and plan tasks are bound to the caller who made them.
 func TestUnauthorizedScanPlanningLearnsNothing(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{
 		Setup: func(dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "identities.json"), []byte(restplanIdentities), 0o600); err != nil {
@@ -604,6 +606,7 @@ func TestUnauthorizedScanPlanningLearnsNothing(t *testing.T) {
 // too, and upstream's routes keep working through it (the demo load creates
 // the table bucket, namespace and table through them).
 func TestWeedServerServesScanPlanningOnItsIcebergPort(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartServer(t, harness.ServerOptions{})
 	weed := pushdownCLI(t, c)
 	weed("demo", "-table", "srvplan.events", "-rows", "4000", "-files", "4", "-rowGroupRows", "500", "-indexed", "none")

@@ -18,6 +18,7 @@ import (
 // and queries over the loaded demo return exact row counts, pushdown and
 // plain alike, given only the catalog's address.
 func TestOnWeedServerTheDemoCreatesTheTableBucketAndPlansAndQueriesReturnExactRows(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartServer(t, harness.ServerOptions{})
 	cat := c.CatalogAddr()
 	ctx := context.Background()

@@ -78,6 +78,7 @@ func waitAllCommitted(t *testing.T, c *harness.Cluster, tableName string, want i
 // behind its back, and the indexes of files that left every snapshot are
 // removed after the grace period.
 func TestABuildKilledHalfwayLeavesNothingHalfBuiltAndMaintenanceRepairsAndExpiresIndexes(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-pushdown.index.reconcileEvery=0"}})
 	const ns, name, table = "side_crash", "events", "side_crash.events"
 	createUnindexedTable(t, c, ns, name, 3000)

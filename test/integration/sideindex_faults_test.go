@@ -203,6 +203,7 @@ func waitRangeMissing(t *testing.T, c *harness.Cluster, tableName, want string) 
 // indexes_missing names the kind, the column and why, the registry marks
 // the entry, and a rebuild puts the index back to work.
 func TestDamagedSideIndexPayloadsCostOnlyPruningAndTheRegistrySaysWhy(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-pushdown.index.reconcileEvery=0"}})
 	const ns, name, table = "side_faults", "events", "side_faults.events"
 	createUnindexedTable(t, c, ns, name, 3000)

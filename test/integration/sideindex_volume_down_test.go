@@ -14,6 +14,7 @@ import (
 // (the data has a second copy), queries return exactly the plain read's
 // rows, and indexes_missing says the endpoint was unavailable.
 func TestPlansKeepEveryRowAndSayTheIndexEndpointWasUnavailableWhenItsVolumeServerDies(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	mc := harness.StartMulti(t, harness.MultiOptions{Volumes: 2, Replication: "001"})
 	c := &mc.Cluster
 	const ns, name, table = "side_down", "events", "side_down.events"

@@ -13,6 +13,7 @@ import (
 // buckets is told the exact command that creates the missing one, and
 // nothing is loaded; an admin's demo creates it and loads.
 func TestAMissingTableBucketIsCreatedForAnAdminAndNamedWithItsCommandForOthers(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{
 		Setup: func(dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "identities.json"), []byte(accessIdentities), 0o600); err != nil {

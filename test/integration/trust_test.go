@@ -42,6 +42,7 @@ func clientResolved(t *testing.T, c *harness.Cluster, name string) (*pushdown_pb
 // manifests (rows equal iceberg-go's at every snapshot) and refuses each
 // kind of forged request with PERMISSION_DENIED naming the file and field.
 func TestCatalogValidatedModeRefusesEachKindOfForgedRequest(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-pushdown.trustMode=catalog-validated"}})
 	tbl := positionDeleteTable(t, c, "trust_it", "mixed", 2, 2)
 	ctx := context.Background()

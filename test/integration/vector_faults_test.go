@@ -39,6 +39,7 @@ func endpointsOfPlan(resp *pushdown_pb.ParquetPushdownResponse) map[string]strin
 // rows — the files move to their other holder, the files placed elsewhere
 // stay where they were — for unfiltered and filtered queries alike.
 func TestVectorPlansKeepTheirRowsWhenTheChosenHolderDiesAndPlacementIsStable(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	mc := harness.StartMulti(t, harness.MultiOptions{Volumes: 3, Replication: "001"})
 	c := &mc.Cluster
 	e := c.Endpoints()
