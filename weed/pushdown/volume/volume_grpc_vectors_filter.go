@@ -47,23 +47,31 @@ func newVectorFilter(req *pushdown_pb.SearchVectorsRequest, schema *iceberg.Sche
 	if len(req.GetPredicate()) == 0 {
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: a file asks for the predicate to be evaluated but the request has none")
 	}
-	e, err := decodePredicate(req.GetPredicateKind(), req.GetPredicate(), schema, req.GetSchemaJson())
+	return bindRowFilter("SearchVectors", req.GetPredicateKind(), req.GetPredicate(), schema, req.GetSchemaJson())
+}
+
+// bindRowFilter decodes and binds a request's predicate for evaluation on
+// rows here. A predicate with parts the volume cannot evaluate exactly
+// (residuals) or on a nested field is refused (FAILED_PRECONDITION): a
+// row it kept might not match.
+func bindRowFilter(method string, kind pushdown_pb.PredicateKind, pred []byte, schema *iceberg.Schema, schemaJSON []byte) (*vectorFilter, error) {
+	e, err := decodePredicate(kind, pred, schema, schemaJSON)
 	if err != nil {
-		return nil, perr.New(perr.KindOf(err), "SearchVectors: %w", err)
+		return nil, perr.New(perr.KindOf(err), "%s: %w", method, err)
 	}
 	if r := predicate.Residuals(e); len(r) > 0 {
-		return nil, perr.New(perr.FailedPrecondition, "SearchVectors: the predicate has a part the volume cannot evaluate exactly (%s)", perr.Quote(r[0]))
+		return nil, perr.New(perr.FailedPrecondition, "%s: the predicate has a part the volume cannot evaluate exactly (%s)", method, perr.Quote(r[0]))
 	}
 	ids := predicate.FieldIDs(e)
 	for _, id := range ids {
 		if !slices.ContainsFunc(schema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id }) {
 			name, _ := schema.FindColumnName(id)
-			return nil, perr.New(perr.FailedPrecondition, "SearchVectors: the predicate's column %s is nested; the volume evaluates predicates on top-level columns only", perr.Quote(name))
+			return nil, perr.New(perr.FailedPrecondition, "%s: the predicate's column %s is nested; the volume evaluates predicates on top-level columns only", method, perr.Quote(name))
 		}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00", req.GetPredicateKind())
-	h.Write(req.GetPredicate())
+	fmt.Fprintf(h, "%d\x00", kind)
+	h.Write(pred)
 	return &vectorFilter{e: e, ids: ids, key: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
