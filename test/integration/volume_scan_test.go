@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -165,6 +166,25 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 	check("no index", 30)
 	weed("index", "create", "-table", name, "-column", "message", "-kind", "ngram", "-wait")
 	check("ngram(message)", 20)
+	// the CLI: -filterAt, -explain's estimate and the -stats figures
+	const q = "SELECT id, message FROM " + name + " WHERE message LIKE '%tenant=tenant-007 %' AND status <> 'ok'"
+	out, _ := weed("query", "-sql", q, "-explain", "-filterAt", "volume")
+	if !strings.Contains(out, "filter (-filterAt volume;") || !regexp.MustCompile(`volume +[1-9][0-9]* row groups`).MatchString(out) {
+		t.Fatalf("-explain -filterAt volume does not show row groups filtered by the volume:\n%s", out)
+	}
+	for _, site := range []string{"volume", "here", "auto"} {
+		got, st := queryRowsAndStats(t, weed, q, "-filterAt", site)
+		want, _ := queryRowsAndStats(t, weed, q, "-no-pushdown")
+		if strings.Join(got, "\n") != strings.Join(want, "\n") || st["filter_at"] != site {
+			t.Fatalf("-filterAt %s: %d rows, %d plain, stats %v", site, len(got), len(want), st)
+		}
+		v, _ := st["filter_volume_row_groups"].(float64)
+		h, _ := st["filter_here_row_groups"].(float64)
+		if site == "volume" && (v == 0 || h != 0 || st["filter_volume_reason"] != "volume: -filterAt volume") || site == "here" && (v != 0 || h == 0) || v+h == 0 {
+			t.Fatalf("-filterAt %s: %v row groups filtered by the volume, %v here: %v", site, v, h, st)
+		}
+		t.Logf("-filterAt %s: %v row groups on the volume, %v here, %v bytes read; %v", site, v, h, st["bytes_read"], st["filter_volume_reason"])
+	}
 	if volumeGroups == 0 || volumeRows == 0 || hereRows == 0 {
 		t.Fatalf("%d row groups and %d rows filtered by the volume, %d rows here: the volume path was not exercised", volumeGroups, volumeRows, hereRows)
 	}

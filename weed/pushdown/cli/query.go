@@ -257,6 +257,9 @@ func runQuery(args []string) error {
 			return err
 		}
 		PrintPlan(os.Stdout, q.Table, q.Where, resp)
+		if q.Where != "" {
+			PrintFilterSites(os.Stdout, connector.ExplainFilterSites(resp, fa, cq.Limit))
+		}
 		return nil
 	}
 	cq.Offset = q.Offset

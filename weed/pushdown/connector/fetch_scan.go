@@ -261,13 +261,15 @@ func (fl *fileLayout) rowBytesOf(rg int, tops []int) float64 {
 // chosen was here, the volume cannot, or the call failed — counted).
 func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
 	sc := scanCountersOf(ctx)
-	if sc == nil || c.opts.FilterAt == FilterHere || r.exact {
+	if _, isConst := p.expr.(predicate.Const); sc == nil || r.exact || isConst {
+		return nil, false, nil // nothing to filter
+	}
+	if c.opts.FilterAt == FilterHere {
+		sc.chose(false, "here: -filterAt here")
 		return nil, false, nil
 	}
 	if why := volumeCanFilter(p, f); why != "" {
-		if why != "no predicate" {
-			sc.chose(false, "here: "+why)
-		}
+		sc.chose(false, "here: "+why)
 		return nil, false, nil
 	}
 	addr, routed, err := c.fetch.volumeRoute(f.pf)
@@ -523,4 +525,78 @@ func ipcColumns(raw []byte, fl *fileLayout, keep []int64, want map[string]int, c
 		return fmt.Errorf("column %s is missing from the answer", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// FilterSites is what -explain shows of where row groups would be
+// filtered: per site the row groups the cost model would send there,
+// estimated from the plan alone (no footer is read: a row's decoded
+// bytes are taken as 4× its share of the file's planned bytes, the
+// selectivity is the prior), and the first reason for each.
+type FilterSites struct {
+	Setting             FilterSite
+	Exact, Here, Volume int
+	HereReason          string
+	VolumeReason        string
+}
+
+// ExplainFilterSites estimates from a plan where its row groups would be
+// filtered under site (limit: the query's LIMIT).
+func ExplainFilterSites(resp *pushdown_pb.ParquetPushdownResponse, site FilterSite, limit int64) FilterSites {
+	out := FilterSites{Setting: site}
+	planned, groups := map[string]int64{}, map[string]int64{}
+	for _, fr := range resp.GetFileRanges() {
+		planned[fr.GetFile()] += fr.GetLength()
+	}
+	for _, rg := range resp.GetRowGroups() {
+		groups[rg.GetFile()]++
+	}
+	endpoint := map[string]string{}
+	for _, pf := range resp.GetFiles() {
+		endpoint[pf.GetFile()] = pf.GetReadEndpoint()
+	}
+	note := func(volume bool, reason string) {
+		if volume {
+			out.Volume++
+			if out.VolumeReason == "" {
+				out.VolumeReason = reason
+			}
+			return
+		}
+		out.Here++
+		if out.HereReason == "" {
+			out.HereReason = reason
+		}
+	}
+	for _, rg := range resp.GetRowGroups() {
+		if rg.GetRowsExact() {
+			out.Exact++
+			continue
+		}
+		addr := endpoint[rg.GetFile()]
+		switch {
+		case site == FilterHere:
+			note(false, "here: -filterAt here")
+			continue
+		case addr == "":
+			note(false, "here: the plan names no volume pushdown service holding the file")
+			continue
+		case site == FilterVolume:
+			note(true, "volume: -filterAt volume")
+			continue
+		}
+		cands := rg.GetRowCount()
+		if len(rg.GetRowRanges()) > 0 {
+			cands = 0
+			for _, rr := range rg.GetRowRanges() {
+				cands += rr.GetEnd() - rr.GetStart()
+			}
+		}
+		in := filterSiteInput{PlannedBytes: planned[rg.GetFile()] / max(1, groups[rg.GetFile()]), Candidates: cands,
+			Selectivity: scanPriorSelectivity, Limit: limit, Local: isLocalAddr(addr)}
+		if cands > 0 {
+			in.RowBytes = 4 * float64(in.PlannedBytes) / float64(cands)
+		}
+		note(chooseFilterSite(in))
+	}
+	return out
 }

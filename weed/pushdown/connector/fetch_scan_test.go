@@ -184,3 +184,29 @@ func TestTheVolumeIsNotAskedWhenItCannotEvaluateThePredicateAsHere(t *testing.T)
 		t.Fatalf("-filterAt here asked the volume: %v %v", ok, err)
 	}
 }
+
+// -explain's estimate of filter sites counts exact row groups apart,
+// keeps row groups of files without a volume route here, follows
+// -filterAt, and otherwise applies the cost model to the plan's figures.
+func TestExplainEstimatesWhereEachRowGroupWouldBeFiltered(t *testing.T) {
+	resp := &pushdown_pb.ParquetPushdownResponse{
+		Files: []*pushdown_pb.PlannedFile{{File: "a", ReadEndpoint: "10.1.2.3:18888"}, {File: "b"}, {File: "c", ReadEndpoint: "127.0.0.1:18888"}},
+		FileRanges: []*pushdown_pb.FileRange{{File: "a", Length: 8 << 20}, {File: "b", Length: 8 << 20}, {File: "c", Length: 8 << 20}},
+		RowGroups: []*pushdown_pb.RowGroupRef{
+			{File: "a", RowGroup: 0, RowCount: 100000},
+			{File: "a", RowGroup: 1, RowCount: 100000, RowsExact: true},
+			{File: "b", RowGroup: 0, RowCount: 100000},
+			{File: "c", RowGroup: 0, RowCount: 100000},
+		},
+	}
+	auto := ExplainFilterSites(resp, FilterAuto, 0)
+	if auto.Exact != 1 || auto.Volume != 1 || auto.Here != 2 || !strings.Contains(auto.HereReason, "no volume pushdown service") || !strings.Contains(auto.VolumeReason, "holder remote") {
+		t.Fatalf("auto: %+v: want the remote file's row group on the volume, the unrouted and on-this-host ones here, one exact", auto)
+	}
+	if v := ExplainFilterSites(resp, FilterVolume, 0); v.Volume != 2 || v.Here != 1 {
+		t.Fatalf("-filterAt volume: %+v: want every routed row group on the volume", v)
+	}
+	if h := ExplainFilterSites(resp, FilterHere, 0); h.Volume != 0 || h.Here != 3 {
+		t.Fatalf("-filterAt here: %+v: want every row group here", h)
+	}
+}
