@@ -190,7 +190,7 @@ func TestTheVolumeIsNotAskedWhenItCannotEvaluateThePredicateAsHere(t *testing.T)
 // -filterAt, and otherwise applies the cost model to the plan's figures.
 func TestExplainEstimatesWhereEachRowGroupWouldBeFiltered(t *testing.T) {
 	resp := &pushdown_pb.ParquetPushdownResponse{
-		Files: []*pushdown_pb.PlannedFile{{File: "a", ReadEndpoint: "10.1.2.3:18888"}, {File: "b"}, {File: "c", ReadEndpoint: "127.0.0.1:18888"}},
+		Files:      []*pushdown_pb.PlannedFile{{File: "a", ReadEndpoint: "10.1.2.3:18888"}, {File: "b"}, {File: "c", ReadEndpoint: "127.0.0.1:18888"}},
 		FileRanges: []*pushdown_pb.FileRange{{File: "a", Length: 8 << 20}, {File: "b", Length: 8 << 20}, {File: "c", Length: 8 << 20}},
 		RowGroups: []*pushdown_pb.RowGroupRef{
 			{File: "a", RowGroup: 0, RowCount: 100000},
