@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
@@ -234,5 +236,64 @@ func TestScanRowsRefusesMalformedAndUnauthorizedCalls(t *testing.T) {
 			codes.PermissionDenied, ""},
 	} {
 		wantCode(t, c.name, call(c.req), c.code, c.mention)
+	}
+}
+
+// A predicate a million rows match, filtered by the volume, streams all of
+// them — every row counted once, none read here — while the process
+// serving the volume grows by less than the answer: one row group decoded
+// and one batch encoded at a time, none kept after it.
+func TestAMillionMatchingRowsStreamFromTheVolumeInBoundedMemory(t *testing.T) {
+	const name = "volume_scan_big.events"
+	const rows = 1_000_000
+	c := sharedCluster(t)
+	weed := pushdownCLI(t, c)
+	weed("demo", "-table", name, "-rows", fmt.Sprint(rows), "-files", "2", "-indexed", "none")
+	ctx := context.Background()
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Force: true, NoFallback: true, FilterAt: connector.FilterVolume, MaxBufferBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	before := c.ProcessRSSKiB()
+	peak := before
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				peak = max(peak, c.ProcessRSSKiB())
+			}
+		}
+	}()
+	var got, answerBytes int64
+	res, err := conn.Stream(ctx, connector.Query{Table: name, Where: "status <> 'none'", Select: []string{"id", "status", "message"}}, func(rec arrow.RecordBatch) error {
+		got += rec.NumRows()
+		for _, col := range rec.Columns() {
+			answerBytes += int64(col.Data().SizeInBytes())
+		}
+		return nil
+	})
+	close(stop)
+	<-sampled
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Stats
+	if got != rows || st.FilterVolumeRows != rows || st.FilterHereRowGroups != 0 || st.FilterVolumeFallbacks != 0 {
+		t.Fatalf("%d rows streamed, %d filtered by the volume, %d row groups here, %d fallbacks (%s): want all %d from the volume",
+			got, st.FilterVolumeRows, st.FilterHereRowGroups, st.FilterVolumeFallbacks, st.FilterFallbackReason, rows)
+	}
+	grew := (peak - before) >> 10
+	t.Logf("%d rows (%d MiB of Arrow) from %d row groups filtered by the volume; %d MiB sent; the cluster process grew by %d MiB at most",
+		got, answerBytes>>20, st.FilterVolumeRowGroups, st.BytesFilterVolume>>20, grew)
+	// a server holding the whole answer (or keeping the row groups it
+	// decoded) would grow by at least the answer's Arrow bytes
+	if grew >= answerBytes>>20 {
+		t.Fatalf("the cluster process grew by %d MiB while streaming %d MiB of rows, want less than the answer", grew, answerBytes>>20)
 	}
 }

@@ -31,12 +31,15 @@ const (
 //	evaluable, top-level columns) ─▶ identity re-check ─▶ per row group:
 //	   planned rows − deleted positions ─▶ decode the predicate's columns,
 //	   predicate.Eval (IEEE) == TRUE ─▶ matching rows ─▶ batches of at
-//	   most 65,536 rows / ~4 MiB estimated ─▶ projected columns (decoded
-//	   row group, cached) ─▶ Arrow IPC message ─▶ stream.Send
+//	   most 65,536 rows / ~4 MiB estimated ─▶ projected columns (the row
+//	   group decoded once for its batches; from the shared cache when
+//	   ReadRows or a vector search put it there, never added to it: a
+//	   scan's row groups would push out what warm queries use)
+//	   ─▶ Arrow IPC message ─▶ stream.Send
 //	─▶ stops at limit matching rows, or when the caller goes away
 //
 // Memory: one row group's predicate columns and projected columns
-// decoded at a time, one batch encoded at a time; gRPC's flow control
+// decoded at a time (none kept after it), one batch encoded at a time; gRPC's flow control
 // holds the sender while the caller does not read. Each message is
 // counted against -pushdown.volume.maxAnswerMB.
 func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerStreamingServer[pushdown_pb.ScanRowsResponse]) error {
@@ -127,6 +130,7 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 				batch = int(min(int64(scanBatchRows), max(1, scanBatchTargetBytes/est)))
 			}
 		}
+		memo := map[int]*decodedRowGroup{} // this row group decoded once for its batches, not cached
 		for start := 0; start == 0 || start < len(positions); start += batch {
 			part := positions[start:min(start+batch, len(positions))]
 			msg := &pushdown_pb.ScanRowsResponse{RowGroup: int32(rg), RowCount: int64(len(part))}
@@ -138,7 +142,7 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 				return err
 			}
 			if len(part) > 0 && len(ids) > 0 {
-				if msg.ColumnsIpc, _, err = s.projectRows(ctx, req.GetPath(), identity, ft, cm, ids, part); err != nil {
+				if msg.ColumnsIpc, _, err = s.projectRows(ctx, req.GetPath(), identity, ft, cm, ids, part, memo); err != nil {
 					return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 				}
 				if n := int64(len(msg.ColumnsIpc)); n > budget.limit {
