@@ -44,6 +44,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -301,6 +303,9 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
+		}
+		if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+			c.fetch.volume.markDown(addr, err) // its other row groups skip it for a while
 		}
 		sc.fellBack(err)
 		c.fetch.fellBack(addr, f.pf, err)
