@@ -107,13 +107,7 @@ func TestRowsFilteredOnThreeHostsStayExactWhenOneIsKilledMidQuery(t *testing.T) 
 		}
 	}
 	killed := false
-	o := connector.Options{FilterAt: connector.FilterVolume, Workers: 1, Progress: func(done, total int) {
-		if !killed {
-			killed = true
-			t.Logf("killing volume server %s (pushdown %s, named for %d of %d files) after file %d", mc.VolumeServers[victim], mc.VolumePushdownAddrs[victim], named[mc.VolumePushdownAddrs[victim]], total, done)
-			mc.Volumes[victim].Kill()
-		}
-	}}
+	o := connector.Options{FilterAt: connector.FilterVolume, Workers: 1, Progress: killAfterFirstFile(t, mc, victim, named, &killed)}
 	got, st, err = readAs(t, c, o, name, where, sel...)
 	if err != nil {
 		t.Fatalf("query while a volume server dies: %v", err)
@@ -126,4 +120,16 @@ func TestRowsFilteredOnThreeHostsStayExactWhenOneIsKilledMidQuery(t *testing.T) 
 	}
 	t.Logf("after the kill: %d row groups filtered by volumes, %d here (%s), %d fallbacks (%s)", st.FilterVolumeRowGroups, st.FilterHereRowGroups, st.FilterHereReason,
 		st.FilterVolumeFallbacks, st.FilterFallbackReason)
+}
+
+// killAfterFirstFile is a connector Progress callback killing volume server
+// victim (named for named[its service] files) when the first file is read.
+func killAfterFirstFile(t *testing.T, mc *harness.MultiCluster, victim int, named map[string]int, killed *bool) func(done, total int) {
+	return func(done, total int) {
+		if !*killed {
+			*killed = true
+			t.Logf("killing volume server %s (pushdown %s, named for %d of %d files) after file %d", mc.VolumeServers[victim], mc.VolumePushdownAddrs[victim], named[mc.VolumePushdownAddrs[victim]], total, done)
+			mc.Volumes[victim].Kill()
+		}
+	}
 }
