@@ -17,6 +17,8 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
 
 // randomScanPredicate is a random WHERE over the demo table's columns:
@@ -45,6 +47,11 @@ func randomScanPredicate(r *rand.Rand, ids []int64) string {
 		func() string {
 			return fmt.Sprintf("id IN (%d, %d, %d)", ids[r.IntN(len(ids))], ids[r.IntN(len(ids))], ids[r.IntN(len(ids))])
 		},
+		func() string {
+			m := r.IntN(60)
+			return fmt.Sprintf("ts >= TIMESTAMP '2026-01-01 00:%02d:00' AND ts < TIMESTAMP '2026-01-01 01:%02d:30'", m, r.IntN(60))
+		},
+		func() string { return "tenant_id NOT IN (" + tenant() + ", " + tenant() + ")" },
 		func() string { return "message IS NULL" },
 		func() string { return "message IS NOT NULL AND id < " + fmt.Sprint(ids[r.IntN(len(ids))]) },
 		func() string {
@@ -69,7 +76,8 @@ func randomScanPredicate(r *rand.Rand, ids []int64) string {
 // unindexed columns, IS NULL, array_contains, combinations, with and
 // without a LIMIT — on a table with position deletes, and the same rows as
 // filtering here; with -filterAt volume no row group is read here and no
-// call fails, with -filterAt here none is asked of the volume.
+// call fails, with -filterAt here none is asked of the volume. An exact
+// vector search whose predicate the volume filters ranks the same rows.
 func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 	const name = "volume_scan.events"
 	c := sharedCluster(t)
@@ -168,15 +176,44 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 	check("no index", 30)
 	weed("index", "create", "-table", name, "-column", "message", "-kind", "ngram", "-wait")
 	check("ngram(message)", 20)
+	// the residual of an exact vector search: the predicate's rows
+	// filtered by the volume, then ranked here
+	q := make([]float32, demo.EmbeddingDim)
+	for i := range q {
+		q[i] = float32(i%7) / 7
+	}
+	for i := 0; i < 4; i++ {
+		where := randomScanPredicate(r, ids)
+		vq := connector.Query{Table: name, Where: where, Select: []string{"id", "tenant_id", connector.DistanceColumn}, Limit: 7,
+			Vector: &connector.VectorQuery{Column: "embedding", Metric: vector.L2, Vector: q}}
+		var answers [3][]string
+		var stats [3]connector.Stats
+		for j, conn := range []*connector.Connector{plain, volume, here} {
+			res, err := conn.ExactVectors(ctx, vq)
+			if err != nil {
+				t.Fatalf("vector search WHERE %s: %v", where, err)
+			}
+			answers[j], stats[j] = inOrder(res.Records), res.Stats
+			res.Release()
+		}
+		if strings.Join(answers[1], "\n") != strings.Join(answers[0], "\n") || strings.Join(answers[2], "\n") != strings.Join(answers[0], "\n") {
+			t.Fatalf("exact vector search WHERE %s: filtered by the volume\n%s\nhere\n%s\nplain\n%s", where, strings.Join(answers[1], "\n"), strings.Join(answers[2], "\n"), strings.Join(answers[0], "\n"))
+		}
+		if stats[1].FilterHereRowGroups != 0 || stats[1].FilterVolumeFallbacks != 0 {
+			t.Fatalf("exact vector search WHERE %s, -filterAt volume: stats %+v", where, stats[1])
+		}
+		t.Logf("exact vector search WHERE %.60s: %d rows, %d row groups filtered by the volume", where, len(answers[0]), stats[1].FilterVolumeRowGroups)
+	}
+
 	// the CLI: -filterAt, -explain's estimate and the -stats figures
-	const q = "SELECT id, message FROM " + name + " WHERE message LIKE '%tenant=tenant-007 %' AND status <> 'ok'"
-	out, _ := weed("query", "-sql", q, "-explain", "-filterAt", "volume")
+	const sql = "SELECT id, message FROM " + name + " WHERE message LIKE '%tenant=tenant-007 %' AND status <> 'ok'"
+	out, _ := weed("query", "-sql", sql, "-explain", "-filterAt", "volume")
 	if !strings.Contains(out, "filter (-filterAt volume;") || !regexp.MustCompile(`volume +[1-9][0-9]* row groups`).MatchString(out) {
 		t.Fatalf("-explain -filterAt volume does not show row groups filtered by the volume:\n%s", out)
 	}
 	for _, site := range []string{"volume", "here", "auto"} {
-		got, st := queryRowsAndStats(t, weed, q, "-filterAt", site)
-		want, _ := queryRowsAndStats(t, weed, q, "-no-pushdown")
+		got, st := queryRowsAndStats(t, weed, sql, "-filterAt", site)
+		want, _ := queryRowsAndStats(t, weed, sql, "-no-pushdown")
 		if strings.Join(got, "\n") != strings.Join(want, "\n") || st["filter_at"] != site {
 			t.Fatalf("-filterAt %s: %d rows, %d plain, stats %v", site, len(got), len(want), st)
 		}
