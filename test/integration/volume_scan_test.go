@@ -173,9 +173,9 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 			}
 		}
 	}
-	check("no index", 30)
+	check("no index", 20)
 	weed("index", "create", "-table", name, "-column", "message", "-kind", "ngram", "-wait")
-	check("ngram(message)", 20)
+	check("ngram(message)", 14)
 	// the residual of an exact vector search: the predicate's rows
 	// filtered by the volume, then ranked here
 	q := make([]float32, demo.EmbeddingDim)
