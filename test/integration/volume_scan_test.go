@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
@@ -283,7 +284,9 @@ func TestScanRowsRefusesMalformedAndUnauthorizedCalls(t *testing.T) {
 func TestAMillionMatchingRowsStreamFromTheVolumeInBoundedMemory(t *testing.T) {
 	const name = "volume_scan_big.events"
 	const rows = 1_000_000
-	c := sharedCluster(t)
+	// a cluster of its own: the shared one's heap holds what earlier tests
+	// cached, and garbage grows with it before a collection runs
+	c := harness.StartMini(t, harness.MiniOptions{})
 	weed := pushdownCLI(t, c)
 	weed("demo", "-table", name, "-rows", fmt.Sprint(rows), "-files", "2", "-indexed", "none")
 	ctx := context.Background()

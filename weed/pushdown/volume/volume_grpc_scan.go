@@ -115,7 +115,11 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 		evaluated := int64(mask.GetCardinality())
 		matched := roaring64.New()
 		if evaluated > 0 {
-			if matched, err = s.evaluateOnRows(ctx, req.GetPath(), ft, cm, schema, vf, mask); err != nil {
+			rf := *vf
+			if req.GetLimit() > 0 {
+				rf.stopAfter = req.GetLimit() - sent // a LIMIT stops the evaluation early
+			}
+			if matched, err = s.evaluateOnRows(ctx, req.GetPath(), ft, cm, schema, &rf, mask); err != nil {
 				return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 			}
 		}

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
@@ -35,6 +37,9 @@ type vectorFilter struct {
 	e   predicate.Expr
 	ids []int
 	key string // digest of the predicate, for the cache
+	// stopAfter: the evaluation of a row group stops once it has kept
+	// this many rows (a ScanRows LIMIT; 0: never)
+	stopAfter int64
 }
 
 // newVectorFilter decodes the request's predicate when a file asks for it.
@@ -210,6 +215,9 @@ func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 		if a == nil || a.IsNull(i) {
 			return value.Value{}, true
 		}
+		if v, ok := bytesView(a, i); ok {
+			return v, false
+		}
 		v, err := oracle.ArrowValue(a, i, types[id])
 		if err != nil {
 			if convErr == nil {
@@ -219,15 +227,18 @@ func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 		}
 		return v, false
 	}
+	var kept int64
 	eval := func(r int64) error {
 		local = r
 		if predicate.Eval(vf.e, row, predicate.IEEE) == predicate.True {
 			out.Add(uint64(first + r))
+			kept++
 		}
 		return convErr
 	}
+	full := func() bool { return vf.stopAfter > 0 && kept >= vf.stopAfter }
 	if rows == nil {
-		for r := range n {
+		for r := int64(0); r < n && !full(); r++ {
 			if err := eval(r); err != nil {
 				return err
 			}
@@ -235,6 +246,9 @@ func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 		return nil
 	}
 	for _, r := range rows {
+		if full() {
+			break
+		}
 		if err := eval(r); err != nil {
 			return err
 		}
@@ -269,4 +283,25 @@ func (c *chunkedColumn) at(i int64) (arrow.Array, int) {
 		return nil, 0
 	}
 	return c.chunks[c.cur], int(i - c.starts[c.cur])
+}
+
+// bytesView is a string or binary value (dictionary-encoded or not) as
+// oracle.ArrowValue reads it, but viewing the array's bytes instead of
+// copying them: the value lives only while the predicate is evaluated on
+// its row (the copy was a fifth of a scan's evaluation time).
+func bytesView(a arrow.Array, i int) (value.Value, bool) {
+	if d, ok := a.(*array.Dictionary); ok {
+		a, i = d.Dictionary(), d.GetValueIndex(i)
+	}
+	switch x := a.(type) {
+	case *array.String:
+		s := x.Value(i)
+		if len(s) == 0 {
+			return value.OfBytes([]byte{}), true
+		}
+		return value.OfBytes(unsafe.Slice(unsafe.StringData(s), len(s))), true
+	case *array.Binary:
+		return value.OfBytes(x.Value(i)), true
+	}
+	return value.Value{}, false
 }
