@@ -5210,8 +5210,10 @@ type ScanRowsResponse struct {
 	// Arrow IPC stream of the projected columns the file stores (in the
 	// file's order, its own Arrow types), one row per entry of rows.
 	ColumnsIpc []byte `protobuf:"bytes,4,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
-	// Rows the predicate was evaluated on in this row group (sent with its
-	// last batch; a row group none of whose rows match sends one empty batch).
+	// The row group's candidates (planned rows less deleted ones) the
+	// predicate was evaluated on — a LIMIT may stop before the last — sent
+	// with its last batch; a row group none of whose rows match sends one
+	// empty batch.
 	RowsEvaluated int64 `protobuf:"varint,5,opt,name=rows_evaluated,json=rowsEvaluated,proto3" json:"rows_evaluated,omitempty"`
 	RowGroupDone  bool  `protobuf:"varint,6,opt,name=row_group_done,json=rowGroupDone,proto3" json:"row_group_done,omitempty"`
 	unknownFields protoimpl.UnknownFields
