@@ -7,7 +7,7 @@
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
 #   LAKEWEED_PEER_BIG_ROWS=N / LAKEWEED_PEER_BIG_FILES=N  the peer benchmark's big table
 #                           (default 10,000,000 rows in 80 files; 0 rows skips it)
-#   BENCH=plan|deletes|peer|sideindex|sideindex-build|sideindex-igo|vector|kinds|restplan runs one of them
+#   BENCH=plan|deletes|peer|sideindex|sideindex-build|sideindex-igo|vector|kinds|restplan|scan runs one of them
 #   LAKEWEED_RESTPLAN_BIG_FILES=N  files of the scan-planning benchmark's latency table (default 10,000)
 #   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (60,000 / 1,000,000)
 set -euo pipefail
@@ -47,6 +47,9 @@ fi
 if [ "$BENCH" = all ] || [ "$BENCH" = kinds ]; then
   go test -count=1 -timeout 90m -run TestKindsBenchmark -v ./bench/kindsbench/ 2>&1 | tee bench/results/kinds.log | grep -E "kinds_bench|^ok|FAIL|^---"
   (cd bench/peer && go test -count=1 -timeout 90m -run TestKindsPeerBenchmark -v . 2>&1) | tee bench/results/kinds_peer.log | grep -E "kinds_peer|^ok|FAIL|^---"
+fi
+if [ "$BENCH" = all ] || [ "$BENCH" = scan ]; then
+  go test -count=1 -timeout 60m -run TestScanBenchmark -v ./bench/scanbench/ 2>&1 | tee bench/results/scan.log | grep -E "scan_bench|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = restplan ]; then
   ./scripts/install-clients.sh

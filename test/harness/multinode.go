@@ -22,6 +22,10 @@ type MultiOptions struct {
 	// data.
 	Replication string
 	Warehouse   string // table bucket created at start (default "warehouse")
+	// DistinctHosts puts volume server i (and its pushdown service) on its
+	// own loopback address, 127.0.0.<2+i>, as separate hosts would be:
+	// nothing of one is reachable at another's address.
+	DistinctHosts bool
 }
 
 // MultiCluster is a cluster of separate processes: one master, Volumes
@@ -61,12 +65,16 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 	mc.Master = StartProcess(t, dir, "master", nil, margs...)
 	for i := 0; i < o.Volumes; i++ {
 		port, grpcPort, pushdownPort := p[2+3*i], p[3+3*i], p[4+3*i]
+		ip := "127.0.0.1"
+		if o.DistinctHosts {
+			ip = fmt.Sprintf("127.0.0.%d", 2+i)
+		}
 		mc.Volumes = append(mc.Volumes, StartProcess(t, dir, fmt.Sprintf("volume%d", i), nil, "volume",
-			"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port="+strconv.Itoa(port), "-port.grpc="+strconv.Itoa(grpcPort),
+			"-ip="+ip, "-ip.bind="+ip, "-port="+strconv.Itoa(port), "-port.grpc="+strconv.Itoa(grpcPort),
 			"-dir="+subdir(t, dir, fmt.Sprintf("v%d", i)), "-master="+master, "-preStopSeconds=1",
 			"-pushdown", "-pushdown.volume.port="+strconv.Itoa(pushdownPort)))
-		mc.VolumeServers = append(mc.VolumeServers, fmt.Sprintf("127.0.0.1:%d", port))
-		mc.VolumePushdownAddrs = append(mc.VolumePushdownAddrs, fmt.Sprintf("127.0.0.1:%d", pushdownPort))
+		mc.VolumeServers = append(mc.VolumeServers, fmt.Sprintf("%s:%d", ip, port))
+		mc.VolumePushdownAddrs = append(mc.VolumePushdownAddrs, fmt.Sprintf("%s:%d", ip, pushdownPort))
 	}
 	f := p[2+3*o.Volumes:]
 	// The filer's embedded S3 gateway dials the filer's gRPC at its HTTP

@@ -138,13 +138,7 @@ func TestWhenTheNamedVolumeServiceDiesMidQueryTheAnswerIsExactAndStatsCountTheFa
 		t.Fatalf("the plan names %v for %d files; want one endpoint holding at least 3", named, len(resp.GetFiles()))
 	}
 	killed := false
-	o := connector.Options{Read: connector.ReadAuto, Workers: 1, Progress: func(done, total int) {
-		if !killed {
-			killed = true
-			t.Logf("killing volume server %s (pushdown %s, named for %d of %d files) after file %d", mc.VolumeServers[victim], mc.VolumePushdownAddrs[victim], named[mc.VolumePushdownAddrs[victim]], total, done)
-			mc.Volumes[victim].Kill()
-		}
-	}}
+	o := connector.Options{Read: connector.ReadAuto, Workers: 1, Progress: killAfterFirstFile(t, mc, victim, named, &killed)}
 	got, st, err := readAs(t, c, o, table, where, sel...)
 	if err != nil {
 		t.Fatalf("query while the volume server dies: %v", err)

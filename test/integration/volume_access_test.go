@@ -3,6 +3,8 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -268,6 +270,52 @@ func TestVolumePushdownServiceAuthorizesEveryCallAndReadsOnlyTableBuckets(t *tes
 		if status.Code(err) != tc.code || !strings.Contains(status.Convert(err).Message(), tc.msg) {
 			t.Fatalf("ReadRows with %s: %v; want %s mentioning %q", tc.name, err, tc.code, tc.msg)
 		}
+	}
+
+	// ScanRows: the same doors; an allowed call streams exactly the rows
+	// its predicate keeps (every row of the file's one row group here,
+	// or the LIMIT's first).
+	schemaJSON, err := json.Marshal(open.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan := func(df iceberg.DataFile, limit int64) *pushdown_pb.ScanRowsRequest {
+		return &pushdown_pb.ScanRowsRequest{Path: df.FilePath(), SizeBytes: df.FileSizeBytes(), RecordCount: df.Count(), Limit: limit,
+			RowGroups: []*pushdown_pb.ScanRowGroup{{RowGroup: 0}}, SchemaJson: schemaJSON, ProjectedFieldIds: []int32{1, 3},
+			PredicateKind: pushdown_pb.PredicateKind_PREDICATE_ICEBERG, Predicate: []byte(`{"type":"not-null","term":{"field-id":1}}`)}
+	}
+	scanned := func(ctx context.Context, req *pushdown_pb.ScanRowsRequest) (int64, error) {
+		stream, err := v.ScanRows(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		for {
+			msg, err := stream.Recv()
+			if err == io.EOF {
+				return n, nil
+			}
+			if err != nil {
+				return n, err
+			}
+			n += msg.GetRowCount()
+		}
+	}
+	_, err = scanned(context.Background(), scan(openDF, 0))
+	wantDenied(t, "an unsigned ScanRows", err, "signature was not accepted")
+	_, err = scanned(signed(alice, "ScanRows", scan(closedDF, 0)), scan(closedDF, 0))
+	wantDenied(t, "alice scans the closed table", err, `identity "alice" may not read`)
+	if n, err := scanned(signed(alice, "ScanRows", scan(openDF, 0)), scan(openDF, 0)); err != nil || n != openDF.Count() {
+		t.Fatalf("alice scans the open table's file: %d rows, %v; want its %d", n, err, openDF.Count())
+	}
+	if n, err := scanned(signed(alice, "ScanRows", scan(openDF, 2)), scan(openDF, 2)); err != nil || n != 2 {
+		t.Fatalf("alice scans the open table's file with a LIMIT of 2: %d rows, %v", n, err)
+	}
+	stale := scan(openDF, 0)
+	stale.Identity = "1-2-0123456789abcdef0123456789abcdef"
+	_, err = scanned(signed(admin, "ScanRows", stale), stale)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "the file changed") {
+		t.Fatalf("ScanRows naming another identity: %v; want FAILED_PRECONDITION saying the file changed", err)
 	}
 }
 

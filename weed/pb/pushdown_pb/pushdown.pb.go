@@ -5008,6 +5008,290 @@ func (x *ReadRowsResponse) GetFiles() []*ReadRowsFileResult {
 	return nil
 }
 
+// One planned row group of a ScanRows call.
+type ScanRowGroup struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	RowGroup int32                  `protobuf:"varint,1,opt,name=row_group,json=rowGroup,proto3" json:"row_group,omitempty"`
+	// Row ranges [start, end) local to the row group that may hold matching
+	// rows (the plan's); empty: the whole row group.
+	RowRanges []*RowRange `protobuf:"bytes,2,rep,name=row_ranges,json=rowRanges,proto3" json:"row_ranges,omitempty"`
+	// Portable roaring64 bitmap of deleted file-absolute positions inside
+	// the row group (the plan's RowGroupRef.deleted_positions): never returned.
+	DeletedPositions []byte `protobuf:"bytes,3,opt,name=deleted_positions,json=deletedPositions,proto3" json:"deleted_positions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ScanRowGroup) Reset() {
+	*x = ScanRowGroup{}
+	mi := &file_pushdown_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRowGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRowGroup) ProtoMessage() {}
+
+func (x *ScanRowGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRowGroup.ProtoReflect.Descriptor instead.
+func (*ScanRowGroup) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ScanRowGroup) GetRowGroup() int32 {
+	if x != nil {
+		return x.RowGroup
+	}
+	return 0
+}
+
+func (x *ScanRowGroup) GetRowRanges() []*RowRange {
+	if x != nil {
+		return x.RowRanges
+	}
+	return nil
+}
+
+func (x *ScanRowGroup) GetDeletedPositions() []byte {
+	if x != nil {
+		return x.DeletedPositions
+	}
+	return nil
+}
+
+type ScanRowsRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SizeBytes   int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	RecordCount int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
+	// The identity the plan names (footer.IdentityDir); a file whose
+	// identity differs now is refused (FAILED_PRECONDITION).
+	Identity          string          `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`
+	RowGroups         []*ScanRowGroup `protobuf:"bytes,5,rep,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"`                     // ascending, each once
+	SchemaJson        []byte          `protobuf:"bytes,6,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`                  // the table schema (Iceberg JSON)
+	NameMappingJson   []byte          `protobuf:"bytes,7,opt,name=name_mapping_json,json=nameMappingJson,proto3" json:"name_mapping_json,omitempty"` // for files written without field ids
+	PredicateKind     PredicateKind   `protobuf:"varint,8,opt,name=predicate_kind,json=predicateKind,proto3,enum=pushdown_pb.PredicateKind" json:"predicate_kind,omitempty"`
+	Predicate         []byte          `protobuf:"bytes,9,opt,name=predicate,proto3" json:"predicate,omitempty"` // bound to schema_json's field ids
+	ProjectedFieldIds []int32         `protobuf:"varint,10,rep,packed,name=projected_field_ids,json=projectedFieldIds,proto3" json:"projected_field_ids,omitempty"`
+	Limit             int64           `protobuf:"varint,11,opt,name=limit,proto3" json:"limit,omitempty"` // stop after this many matching rows; 0: all
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ScanRowsRequest) Reset() {
+	*x = ScanRowsRequest{}
+	mi := &file_pushdown_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRowsRequest) ProtoMessage() {}
+
+func (x *ScanRowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRowsRequest.ProtoReflect.Descriptor instead.
+func (*ScanRowsRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ScanRowsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ScanRowsRequest) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *ScanRowsRequest) GetRecordCount() int64 {
+	if x != nil {
+		return x.RecordCount
+	}
+	return 0
+}
+
+func (x *ScanRowsRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *ScanRowsRequest) GetRowGroups() []*ScanRowGroup {
+	if x != nil {
+		return x.RowGroups
+	}
+	return nil
+}
+
+func (x *ScanRowsRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+func (x *ScanRowsRequest) GetNameMappingJson() []byte {
+	if x != nil {
+		return x.NameMappingJson
+	}
+	return nil
+}
+
+func (x *ScanRowsRequest) GetPredicateKind() PredicateKind {
+	if x != nil {
+		return x.PredicateKind
+	}
+	return PredicateKind_PREDICATE_UNSPECIFIED
+}
+
+func (x *ScanRowsRequest) GetPredicate() []byte {
+	if x != nil {
+		return x.Predicate
+	}
+	return nil
+}
+
+func (x *ScanRowsRequest) GetProjectedFieldIds() []int32 {
+	if x != nil {
+		return x.ProjectedFieldIds
+	}
+	return nil
+}
+
+func (x *ScanRowsRequest) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// One batch of matching rows of one row group.
+type ScanRowsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	RowGroup int32                  `protobuf:"varint,1,opt,name=row_group,json=rowGroup,proto3" json:"row_group,omitempty"`
+	// Portable roaring64 bitmap of the row-group-local rows in columns_ipc,
+	// ascending (the batch's rows, in that order).
+	Rows     []byte `protobuf:"bytes,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	RowCount int64  `protobuf:"varint,3,opt,name=row_count,json=rowCount,proto3" json:"row_count,omitempty"`
+	// Arrow IPC stream of the projected columns the file stores (in the
+	// file's order, its own Arrow types), one row per entry of rows.
+	ColumnsIpc []byte `protobuf:"bytes,4,opt,name=columns_ipc,json=columnsIpc,proto3" json:"columns_ipc,omitempty"`
+	// The row group's candidates (planned rows less deleted ones) the
+	// predicate was evaluated on — a LIMIT may stop before the last — sent
+	// with its last batch; a row group none of whose rows match sends one
+	// empty batch.
+	RowsEvaluated int64 `protobuf:"varint,5,opt,name=rows_evaluated,json=rowsEvaluated,proto3" json:"rows_evaluated,omitempty"`
+	RowGroupDone  bool  `protobuf:"varint,6,opt,name=row_group_done,json=rowGroupDone,proto3" json:"row_group_done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanRowsResponse) Reset() {
+	*x = ScanRowsResponse{}
+	mi := &file_pushdown_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanRowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanRowsResponse) ProtoMessage() {}
+
+func (x *ScanRowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanRowsResponse.ProtoReflect.Descriptor instead.
+func (*ScanRowsResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ScanRowsResponse) GetRowGroup() int32 {
+	if x != nil {
+		return x.RowGroup
+	}
+	return 0
+}
+
+func (x *ScanRowsResponse) GetRows() []byte {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *ScanRowsResponse) GetRowCount() int64 {
+	if x != nil {
+		return x.RowCount
+	}
+	return 0
+}
+
+func (x *ScanRowsResponse) GetColumnsIpc() []byte {
+	if x != nil {
+		return x.ColumnsIpc
+	}
+	return nil
+}
+
+func (x *ScanRowsResponse) GetRowsEvaluated() int64 {
+	if x != nil {
+		return x.RowsEvaluated
+	}
+	return 0
+}
+
+func (x *ScanRowsResponse) GetRowGroupDone() bool {
+	if x != nil {
+		return x.RowGroupDone
+	}
+	return false
+}
+
 var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
@@ -5484,7 +5768,36 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04rows\x18\x03 \x01(\x03R\x04rows\x12\x1b\n" +
 	"\tcache_hit\x18\x04 \x01(\bR\bcacheHit\"I\n" +
 	"\x10ReadRowsResponse\x125\n" +
-	"\x05files\x18\x01 \x03(\v2\x1f.pushdown_pb.ReadRowsFileResultR\x05files*Z\n" +
+	"\x05files\x18\x01 \x03(\v2\x1f.pushdown_pb.ReadRowsFileResultR\x05files\"\x8e\x01\n" +
+	"\fScanRowGroup\x12\x1b\n" +
+	"\trow_group\x18\x01 \x01(\x05R\browGroup\x124\n" +
+	"\n" +
+	"row_ranges\x18\x02 \x03(\v2\x15.pushdown_pb.RowRangeR\trowRanges\x12+\n" +
+	"\x11deleted_positions\x18\x03 \x01(\fR\x10deletedPositions\"\xb1\x03\n" +
+	"\x0fScanRowsRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\frecord_count\x18\x03 \x01(\x03R\vrecordCount\x12\x1a\n" +
+	"\bidentity\x18\x04 \x01(\tR\bidentity\x128\n" +
+	"\n" +
+	"row_groups\x18\x05 \x03(\v2\x19.pushdown_pb.ScanRowGroupR\trowGroups\x12\x1f\n" +
+	"\vschema_json\x18\x06 \x01(\fR\n" +
+	"schemaJson\x12*\n" +
+	"\x11name_mapping_json\x18\a \x01(\fR\x0fnameMappingJson\x12A\n" +
+	"\x0epredicate_kind\x18\b \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
+	"\tpredicate\x18\t \x01(\fR\tpredicate\x12.\n" +
+	"\x13projected_field_ids\x18\n" +
+	" \x03(\x05R\x11projectedFieldIds\x12\x14\n" +
+	"\x05limit\x18\v \x01(\x03R\x05limit\"\xce\x01\n" +
+	"\x10ScanRowsResponse\x12\x1b\n" +
+	"\trow_group\x18\x01 \x01(\x05R\browGroup\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\fR\x04rows\x12\x1b\n" +
+	"\trow_count\x18\x03 \x01(\x03R\browCount\x12\x1f\n" +
+	"\vcolumns_ipc\x18\x04 \x01(\fR\n" +
+	"columnsIpc\x12%\n" +
+	"\x0erows_evaluated\x18\x05 \x01(\x03R\rrowsEvaluated\x12$\n" +
+	"\x0erow_group_done\x18\x06 \x01(\bR\frowGroupDone*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -5514,7 +5827,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x00\x12_\n" +
 	"\fBuildIndexes\x12%.pushdown_pb.BuildTableIndexesRequest\x1a&.pushdown_pb.BuildTableIndexesResponse\"\x00\x12R\n" +
-	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xbd\x05\n" +
+	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\x8a\x06\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
@@ -5524,7 +5837,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0fEvaluateIndexes\x12#.pushdown_pb.EvaluateIndexesRequest\x1a$.pushdown_pb.EvaluateIndexesResponse\"\x00\x12^\n" +
 	"\x0fReadPageIndexes\x12#.pushdown_pb.ReadPageIndexesRequest\x1a$.pushdown_pb.ReadPageIndexesResponse\"\x00\x12X\n" +
 	"\rSearchVectors\x12!.pushdown_pb.SearchVectorsRequest\x1a\".pushdown_pb.SearchVectorsResponse\"\x00\x12I\n" +
-	"\bReadRows\x12\x1c.pushdown_pb.ReadRowsRequest\x1a\x1d.pushdown_pb.ReadRowsResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"\bReadRows\x12\x1c.pushdown_pb.ReadRowsRequest\x1a\x1d.pushdown_pb.ReadRowsResponse\"\x00\x12K\n" +
+	"\bScanRows\x12\x1c.pushdown_pb.ScanRowsRequest\x1a\x1d.pushdown_pb.ScanRowsResponse\"\x000\x01B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -5539,7 +5853,7 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 }
 
 var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
@@ -5600,9 +5914,12 @@ var file_pushdown_proto_goTypes = []any{
 	(*ReadRowsRequest)(nil),           // 56: pushdown_pb.ReadRowsRequest
 	(*ReadRowsFileResult)(nil),        // 57: pushdown_pb.ReadRowsFileResult
 	(*ReadRowsResponse)(nil),          // 58: pushdown_pb.ReadRowsResponse
-	nil,                               // 59: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 60: pushdown_pb.IndexProbe.ParamsEntry
-	nil,                               // 61: pushdown_pb.VectorSearchFile.IndexParamsEntry
+	(*ScanRowGroup)(nil),              // 59: pushdown_pb.ScanRowGroup
+	(*ScanRowsRequest)(nil),           // 60: pushdown_pb.ScanRowsRequest
+	(*ScanRowsResponse)(nil),          // 61: pushdown_pb.ScanRowsResponse
+	nil,                               // 62: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 63: pushdown_pb.IndexProbe.ParamsEntry
+	nil,                               // 64: pushdown_pb.VectorSearchFile.IndexParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
 	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
@@ -5636,11 +5953,11 @@ var file_pushdown_proto_depIdxs = []int32{
 	13, // 28: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
 	6,  // 29: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	28, // 30: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	59, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	62, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
 	6,  // 32: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
 	31, // 33: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
 	33, // 34: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	60, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	63, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
 	35, // 36: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
 	0,  // 37: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
 	37, // 38: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
@@ -5651,7 +5968,7 @@ var file_pushdown_proto_depIdxs = []int32{
 	38, // 43: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
 	31, // 44: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
 	47, // 45: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	61, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	64, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
 	49, // 47: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
 	3,  // 48: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
 	0,  // 49: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
@@ -5660,35 +5977,40 @@ var file_pushdown_proto_depIdxs = []int32{
 	54, // 52: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
 	55, // 53: pushdown_pb.ReadRowsRequest.files:type_name -> pushdown_pb.ReadRowsFile
 	57, // 54: pushdown_pb.ReadRowsResponse.files:type_name -> pushdown_pb.ReadRowsFileResult
-	5,  // 55: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	21, // 56: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	44, // 57: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	46, // 58: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	21, // 59: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	26, // 60: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	27, // 61: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	32, // 62: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	36, // 63: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	40, // 64: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	50, // 65: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	56, // 66: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
-	10, // 67: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	24, // 68: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	45, // 69: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	48, // 70: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	25, // 71: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	30, // 72: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	29, // 73: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	34, // 74: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	39, // 75: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	43, // 76: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	52, // 77: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	58, // 78: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
-	67, // [67:79] is the sub-list for method output_type
-	55, // [55:67] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	15, // 55: pushdown_pb.ScanRowGroup.row_ranges:type_name -> pushdown_pb.RowRange
+	59, // 56: pushdown_pb.ScanRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
+	0,  // 57: pushdown_pb.ScanRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	5,  // 58: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	21, // 59: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	44, // 60: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	46, // 61: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	21, // 62: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	26, // 63: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	27, // 64: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	32, // 65: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	36, // 66: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	40, // 67: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	50, // 68: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	56, // 69: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
+	60, // 70: pushdown_pb.PushdownVolume.ScanRows:input_type -> pushdown_pb.ScanRowsRequest
+	10, // 71: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	24, // 72: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	45, // 73: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	48, // 74: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	25, // 75: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	30, // 76: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	29, // 77: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	34, // 78: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	39, // 79: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	43, // 80: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	52, // 81: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	58, // 82: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
+	61, // 83: pushdown_pb.PushdownVolume.ScanRows:output_type -> pushdown_pb.ScanRowsResponse
+	71, // [71:84] is the sub-list for method output_type
+	58, // [58:71] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -5704,7 +6026,7 @@ func file_pushdown_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   57,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

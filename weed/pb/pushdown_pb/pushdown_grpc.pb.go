@@ -268,6 +268,7 @@ const (
 	PushdownVolume_ReadPageIndexes_FullMethodName = "/pushdown_pb.PushdownVolume/ReadPageIndexes"
 	PushdownVolume_SearchVectors_FullMethodName   = "/pushdown_pb.PushdownVolume/SearchVectors"
 	PushdownVolume_ReadRows_FullMethodName        = "/pushdown_pb.PushdownVolume/ReadRows"
+	PushdownVolume_ScanRows_FullMethodName        = "/pushdown_pb.PushdownVolume/ScanRows"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -305,6 +306,11 @@ type PushdownVolumeClient interface {
 	// projection a vector search uses, for the rows an exact side-index
 	// answer named), so a connector receives the rows instead of the pages.
 	ReadRows(ctx context.Context, in *ReadRowsRequest, opts ...grpc.CallOption) (*ReadRowsResponse, error)
+	// ScanRows evaluates a predicate on the planned rows of a data file's
+	// row groups here, next to the data (deleted positions taken out), and
+	// streams only the matching rows' projected columns as Arrow IPC, a
+	// bounded batch a message, in file order; it stops at limit rows.
+	ScanRows(ctx context.Context, in *ScanRowsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ScanRowsResponse], error)
 }
 
 type pushdownVolumeClient struct {
@@ -395,6 +401,25 @@ func (c *pushdownVolumeClient) ReadRows(ctx context.Context, in *ReadRowsRequest
 	return out, nil
 }
 
+func (c *pushdownVolumeClient) ScanRows(ctx context.Context, in *ScanRowsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ScanRowsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PushdownVolume_ServiceDesc.Streams[0], PushdownVolume_ScanRows_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ScanRowsRequest, ScanRowsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PushdownVolume_ScanRowsClient = grpc.ServerStreamingClient[ScanRowsResponse]
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -430,6 +455,11 @@ type PushdownVolumeServer interface {
 	// projection a vector search uses, for the rows an exact side-index
 	// answer named), so a connector receives the rows instead of the pages.
 	ReadRows(context.Context, *ReadRowsRequest) (*ReadRowsResponse, error)
+	// ScanRows evaluates a predicate on the planned rows of a data file's
+	// row groups here, next to the data (deleted positions taken out), and
+	// streams only the matching rows' projected columns as Arrow IPC, a
+	// bounded batch a message, in file order; it stops at limit rows.
+	ScanRows(*ScanRowsRequest, grpc.ServerStreamingServer[ScanRowsResponse]) error
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -463,6 +493,9 @@ func (UnimplementedPushdownVolumeServer) SearchVectors(context.Context, *SearchV
 }
 func (UnimplementedPushdownVolumeServer) ReadRows(context.Context, *ReadRowsRequest) (*ReadRowsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadRows not implemented")
+}
+func (UnimplementedPushdownVolumeServer) ScanRows(*ScanRowsRequest, grpc.ServerStreamingServer[ScanRowsResponse]) error {
+	return status.Error(codes.Unimplemented, "method ScanRows not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -629,6 +662,17 @@ func _PushdownVolume_ReadRows_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PushdownVolume_ScanRows_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ScanRowsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PushdownVolumeServer).ScanRows(m, &grpc.GenericServerStream[ScanRowsRequest, ScanRowsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PushdownVolume_ScanRowsServer = grpc.ServerStreamingServer[ScanRowsResponse]
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -669,6 +713,12 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _PushdownVolume_ReadRows_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ScanRows",
+			Handler:       _PushdownVolume_ScanRows_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "pushdown.proto",
 }

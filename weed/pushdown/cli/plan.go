@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -210,6 +211,22 @@ func PrintPlan(w io.Writer, tableName, where string, resp *pushdown_pb.ParquetPu
 		}
 		fmt.Fprintf(w, "  %s: %d row groups\n", f, files[f])
 	}
+}
+
+// PrintFilterSites writes where the plan's row groups would be filtered
+// (-filterAt; the cost model's estimate from the plan alone).
+func PrintFilterSites(w io.Writer, fs connector.FilterSites) {
+	fmt.Fprintf(w, "filter (-filterAt %s; estimated from the plan, decided per row group while reading)\n", fs.Setting)
+	fmt.Fprintf(w, "  exact      %d row groups (side indexes answered: no filter)\n", fs.Exact)
+	fmt.Fprintf(w, "  here       %d row groups", fs.Here)
+	if fs.HereReason != "" {
+		fmt.Fprintf(w, " (first: %s)", fs.HereReason)
+	}
+	fmt.Fprintf(w, "\n  volume     %d row groups", fs.Volume)
+	if fs.VolumeReason != "" {
+		fmt.Fprintf(w, " (first: %s)", fs.VolumeReason)
+	}
+	fmt.Fprintln(w)
 }
 
 func pct(a, b int64) string {

@@ -32,7 +32,7 @@ func init() {
 		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
 ranges from the volume pushdown service holding each file (or through the S3 gateway), decode them with arrow-go, filter, project. Falls back to a plain read
 (iceberg-go's scan) when pushdown is unavailable or not worth it.`,
-		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-nprobe n]`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-filterAt auto|here|volume] [-nprobe n]`,
 		run:   runQuery,
 	})
 }
@@ -180,6 +180,7 @@ func runQuery(args []string) error {
 	nprobe := fs.Int("nprobe", 0, "vector queries: IVF lists probed per file at least (default: each index's own)")
 	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	volumeRows := fs.Bool("volumeRows", true, "rows that side indexes name exactly (a few per row group) are decoded by the volume pushdown service holding the file and sent as rows, not read here as pages")
+	filterAt := fs.String("filterAt", "auto", "where the predicate of row groups side indexes did not answer exactly is evaluated: auto (per row group by the cost model: bytes of the planned pages against the Arrow bytes of the rows expected to match, holder on this host or not), here (read the pages here) or volume (the volume pushdown service holding the file decodes, filters and sends only the matching rows; any failure reads the pages here)")
 	rangeCacheMB := fs.Int("rangeCacheMB", 16, "file bytes kept for reuse by the query's later reads (0: none); larger helps only processes that run many queries")
 	volumeRowsMinKB := fs.Int("volumeRowsMinKB", 64, "exact rows whose row group's planned pages are at most this many KB are read here as pages (cached for the next query) instead; 0 asks the volume however small")
 	endpoints := endpointFlags(fs)
@@ -205,6 +206,10 @@ func runQuery(args []string) error {
 	rp, err := connector.ParseReadPath(*readPath)
 	if err != nil {
 		return fmt.Errorf("-read: %w", err)
+	}
+	fa, err := connector.ParseFilterSite(*filterAt)
+	if err != nil {
+		return fmt.Errorf("-filterAt: %w", err)
 	}
 	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 || *rangeCacheMB < 0 {
 		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -rangeCacheMB at least 0 and -volumeRowsMinKB from 0 to 1048576")
@@ -234,7 +239,7 @@ func runQuery(args []string) error {
 		return err
 	}
 	opts := connector.Options{Endpoints: e, Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
-		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, NoVolumeRows: !*volumeRows,
+		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, FilterAt: fa, NoVolumeRows: !*volumeRows,
 		VolumeRowsMinBytes: minVolumeRows, RangeCacheBytes: rangeCache}
 	bar := newProgress()
 	opts.Progress = bar.update
@@ -256,6 +261,9 @@ func runQuery(args []string) error {
 			return err
 		}
 		PrintPlan(os.Stdout, q.Table, q.Where, resp)
+		if q.Where != "" {
+			PrintFilterSites(os.Stdout, connector.ExplainFilterSites(resp, fa, cq.Limit))
+		}
 		return nil
 	}
 	cq.Offset = q.Offset

@@ -87,6 +87,11 @@ type Options struct {
 	// columns read) are at most this many bytes is read here, not asked of
 	// the volume (0: 64 KiB; negative: asked however small).
 	VolumeRowsMinBytes int64
+	// FilterAt is where the predicate of a row group side indexes did not
+	// answer exactly is evaluated: FilterAuto (default) by the cost model,
+	// per row group; FilterHere always here; FilterVolume by the volume
+	// pushdown service holding the file whenever it can (fetch_scan.go).
+	FilterAt FilterSite
 	// Workers decode and filter row groups in parallel (default: one per
 	// core); MaxBufferBytes bounds the bytes of row groups read ahead of
 	// the one the result is waiting for (default 256 MiB; at least one
@@ -163,6 +168,22 @@ type Stats struct {
 	// volume pushdown service holding the file decoded and sent
 	// (ReadRows): their pages were not read here.
 	VolumeRowGroups int64 `json:"volume_row_groups,omitempty"`
+	// Where the predicate of row groups side indexes did not answer
+	// exactly was evaluated (fetch_scan.go): FilterAt is the -filterAt
+	// setting; row groups filtered by the volume (ScanRows) and here, the
+	// first reason of each choice, volume calls that failed and were read
+	// here instead (FilterVolumeFallbacks, the last reason), the rows the
+	// volume evaluated and returned and the bytes it sent.
+	FilterAt                  string `json:"filter_at,omitempty"`
+	FilterVolumeRowGroups     int64  `json:"filter_volume_row_groups,omitempty"`
+	FilterHereRowGroups       int64  `json:"filter_here_row_groups,omitempty"`
+	FilterVolumeReason        string `json:"filter_volume_reason,omitempty"`
+	FilterHereReason          string `json:"filter_here_reason,omitempty"`
+	FilterVolumeFallbacks     int64  `json:"filter_volume_fallbacks,omitempty"`
+	FilterFallbackReason      string `json:"filter_fallback_reason,omitempty"`
+	FilterVolumeRowsEvaluated int64  `json:"filter_volume_rows_evaluated,omitempty"`
+	FilterVolumeRows          int64  `json:"filter_volume_rows,omitempty"`
+	BytesFilterVolume         int64  `json:"bytes_filter_volume,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`
@@ -263,6 +284,8 @@ type prepared struct {
 	identity   identityFields
 	partitions *partitionIndex
 	req        *pushdown_pb.ParquetPushdownRequest
+	// schemaJSON is schema's Iceberg JSON, encoded on first use (ScanRows)
+	schemaJSON *lazyJSON
 	// fromCache: tbl is the connector's cached metadata, not yet checked
 	// against the table's current version.
 	fromCache bool
@@ -301,7 +324,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 		c.tables.Add(q.Table, te)
 	}
 	tbl := te.tbl
-	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema(), fromCache: fromCache, mapping: te.mapping}
+	p := &prepared{q: q, tbl: tbl, schema: tbl.Schema(), fromCache: fromCache, mapping: te.mapping, schemaJSON: &lazyJSON{}}
 	if q.Snapshot != 0 {
 		s := tbl.SnapshotByID(q.Snapshot)
 		if s == nil {

@@ -21,7 +21,6 @@ package connector
 // bytes read from the volume.
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -30,7 +29,6 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 )
@@ -180,34 +178,8 @@ func (ft *fetcher) readRows(ctx context.Context, addr string, pf *pushdown_pb.Pl
 		return fmt.Errorf("ReadRows %s: answered %d files for 1, or not %d rows", pf.GetFile(), len(resp.GetFiles()), len(keep))
 	}
 	raw := resp.Files[0].GetColumnsIpc()
-	rd, err := ipc.NewReader(bytes.NewReader(raw), ipc.WithAllocator(decodeMem))
-	if err != nil {
-		return fmt.Errorf("ReadRows %s: Arrow IPC: %w", pf.GetFile(), err)
-	}
-	defer rd.Release()
-	if !rd.Next() {
-		return fmt.Errorf("ReadRows %s: Arrow IPC holds no record: %v", pf.GetFile(), rd.Err())
-	}
-	got := rd.RecordBatch()
-	if got.NumRows() != int64(len(keep)) {
-		return fmt.Errorf("ReadRows %s: %d rows decoded for %d asked", pf.GetFile(), got.NumRows(), len(keep))
-	}
-	for j, fd := range got.Schema().Fields() {
-		top, ok := want[fd.Name]
-		if !ok {
-			continue
-		}
-		if !arrow.TypeEqual(fd.Type, fl.arrow.Field(top).Type) {
-			return fmt.Errorf("ReadRows %s: column %s came back as %s, the file's layout types it %s", pf.GetFile(), fd.Name, fd.Type, fl.arrow.Field(top).Type)
-		}
-		a := got.Column(j)
-		a.Retain()
-		cols[top] = &column{arr: a, rows: keep}
-	}
-	for name, top := range want {
-		if cols[top] == nil {
-			return fmt.Errorf("ReadRows %s: column %s is missing from the answer", pf.GetFile(), name)
-		}
+	if err := ipcColumns(raw, fl, keep, want, cols); err != nil {
+		return fmt.Errorf("ReadRows %s: %w", pf.GetFile(), err)
 	}
 	ft.vol.bytes.Add(int64(len(raw)))
 	ft.vol.calls.Add(1)

@@ -122,9 +122,12 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	ctx = context.WithValue(ctx, decodedCountKey{}, &decoded)
 	ctx = context.WithValue(ctx, exactCountKey{}, &exact)
 	ctx = context.WithValue(ctx, volumeRowsKey{}, &volumeRows)
+	scans := &scanCounters{}
+	ctx = context.WithValue(ctx, scanCountersKey{}, scans)
 	defer func() {
 		res.Stats.SparseColumns, res.Stats.RowsDecoded, res.Stats.ExactRowGroups = sparse.Load(), decoded.Load(), exact.Load()
 		res.Stats.VolumeRowGroups = volumeRows.Load()
+		scans.fill(&res.Stats, c.opts.FilterAt)
 	}()
 	budget := newBudget(c.opts.MaxBufferBytes)
 	workers := c.opts.Workers
@@ -456,6 +459,10 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	if rec, ok, err := c.volumeRows(ctx, p, f, r); ok || err != nil {
 		return rec, err
 	}
+	// filter: a row group's predicate evaluated by the volume holding it
+	if rec, ok, err := c.volumeFilter(ctx, p, f, r); ok || err != nil {
+		return rec, err
+	}
 	pageAware := c.opts.Mode == PageAware
 	now := n.tops
 	// under a LIMIT, a row group the plan did not narrow to a few of its
@@ -484,7 +491,19 @@ func (c *Connector) readUnit(ctx context.Context, p *prepared, u *unit) (arrow.R
 	if windowed {
 		return c.rowGroupWindows(ctx, p, f, r, sf)
 	}
-	return c.rowGroup(ctx, p, f, r, now, sf)
+	rec, err := c.rowGroup(ctx, p, f, r, now, sf)
+	if _, isConst := p.expr.(predicate.Const); err == nil && !r.exact && !isConst {
+		if sc := scanCountersOf(ctx); sc != nil {
+			// what the predicate kept here feeds the selectivity estimate
+			cands := r.numRows
+			if r.rows != nil {
+				cands = r.rows.Rows()
+			}
+			sc.evaluated.Add(cands)
+			sc.matched.Add(rec.NumRows())
+		}
+	}
+	return rec, err
 }
 
 // firstWindow is the size of a LIMIT's first window of a row group: a

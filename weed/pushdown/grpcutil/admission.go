@@ -205,6 +205,32 @@ func (a *Admission) deadline(ctx context.Context, req any, info *grpc.UnaryServe
 	return handler(ctx, req)
 }
 
+// streamDeadline is deadline for streaming calls.
+func (a *Admission) streamDeadline(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if a.Timeout == nil {
+		return handler(srv, ss)
+	}
+	d := a.Timeout(methodName(info.FullMethod))
+	if d <= 0 {
+		return handler(srv, ss)
+	}
+	ctx, cancel := context.WithTimeout(ss.Context(), d)
+	defer cancel()
+	err := handler(srv, &streamWithContext{ServerStream: ss, ctx: ctx})
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		err = status.Error(codes.DeadlineExceeded, fmt.Sprintf("%s: the call ran past its deadline of %v (-pushdown.requestTimeout)", methodName(info.FullMethod), d))
+	}
+	return err
+}
+
+// streamWithContext is a server stream whose handler sees ctx.
+type streamWithContext struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *streamWithContext) Context() context.Context { return s.ctx }
+
 // ReturnMemoryAfterBursts hands memory back to the operating system once
 // a burst of large requests is over. Every few seconds it looks at the
 // heap: when it holds more than threshold bytes mapped but free, or — no

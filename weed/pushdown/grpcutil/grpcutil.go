@@ -52,6 +52,7 @@ func ServerOptions(component string, adm *Admission) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(adm.MaxRequest),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		grpc.ChainUnaryInterceptor(UnaryMetricsInterceptor, UnaryErrorInterceptor, adm.deadline),
+		grpc.ChainStreamInterceptor(StreamMetricsInterceptor, StreamErrorInterceptor, adm.streamDeadline),
 		experimental.BufferPool(messageBuffers),
 		serverCodec,
 		// calls run on reused goroutines whose stacks have grown, not on a
@@ -93,6 +94,18 @@ func UnaryErrorInterceptor(ctx context.Context, req any, info *grpc.UnaryServerI
 		err = ToStatus(err)
 	}
 	return resp, err
+}
+
+// StreamErrorInterceptor is UnaryErrorInterceptor for streaming calls:
+// the error a handler returns is mapped once, a panic becomes INTERNAL.
+func StreamErrorInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			glog.Errorf("pushdown: panic in %s: %v", info.FullMethod, r)
+			err = status.Error(codes.Internal, bounded(fmt.Sprintf("internal error in %s: %v", info.FullMethod, r)))
+		}
+	}()
+	return ToStatus(handler(srv, ss))
 }
 
 // ToStatus maps an error to a gRPC status error: a classified error by its

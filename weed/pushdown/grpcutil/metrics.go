@@ -19,3 +19,12 @@ func UnaryMetricsInterceptor(ctx context.Context, req any, info *grpc.UnaryServe
 	metrics.ObserveRPC(info.FullMethod, status.Code(err), time.Since(start))
 	return resp, err
 }
+
+// StreamMetricsInterceptor records a streaming call as
+// UnaryMetricsInterceptor records a unary one (its whole duration).
+func StreamMetricsInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	start := time.Now()
+	err := handler(srv, ss)
+	metrics.ObserveRPC(info.FullMethod, status.Code(err), time.Since(start))
+	return err
+}

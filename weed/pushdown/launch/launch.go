@@ -170,7 +170,7 @@ func install(cmd *command.Command, k kind) {
 		}
 		f.indexLeftoverAge = cmd.Flag.Duration("pushdown.index.leftoverAge", volume.LeftoverAge, "temporary side-index payloads older than this, left by builds that did not finish, are removed when a build next writes beside them")
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
-		f.maxAnswerMB = cmd.Flag.Int("pushdown.volume.maxAnswerMB", int(volume.DefaultLimits.MaxAnswerBytes>>20), "decoded rows one ReadRows or SearchVectors call may answer with, in MiB (estimated from the footer before decoding, counted while decoding); past it RESOURCE_EXHAUSTED")
+		f.maxAnswerMB = cmd.Flag.Int("pushdown.volume.maxAnswerMB", int(volume.DefaultLimits.MaxAnswerBytes>>20), "decoded rows one ReadRows or SearchVectors call (or one ScanRows batch) may answer with, in MiB (estimated from the footer before decoding, counted while decoding); past it RESOURCE_EXHAUSTED")
 		f.vectorCacheMB = cmd.Flag.Int("pushdown.vectorCacheMB", 1024, "memory for the data files' vectors and the decoded row groups (vector searches, ReadRows) cached on the volume pushdown service")
 	}
 	upstreamRun := cmd.Run

@@ -222,7 +222,7 @@ func (s *Service) answerRows(ctx context.Context, r *rowsRead, ids []int32) (*pu
 		return res, nil
 	}
 	var err error
-	if res.ColumnsIpc, res.CacheHit, err = s.projectRows(ctx, r.f.GetPath(), r.identity, r.ft, r.cm, ids, r.positions); err != nil {
+	if res.ColumnsIpc, res.CacheHit, err = s.projectRows(ctx, r.f.GetPath(), r.identity, r.ft, r.cm, ids, r.positions, nil); err != nil {
 		return nil, err
 	}
 	return res, nil

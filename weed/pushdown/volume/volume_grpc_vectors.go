@@ -219,7 +219,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 		if err := budget.estimate(estimateRows(o.ft, o.cm.Projection(o.ft.Meta, fieldIDs(req.GetProjectedFieldIds())), perFile[i])); err != nil {
 			return nil, err
 		}
-		ipcBytes, _, err := s.projectRows(ctx, o.result.Path, o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i])
+		ipcBytes, _, err := s.projectRows(ctx, o.result.Path, o.identity, o.ft, o.cm, req.GetProjectedFieldIds(), perFile[i], nil)
 		if err != nil {
 			if perr.IsContext(err) {
 				return nil, err
@@ -500,7 +500,14 @@ const sliceRows = 4
 // positions and returns exactly those rows, in the order given, as an
 // Arrow IPC stream; cached tells whether every row group came decoded
 // from the vector cache.
-func (s *Service) projectRows(ctx context.Context, path, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64) (out []byte, cached bool, err error) {
+//
+// memo nil: decoded row groups are kept in the shared vector cache. A
+// caller passing a memo (ScanRows, whose row groups are read once per
+// query and would push out what warm queries use) keeps them there
+// instead, for its next batches of the same row groups; the shared cache
+// is still looked up.
+func (s *Service) projectRows(ctx context.Context, path, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64,
+	memo map[int]*decodedRowGroup) (out []byte, cached bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, cached, err = nil, false, perr.New(perr.Corrupt, "decode: %v", p)
@@ -567,6 +574,9 @@ func (s *Service) projectRows(ctx context.Context, path, identity string, ft *fo
 	}()
 	for _, sg := range segs {
 		g, ok := groups[sg.rg]
+		if !ok && memo != nil {
+			g, ok = memo[sg.rg]
+		}
 		if !ok {
 			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", path, identity, sg.rg, cols)
 			if v, hit := cache.Get(key); hit {
@@ -583,7 +593,11 @@ func (s *Service) projectRows(ctx context.Context, path, identity string, ft *fo
 				}
 				n := tableBytes(t)
 				t.Release()
-				cache.Add(key, path, loaded, cachedValue{g, n}, n)
+				if memo != nil {
+					memo[sg.rg] = g
+				} else {
+					cache.Add(key, path, loaded, cachedValue{g, n}, n)
+				}
 			}
 			groups[sg.rg] = g
 			if schema == nil {

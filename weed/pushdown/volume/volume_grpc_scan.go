@@ -1,0 +1,232 @@
+package volume
+
+import (
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"google.golang.org/grpc"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+)
+
+// Limits of ScanRows: row groups and row ranges per call, bytes of
+// deleted positions per call, and the rows and bytes of one answer
+// message (a batch).
+const (
+	MaxScanRowGroups     = 1 << 16
+	MaxScanRowRanges     = 1 << 20
+	MaxScanDeletedBytes  = 64 << 20
+	scanBatchRows        = 1 << 16
+	scanBatchTargetBytes = 4 << 20
+)
+
+// ScanRows evaluates the request's predicate on the planned rows of the
+// given row groups of one file, next to the data, and streams the
+// projected columns of the matching rows, row group by row group, in
+// batches of bounded size:
+//
+//	bounds ─▶ caller may read the file ─▶ predicate bound (exactly
+//	evaluable, top-level columns) ─▶ identity re-check ─▶ per row group:
+//	   planned rows − deleted positions ─▶ decode the predicate's columns,
+//	   predicate.Eval (IEEE) == TRUE ─▶ matching rows ─▶ batches of at
+//	   most 65,536 rows / ~4 MiB estimated ─▶ projected columns (the row
+//	   group decoded once for its batches; from the shared cache when
+//	   ReadRows or a vector search put it there, never added to it: a
+//	   scan's row groups would push out what warm queries use)
+//	   ─▶ Arrow IPC message ─▶ stream.Send
+//	─▶ stops at limit matching rows, or when the caller goes away
+//
+// Memory: one row group's predicate columns and projected columns
+// decoded at a time (none kept after it), one batch encoded at a time; gRPC's flow control
+// holds the sender while the caller does not read. Each message is
+// counted against -pushdown.volume.maxAnswerMB.
+func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerStreamingServer[pushdown_pb.ScanRowsResponse]) error {
+	ctx := stream.Context()
+	if err := checkScanRequest(req); err != nil {
+		return err
+	}
+	caller, err := s.authenticate(ctx, "ScanRows", req)
+	if err != nil {
+		return err
+	}
+	if _, err := caller.MayRead(ctx, req.GetPath()); err != nil {
+		return perr.New(perr.KindOf(err), "ScanRows: %w", err)
+	}
+	schema, nm, err := schemaOf(req.GetSchemaJson(), req.GetNameMappingJson())
+	if err != nil {
+		return err
+	}
+	if schema == nil {
+		return perr.New(perr.InvalidArgument, "ScanRows: schema_json is empty: the predicate's field ids need the table schema")
+	}
+	vf, err := bindRowFilter("ScanRows", req.GetPredicateKind(), req.GetPredicate(), schema, req.GetSchemaJson())
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		if perr.IsContext(err) || perr.KindOf(err) == perr.ResourceExhausted {
+			return err
+		}
+		return perr.New(perr.KindOf(err), "ScanRows: %w", err)
+	}
+	hash, err := s.footers.Identify(ctx, req.GetPath(), req.GetSizeBytes(), req.GetRecordCount())
+	if err != nil {
+		return fail(err)
+	}
+	identity := footer.IdentityDir(req.GetSizeBytes(), req.GetRecordCount(), hash)
+	if want := req.GetIdentity(); want != "" && want != identity {
+		return fail(perr.New(perr.FailedPrecondition, "the file's identity is %s, the request names %s: the file changed", identity, perr.Quote(want)))
+	}
+	ft, _, err := s.footers.Get(ctx, footer.Identity{Path: req.GetPath(), Size: req.GetSizeBytes()})
+	if err != nil {
+		return fail(err)
+	}
+	cm := nm.columns(ft)
+	if !cm.Mapped {
+		return fail(perr.New(perr.FailedPrecondition, "the file's columns carry no field ids and no name mapping maps them, so the predicate cannot be evaluated on it"))
+	}
+	for _, id := range vf.ids {
+		if len(cm.Leaves(id)) == 0 {
+			// what the column reads as (NULL, an initial-default, an
+			// identity-partition value) is the reader's to decide
+			name, _ := schema.FindColumnName(id)
+			return fail(perr.New(perr.FailedPrecondition, "the predicate's column %s is absent from the file; the volume evaluates predicates on stored columns only", perr.Quote(name)))
+		}
+	}
+	ids := req.GetProjectedFieldIds()
+	cols := cm.Projection(ft.Meta, fieldIDs(ids))
+	firsts := make([]int64, ft.Meta.NumRowGroups()+1)
+	for rg := range ft.Meta.NumRowGroups() {
+		firsts[rg+1] = firsts[rg] + ft.Meta.RowGroup(rg).NumRows()
+	}
+	budget := s.answerBudget("ScanRows")
+	sent := int64(0)
+	for _, g := range req.GetRowGroups() {
+		rg := int(g.GetRowGroup())
+		if rg >= ft.Meta.NumRowGroups() {
+			return fail(perr.New(perr.InvalidArgument, "row group %d: the file has %d", rg, ft.Meta.NumRowGroups()))
+		}
+		mask, err := scanCandidates(g, firsts[rg], firsts[rg+1]-firsts[rg])
+		if err != nil {
+			return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
+		}
+		evaluated := int64(mask.GetCardinality())
+		matched := roaring64.New()
+		if evaluated > 0 {
+			rf := *vf
+			if req.GetLimit() > 0 {
+				rf.stopAfter = req.GetLimit() - sent // a LIMIT stops the evaluation early
+			}
+			if matched, err = s.evaluateOnRows(ctx, req.GetPath(), ft, cm, schema, &rf, mask); err != nil {
+				return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
+			}
+		}
+		positions := make([]int64, 0, matched.GetCardinality())
+		it := matched.Iterator()
+		for it.HasNext() && (req.GetLimit() == 0 || sent+int64(len(positions)) < req.GetLimit()) {
+			positions = append(positions, int64(it.Next()))
+		}
+		batch := scanBatchRows
+		if len(positions) > 0 && len(ids) > 0 {
+			if est := estimateRows(ft, cols, positions[:1]); est > 0 {
+				batch = int(min(int64(scanBatchRows), max(1, scanBatchTargetBytes/est)))
+			}
+		}
+		memo := map[int]*decodedRowGroup{} // this row group decoded once for its batches, not cached
+		for start := 0; start == 0 || start < len(positions); start += batch {
+			part := positions[start:min(start+batch, len(positions))]
+			msg := &pushdown_pb.ScanRowsResponse{RowGroup: int32(rg), RowCount: int64(len(part))}
+			local := roaring64.New()
+			for _, p := range part {
+				local.Add(uint64(p - firsts[rg]))
+			}
+			if msg.Rows, err = local.ToBytes(); err != nil {
+				return err
+			}
+			if len(part) > 0 && len(ids) > 0 {
+				if msg.ColumnsIpc, _, err = s.projectRows(ctx, req.GetPath(), identity, ft, cm, ids, part, memo); err != nil {
+					return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
+				}
+				if n := int64(len(msg.ColumnsIpc)); n > budget.limit {
+					return budget.exhausted("in one batch ", n)
+				}
+			}
+			if start+batch >= len(positions) {
+				msg.RowGroupDone, msg.RowsEvaluated = true, evaluated
+			}
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+		}
+		sent += int64(len(positions))
+		if req.GetLimit() > 0 && sent >= req.GetLimit() {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkScanRequest bounds a ScanRows request before anything is looked up.
+func checkScanRequest(req *pushdown_pb.ScanRowsRequest) error {
+	ranges, deleted := 0, 0
+	for _, g := range req.GetRowGroups() {
+		ranges += len(g.GetRowRanges())
+		deleted += len(g.GetDeletedPositions())
+	}
+	switch {
+	case req.GetPath() == "":
+		return perr.New(perr.InvalidArgument, "ScanRows: path is empty")
+	case len(req.GetPath()) > access.MaxPathBytes:
+		return perr.New(perr.InvalidArgument, "ScanRows: path of %d bytes exceeds the limit of %d", len(req.GetPath()), access.MaxPathBytes)
+	case req.GetSizeBytes() <= 0 || req.GetRecordCount() < 0:
+		return perr.New(perr.InvalidArgument, "ScanRows: size_bytes %d and record_count %d: want a positive size and a record count ≥ 0", req.GetSizeBytes(), req.GetRecordCount())
+	case len(req.GetRowGroups()) == 0:
+		return perr.New(perr.InvalidArgument, "ScanRows: no row groups")
+	case len(req.GetRowGroups()) > MaxScanRowGroups:
+		return perr.New(perr.ResourceExhausted, "ScanRows: %d row groups exceed the limit of %d per call", len(req.GetRowGroups()), MaxScanRowGroups)
+	case ranges > MaxScanRowRanges:
+		return perr.New(perr.ResourceExhausted, "ScanRows: %d row ranges exceed the limit of %d per call", ranges, MaxScanRowRanges)
+	case deleted > MaxScanDeletedBytes:
+		return perr.New(perr.ResourceExhausted, "ScanRows: deleted positions of %d bytes exceed %d", deleted, MaxScanDeletedBytes)
+	case len(req.GetProjectedFieldIds()) > MaxProjectedFields:
+		return perr.New(perr.ResourceExhausted, "ScanRows: %d projected fields exceed %d", len(req.GetProjectedFieldIds()), MaxProjectedFields)
+	case len(req.GetPredicate()) == 0:
+		return perr.New(perr.InvalidArgument, "ScanRows: no predicate: read the rows with ReadRanges")
+	case req.GetLimit() < 0:
+		return perr.New(perr.InvalidArgument, "ScanRows: limit %d is negative", req.GetLimit())
+	}
+	for i, g := range req.GetRowGroups() {
+		if g.GetRowGroup() < 0 || (i > 0 && g.GetRowGroup() <= req.GetRowGroups()[i-1].GetRowGroup()) {
+			return perr.New(perr.InvalidArgument, "ScanRows: row_groups[%d] is %d: want row groups ascending, each once", i, g.GetRowGroup())
+		}
+	}
+	return nil
+}
+
+// scanCandidates are the file-absolute positions of a row group's planned
+// rows (its row ranges; none: all n) less its deleted positions.
+func scanCandidates(g *pushdown_pb.ScanRowGroup, first, n int64) (*roaring64.Bitmap, error) {
+	out := roaring64.New()
+	if len(g.GetRowRanges()) == 0 {
+		out.AddRange(uint64(first), uint64(first+n))
+	}
+	for i, r := range g.GetRowRanges() {
+		if r.GetStart() < 0 || r.GetStart() > r.GetEnd() || r.GetEnd() > n {
+			return nil, perr.New(perr.InvalidArgument, "row_ranges[%d] [%d, %d) is not inside the row group's %d rows", i, r.GetStart(), r.GetEnd(), n)
+		}
+		out.AddRange(uint64(first+r.GetStart()), uint64(first+r.GetEnd()))
+	}
+	if len(g.GetDeletedPositions()) > 0 {
+		del, err := rowbits.Decode(g.GetDeletedPositions())
+		if err != nil {
+			return nil, perr.New(perr.InvalidArgument, "deleted_positions are not a portable roaring64 bitmap: %v", err)
+		}
+		out.AndNot(del)
+	}
+	return out, nil
+}
