@@ -326,6 +326,12 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 	if readSchema == nil || readSchema.NumFields() < len(columns) {
 		return nil, errors.New("the read returned no schema for its columns")
 	}
+	return finishAggregate(ctx, st, a, readSchema, out, sink)
+}
+
+// finishAggregate hands on the groups a holds: HAVING, ORDER BY, OFFSET,
+// LIMIT.
+func finishAggregate(ctx context.Context, st *Statement, a *aggregator, readSchema *arrow.Schema, out *Result, sink func(arrow.RecordBatch) error) (*Result, error) {
 	rec, err := a.finish(readSchema, memory.DefaultAllocator)
 	if err != nil {
 		return nil, err
