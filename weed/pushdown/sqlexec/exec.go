@@ -55,7 +55,7 @@ func Run(ctx context.Context, conn *connector.Connector, st *Statement, o Option
 	if st.sel != nil && st.Params > 0 && st.Table == "" {
 		return nil, perr.New(perr.InvalidArgument, "SQL: the statement takes %d parameters; bind them first", st.Params)
 	}
-	schema, err := conn.TableSchema(ctx, st.Table, o.Snapshot)
+	schema, err := tableSchema(ctx, conn, st.Table, o.Snapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -426,4 +426,15 @@ func (st *Statement) ConnectorQuery(o Options) connector.Query {
 		q.Limit, q.Offset = st.Limit, st.Offset
 	}
 	return q
+}
+
+// tableSchema is the table's schema; a table the catalog does not show the
+// caller (missing, or one its identity may not see: the Iceberg catalog
+// answers both alike) is NOT_FOUND.
+func tableSchema(ctx context.Context, conn *connector.Connector, name string, snapshot int64) (*iceberg.Schema, error) {
+	schema, err := conn.TableSchema(ctx, name, snapshot)
+	if err != nil && (strings.Contains(err.Error(), "NoSuchTableException") || strings.Contains(err.Error(), "NoSuchNamespaceException")) {
+		return nil, perr.Wrap(perr.NotFound, err)
+	}
+	return schema, err
 }
