@@ -9,8 +9,11 @@ package sqlexec
 //	finish ─▶ HAVING per group ─▶ one Arrow record, a row a group
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/big"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -47,7 +50,11 @@ type aggregator struct {
 	argAt   []int            // per item: its aggregate's read column (-1: COUNT(*) or a grouping column)
 	keyAt   []int            // per item that is a grouping column: its position in GROUP BY
 	groups  []*group
-	index   map[string]int32
+	index   map[string]int32 // codes of 3+ grouping columns → group
+	byCodes map[uint64]int32 // codes of 1 or 2 grouping columns → group
+	coders  []*keyCoder      // per GROUP BY column
+	codes   [][]int32        // per GROUP BY column: this record's codes
+	gids    []int32          // this record's group per row
 	key     []byte
 }
 
@@ -129,7 +136,10 @@ func (a *aggregator) newGroup(keys []val, present []bool) *group {
 	return g
 }
 
-// add folds a record into the groups.
+// add folds a record into the groups: each grouping column's values
+// become small codes (one map per column, values kept once), the codes a
+// group id per row, then each aggregate runs over its column with the
+// group ids (typed loops for int64 and float64 columns).
 func (a *aggregator) add(rec arrow.RecordBatch) error {
 	if err := a.init(rec.Schema()); err != nil {
 		return err
@@ -138,76 +148,268 @@ func (a *aggregator) add(rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
-	getters := make([]getter, len(a.columns))
-	for i := range a.columns {
-		g, err := getterOf(rec.Column(i))
-		if err != nil {
-			return perr.New(perr.InvalidArgument, "SQL: column %s: %v are not supported here", perr.Quote(a.columns[i]), err)
-		}
-		getters[i] = g
+	gids, err := a.groupIDs(rec, n)
+	if err != nil {
+		return err
 	}
+	for j, it := range a.st.Items {
+		if it.Agg == nil {
+			continue
+		}
+		if err := a.updateColumn(j, it.Agg, rec, gids, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyCoder numbers the distinct values of one grouping column.
+type keyCoder struct {
+	strs    map[string]int32
+	ints    map[int64]int32
+	floats  map[uint64]int32
+	null    int32 // code of NULL, -1 until seen
+	values  []val
+	present []bool
+}
+
+func newKeyCoder() *keyCoder {
+	return &keyCoder{strs: map[string]int32{}, ints: map[int64]int32{}, floats: map[uint64]int32{}, null: -1}
+}
+
+func (k *keyCoder) add(v val, ok bool) int32 {
+	c := int32(len(k.values))
+	k.values, k.present = append(k.values, v), append(k.present, ok)
+	return c
+}
+
+// codes writes the code of each row of col into out.
+func (k *keyCoder) codes(col arrow.Array, out []int32) error {
+	nulls := col.NullN() > 0
+	if s, ok := col.(*array.String); ok {
+		for i := range out {
+			if nulls && s.IsNull(i) {
+				out[i] = k.nullCode()
+				continue
+			}
+			v := s.Value(i)
+			c, seen := k.strs[v]
+			if !seen {
+				c = k.add(val{k: kStr, s: strings.Clone(v)}, true)
+				k.strs[strings.Clone(v)] = c
+			}
+			out[i] = c
+		}
+		return nil
+	}
+	get, err := getterOf(col)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		v, ok := get(i)
+		if !ok {
+			out[i] = k.nullCode()
+			continue
+		}
+		var c int32
+		var seen bool
+		switch v.k {
+		case kStr:
+			if c, seen = k.strs[v.s]; !seen {
+				v.s = strings.Clone(v.s)
+				c = k.add(v, true)
+				k.strs[v.s] = c
+			}
+		case kFloat:
+			bits := math.Float64bits(v.f)
+			if math.IsNaN(v.f) {
+				bits = math.Float64bits(math.NaN())
+			} else if v.f == 0 {
+				bits = 0
+			}
+			if c, seen = k.floats[bits]; !seen {
+				c = k.add(v, true)
+				k.floats[bits] = c
+			}
+		default:
+			if c, seen = k.ints[v.i]; !seen {
+				c = k.add(v, true)
+				k.ints[v.i] = c
+			}
+		}
+		out[i] = c
+	}
+	return nil
+}
+
+func (k *keyCoder) nullCode() int32 {
+	if k.null < 0 {
+		k.null = k.add(val{}, false)
+	}
+	return k.null
+}
+
+// groupIDs is the group of each row of rec (new groups made as met).
+func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
+	gids := a.gids[:0]
+	if cap(gids) < n {
+		gids = make([]int32, n)
+	}
+	gids = gids[:n]
+	a.gids = gids
 	if len(a.groupAt) == 0 {
 		if len(a.groups) == 0 {
 			a.newGroup(nil, nil)
 		}
-		g := a.groups[0]
-		for j, it := range a.st.Items {
-			if it.Agg == nil {
-				continue
+		clear(gids)
+		return gids, nil
+	}
+	if a.coders == nil {
+		for range a.groupAt {
+			a.coders = append(a.coders, newKeyCoder())
+		}
+		a.byCodes = map[uint64]int32{}
+	}
+	for len(a.codes) < len(a.groupAt) {
+		a.codes = append(a.codes, nil)
+	}
+	for j, at := range a.groupAt {
+		if cap(a.codes[j]) < n {
+			a.codes[j] = make([]int32, n)
+		}
+		a.codes[j] = a.codes[j][:n]
+		if err := a.coders[j].codes(rec.Column(at), a.codes[j]); err != nil {
+			return nil, perr.New(perr.InvalidArgument, "SQL: GROUP BY %s: %v are not supported", perr.Quote(a.st.GroupBy[j]), err)
+		}
+	}
+	for r := 0; r < n; r++ {
+		var gi int32
+		var ok bool
+		if len(a.codes) <= 2 {
+			key := uint64(uint32(a.codes[0][r]))
+			if len(a.codes) == 2 {
+				key = key<<32 | uint64(uint32(a.codes[1][r]))
 			}
-			if a.argAt[j] < 0 {
-				g.accs[j].n += int64(n)
-				continue
-			}
-			get := getters[a.argAt[j]]
-			for r := 0; r < n; r++ {
-				if err := a.update(&g.accs[j], it.Agg, get, r); err != nil {
-					return err
+			gi, ok = a.byCodes[key]
+			if !ok {
+				if gi, ok = a.makeGroup(r); !ok {
+					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
 				}
+				a.byCodes[key] = gi
 			}
+		} else {
+			key := a.key[:0]
+			for _, c := range a.codes {
+				key = binary.LittleEndian.AppendUint32(key, uint32(c[r]))
+			}
+			a.key = key
+			gi, ok = a.index[string(key)]
+			if !ok {
+				if gi, ok = a.makeGroup(r); !ok {
+					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
+				}
+				a.index[string(key)] = gi
+			}
+		}
+		gids[r] = gi
+	}
+	return gids, nil
+}
+
+// makeGroup adds the group of row r's codes.
+func (a *aggregator) makeGroup(r int) (int32, bool) {
+	if len(a.groups) >= MaxGroups {
+		return 0, false
+	}
+	keys, present := make([]val, len(a.codes)), make([]bool, len(a.codes))
+	for j, c := range a.codes {
+		keys[j], present[j] = a.coders[j].values[c[r]], a.coders[j].present[c[r]]
+	}
+	a.newGroup(keys, present)
+	return int32(len(a.groups) - 1), true
+}
+
+// updateColumn folds item j's aggregate over rec's rows into their groups.
+func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids []int32, n int) error {
+	if a.argAt[j] < 0 { // COUNT(*)
+		for _, g := range gids {
+			a.groups[g].accs[j].n++
 		}
 		return nil
 	}
-	keyGetters := make([]getter, len(a.groupAt))
-	for j, at := range a.groupAt {
-		keyGetters[j] = getters[at]
+	col := rec.Column(a.argAt[j])
+	nulls := col.NullN() > 0
+	if !agg.Distinct {
+		switch x := col.(type) {
+		case *array.Int64:
+			v := x.Int64Values()
+			for r, g := range gids {
+				if nulls && x.IsNull(r) {
+					continue
+				}
+				a.foldInt(&a.groups[g].accs[j], agg.Func, v[r])
+			}
+			return nil
+		case *array.Float64:
+			v := x.Float64Values()
+			for r, g := range gids {
+				if nulls && x.IsNull(r) {
+					continue
+				}
+				a.foldFloat(&a.groups[g].accs[j], agg.Func, v[r])
+			}
+			return nil
+		}
+	}
+	get, err := getterOf(col)
+	if err != nil {
+		return perr.New(perr.InvalidArgument, "SQL: %s: %v are not supported here", agg, err)
 	}
 	for r := 0; r < n; r++ {
-		key := a.key[:0]
-		for _, get := range keyGetters {
-			v, ok := get(r)
-			key = appendKey(key, v, ok)
-		}
-		a.key = key
-		gi, ok := a.index[string(key)]
-		var g *group
-		if ok {
-			g = a.groups[gi]
-		} else {
-			if len(a.groups) >= MaxGroups {
-				return perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
-			}
-			keys, present := make([]val, len(keyGetters)), make([]bool, len(keyGetters))
-			for j, get := range keyGetters {
-				keys[j], present[j] = get(r)
-			}
-			a.index[string(key)] = int32(len(a.groups))
-			g = a.newGroup(keys, present)
-		}
-		for j, it := range a.st.Items {
-			if it.Agg == nil {
-				continue
-			}
-			if a.argAt[j] < 0 {
-				g.accs[j].n++
-				continue
-			}
-			if err := a.update(&g.accs[j], it.Agg, getters[a.argAt[j]], r); err != nil {
-				return err
-			}
+		if err := a.update(&a.groups[gids[r]].accs[j], agg, get, r); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (a *aggregator) foldInt(ac *acc, f Func, x int64) {
+	switch f {
+	case Sum, Avg:
+		if ac.big != nil {
+			ac.big.Add(ac.big, big.NewInt(x))
+		} else if s := ac.i + x; (x > 0 && s < ac.i) || (x < 0 && s > ac.i) {
+			ac.big = new(big.Int).Add(big.NewInt(ac.i), big.NewInt(x))
+		} else {
+			ac.i = s
+		}
+	case Min:
+		if ac.n == 0 || x < ac.v.i {
+			ac.v = intVal(x)
+		}
+	case Max:
+		if ac.n == 0 || x > ac.v.i {
+			ac.v = intVal(x)
+		}
+	}
+	ac.n++
+}
+
+func (a *aggregator) foldFloat(ac *acc, f Func, x float64) {
+	switch f {
+	case Sum, Avg:
+		ac.f += x
+	case Min:
+		if ac.n == 0 || compareFloats(x, ac.v.f) < 0 {
+			ac.v = floatVal(x)
+		}
+	case Max:
+		if ac.n == 0 || compareFloats(x, ac.v.f) > 0 {
+			ac.v = floatVal(x)
+		}
+	}
+	ac.n++
 }
 
 func (a *aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
