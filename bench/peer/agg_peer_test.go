@@ -1,7 +1,8 @@
 package peer
 
 // Aggregates: the one SQL front end (sqlexec: arrow-go records from the
-// connector's pushdown read, our own grouping) against DuckDB over the same
+// connector's pushdown read, our own grouping), in the caller's process and
+// through the cluster's Flight SQL endpoint, against DuckDB over the same
 // Parquet files on local disk, and (built with -tags duckdb_arrow) DuckDB
 // fed by our pushdown read as Arrow: the second engine the front end could
 // use. Warm p50 of three runs after one untimed run; bytes the connector
@@ -23,8 +24,11 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -58,7 +62,8 @@ func TestAggregateBenchmark(t *testing.T) {
 	if v := os.Getenv("LAKEWEED_BENCH_ROWS"); v != "" {
 		rows, _ = strconv.ParseInt(v, 10, 64)
 	}
-	c := harness.StartMini(t, harness.MiniOptions{})
+	flightPort := harness.FreePorts(t, 1)[0]
+	c := harness.StartMini(t, harness.MiniOptions{ExtraArgs: []string{"-pushdown.flightsql.port=" + strconv.Itoa(flightPort)}})
 	ctx := context.Background()
 	const name = "agg_bench.events"
 	spec := demo.DefaultSpec()
@@ -79,6 +84,35 @@ func TestAggregateBenchmark(t *testing.T) {
 	}
 	defer conn.Close()
 
+	fc, err := flightsql.NewClient("127.0.0.1:"+strconv.Itoa(flightPort), nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	// overFlight runs q through Flight SQL; answer is the Arrow bytes
+	// the client received.
+	overFlight := func(q string) (answer int64, err error) {
+		info, err := fc.Execute(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		for _, ep := range info.Endpoint {
+			rdr, err := fc.DoGet(ctx, ep.Ticket)
+			if err != nil {
+				return 0, err
+			}
+			for rdr.Next() {
+				answer += recordBytes(rdr.RecordBatch())
+			}
+			err = rdr.Err()
+			rdr.Release()
+			if err != nil {
+				return 0, err
+			}
+		}
+		return answer, nil
+	}
+
 	warm := func(run func() error) (float64, error) {
 		if err := run(); err != nil { // untimed warm-up
 			return 0, err
@@ -95,7 +129,7 @@ func TestAggregateBenchmark(t *testing.T) {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Aggregates (%d rows, %d files; warm p50 of 3 runs, ms; load %s)\n\n", rows, len(files), benchutil.LoadAverage())
-	md.WriteString("| query | lakeweed (sqlexec) | bytes read | answered by | DuckDB, local files | DuckDB over lakeweed's Arrow |\n| --- | --- | --- | --- | --- | --- |\n")
+	md.WriteString("| query | lakeweed (sqlexec in the caller) | bytes read from the cluster | answered by | lakeweed over Flight SQL | Arrow bytes to the Flight SQL caller | DuckDB, local files | DuckDB over lakeweed's Arrow |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, q := range aggQueries {
 		var stats sqlexec.Stats
 		ours, err := warm(func() error {
@@ -111,6 +145,15 @@ func TestAggregateBenchmark(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", q.name, err)
+		}
+		var answer int64
+		flightMs, err := warm(func() error {
+			var err error
+			answer, err = overFlight(fmt.Sprintf(q.sql, name))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("Flight SQL %s: %v", q.name, err)
 		}
 		duck, err := warm(func() error {
 			r, err := db.QueryContext(ctx, fmt.Sprintf(q.sql, from))
@@ -133,7 +176,7 @@ func TestAggregateBenchmark(t *testing.T) {
 			}
 			fed = fmt.Sprintf("%.1f", ms)
 		}
-		line := fmt.Sprintf("| %s | %.1f | %d | %s | %.1f | %s |\n", q.name, ours, stats.BytesRead, stats.AnsweredBy, duck, fed)
+		line := fmt.Sprintf("| %s | %.1f | %d | %s | %.1f | %d | %.1f | %s |\n", q.name, ours, stats.BytesRead, stats.AnsweredBy, flightMs, answer, duck, fed)
 		t.Log("agg_bench " + strings.TrimSpace(line))
 		md.WriteString(line)
 	}
@@ -178,4 +221,24 @@ func downloadAll(t *testing.T, c *harness.Cluster, name string) []string {
 		out = append(out, path)
 	}
 	return out
+}
+
+// recordBytes is the size of a record's Arrow buffers.
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	var add func(d arrow.ArrayData)
+	add = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			add(c)
+		}
+	}
+	for _, col := range rec.Columns() {
+		add(col.Data())
+	}
+	return n
 }
