@@ -167,6 +167,25 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 		t.Errorf("Flight SQL %v\nCLI %v", flightLines, cli)
 	}
 
+	// a vector search: the same k nearest rows and distances as the CLI
+	vec := "[" + strings.TrimSuffix(strings.Repeat("0.25, ", demo.EmbeddingDim), ", ") + "]"
+	nearest := "SELECT id, _distance FROM fsql_it.open_events WHERE status = 'ok' ORDER BY embedding <-> '" + vec + "' LIMIT 4"
+	var flightNearest []string
+	for _, r := range flightRows(t, client, admin, mustInfo(client.Execute(admin, nearest))) {
+		flightNearest = append(flightNearest, r[0])
+	}
+	out, errOut, err = pushdown(t, c, []string{"AWS_ACCESS_KEY_ID=AKADMIN000000000", "AWS_SECRET_ACCESS_KEY=admin-secret"}, "query", "-sql", nearest, "-format", "csv")
+	if err != nil {
+		t.Fatalf("CLI: %v\n%s", err, errOut)
+	}
+	var cliNearest []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		cliNearest = append(cliNearest, strings.Split(l, ",")[0])
+	}
+	if len(flightNearest) != 4 || !slices.Equal(flightNearest, cliNearest) {
+		t.Errorf("vector search: Flight SQL ids %v, CLI %v", flightNearest, cliNearest)
+	}
+
 	// a prepared statement with a parameter
 	prep, err := client.Prepare(admin, "SELECT COUNT(*) AS n FROM fsql_it.open_events WHERE tenant_id = ? AND id < 6000")
 	if err != nil {
