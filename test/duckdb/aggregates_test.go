@@ -115,6 +115,13 @@ func TestAggregatesThroughTheConnectorEqualDuckDBsWithDeletesApplied(t *testing.
 			res.Stats.AnsweredBy, res.Stats.CountNote, res.Stats.BytesRead, res.Schema.Field(0).Name)
 	}
 
+	// COUNT of a required column counts rows: from the plan too
+	got, res = run("SELECT COUNT(id) AS n, COUNT(*) FROM %s")
+	want = duckAnswer(t, db, fmt.Sprintf("SELECT COUNT(id), COUNT(*) FROM %s", from))
+	if msg := sameAnswer(got, want); msg != "" || res.Stats.AnsweredBy != "plan" {
+		t.Fatalf("COUNT(id), COUNT(*): %s: %v, DuckDB %v, answered by %q", msg, got, want, res.Stats.AnsweredBy)
+	}
+
 	wheres := []string{"", "tenant_id = 'tenant-007'", "status = 'error' AND id < 20000", "message IS NULL OR id > 25000",
 		"tenant_id IN ('tenant-001', 'tenant-050') OR id < 100", "ts >= TIMESTAMP '2026-01-02 00:00:00'", "id BETWEEN 3000 AND 7000"}
 	groupings := [][]string{nil, {"status"}, {"tenant_id"}, {"tenant_id", "status"}}

@@ -282,8 +282,16 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 		return nil, unsupported("aggregates with ORDER BY a vector distance")
 	}
 	columns := readColumns(st.Items, st.GroupBy)
-	countOnly := len(columns) == 0
+	countOnly := countsRowsOnly(st, schema)
 	if countOnly {
+		// every item is a row count: COUNT(*)
+		rows := *st
+		rows.Items = make([]Item, len(st.Items))
+		for i, it := range st.Items {
+			it.Agg = &Agg{Func: Count}
+			rows.Items[i] = it
+		}
+		st = &rows
 		c, err := countColumn(schema, st.Where)
 		if err != nil {
 			return nil, err
@@ -437,4 +445,25 @@ func tableSchema(ctx context.Context, conn *connector.Connector, name string, sn
 		return nil, perr.Wrap(perr.NotFound, err)
 	}
 	return schema, err
+}
+
+// countsRowsOnly: every item counts rows — COUNT(*), or COUNT of a
+// required column (never NULL) — with no GROUP BY, so the answer is the
+// number of matching rows.
+func countsRowsOnly(st *Statement, schema *iceberg.Schema) bool {
+	if len(st.GroupBy) > 0 {
+		return false
+	}
+	for _, it := range st.Items {
+		if it.Agg == nil || it.Agg.Func != Count || it.Agg.Distinct {
+			return false
+		}
+		if it.Agg.Column != "" {
+			f, ok := schema.FindFieldByName(it.Agg.Column)
+			if !ok || !f.Required {
+				return false
+			}
+		}
+	}
+	return true
 }
