@@ -180,7 +180,11 @@ func TestAggregateBenchmark(t *testing.T) {
 		t.Log("agg_bench " + strings.TrimSpace(line))
 		md.WriteString(line)
 	}
-	if err := os.WriteFile(filepath.Join("..", "results", "aggregates.md"), []byte(md.String()), 0o644); err != nil {
+	out := "aggregates.md"
+	if rows != 1_000_000 {
+		out = fmt.Sprintf("aggregates_%d.md", rows)
+	}
+	if err := os.WriteFile(filepath.Join("..", "results", out), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,9 @@ type Config struct {
 	Connector connector.Options
 	// SessionTTL is how long a bearer token from a Handshake stays valid.
 	SessionTTL time.Duration
+	// MaxQueries bounds the reads running at once (default 4 a core, at
+	// least 8); a query past it waits for one to end (or its deadline).
+	MaxQueries int
 }
 
 // Limits of what the server keeps per caller.
@@ -85,6 +89,7 @@ type Server struct {
 	mu         sync.Mutex
 	running    map[string]context.CancelFunc // ticket → its DoGet's cancel
 	connMu     sync.Mutex
+	slots      chan struct{} // one per running read
 }
 
 // session is an authenticated caller.
@@ -111,7 +116,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = defaultSessionTTL
 	}
-	s := &Server{cfg: cfg, running: map[string]context.CancelFunc{}}
+	if cfg.MaxQueries <= 0 {
+		cfg.MaxQueries = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	// Each caller's connector holds its read-ahead and range cache: the
+	// CLI's defaults, not the library's larger ones.
+	if cfg.Connector.MaxBufferBytes == 0 {
+		cfg.Connector.MaxBufferBytes = 64 << 20
+	}
+	if cfg.Connector.RangeCacheBytes == 0 {
+		cfg.Connector.RangeCacheBytes = 16 << 20
+	}
+	s := &Server{cfg: cfg, running: map[string]context.CancelFunc{}, slots: make(chan struct{}, cfg.MaxQueries)}
 	s.Alloc = memory.DefaultAllocator
 	s.sessions, _ = lru.New[string, *session](maxSessions)
 	s.prepared, _ = lru.New[string, *prepared](maxPrepared)
@@ -261,6 +277,11 @@ func (s *Server) run(ctx context.Context, ses *session, ticket string, st *sqlex
 	if err != nil {
 		return nil, nil, grpcutil.ToStatus(err)
 	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, grpcutil.ToStatus(ctx.Err())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	key := ses.id + "\x00" + ticket
 	s.mu.Lock()
@@ -282,6 +303,7 @@ func (s *Server) run(ctx context.Context, ses *session, ticket string, st *sqlex
 			s.mu.Unlock()
 			cancel()
 			close(ch)
+			<-s.slots
 		}()
 		var streamSchema *arrow.Schema
 		res, err := sqlexec.Run(ctx, conn, st, o, func(rec arrow.RecordBatch) error {
