@@ -7,7 +7,7 @@
 #   LAKEWEED_BENCH_ROWS=N   rows per table of the peer benchmark (default 1,000,000)
 #   LAKEWEED_PEER_BIG_ROWS=N / LAKEWEED_PEER_BIG_FILES=N  the peer benchmark's big table
 #                           (default 10,000,000 rows in 80 files; 0 rows skips it)
-#   BENCH=plan|deletes|peer|sideindex|sideindex-build|sideindex-igo|vector|kinds|restplan|scan runs one of them
+#   BENCH=plan|deletes|peer|sideindex|sideindex-build|sideindex-igo|vector|kinds|restplan|scan|aggregates runs one of them
 #   LAKEWEED_RESTPLAN_BIG_FILES=N  files of the scan-planning benchmark's latency table (default 10,000)
 #   LAKEWEED_BENCH_FASHION_ROWS / LAKEWEED_BENCH_DEMO_ROWS  sizes of the vector benchmark (60,000 / 1,000,000)
 set -euo pipefail
@@ -54,6 +54,10 @@ fi
 if [ "$BENCH" = all ] || [ "$BENCH" = restplan ]; then
   ./scripts/install-clients.sh
   go test -count=1 -timeout 90m -run TestRESTPlanBenchmark -v ./bench/restplanbench/ 2>&1 | tee bench/results/restplan.log | grep -E "restplan_bench|^ok|FAIL|^---"
+fi
+if [ "$BENCH" = all ] || [ "$BENCH" = aggregates ]; then
+  # -tags duckdb_arrow: DuckDB fed by the connector's read as Arrow, the second engine measured
+  (cd bench/peer && go test -count=1 -tags duckdb_arrow -timeout 60m -run TestAggregateBenchmark -v . 2>&1) | tee bench/results/aggregates.log | grep -E "agg_bench|^ok|FAIL|^---"
 fi
 if [ "$BENCH" = all ] || [ "$BENCH" = peer ]; then
   # Its own module: DuckDB (cgo) stays out of the main build.

@@ -4,12 +4,17 @@
 #   .tools/pyiceberg  a virtualenv with PyIceberg (pinned) and PyArrow
 #   .tools/java       test/clients/java built with Maven: Iceberg Java's
 #                     RESTCatalog + RESTTableScan (pinned in its pom.xml)
+#   .tools/adbc       a virtualenv with Python's ADBC Flight SQL driver,
+#                     PyArrow, pandas and Polars (pinned): the Flight SQL tests
 # A client that cannot be installed here is reported and its tests skip,
 # naming what is missing; this script never fails the build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYICEBERG=0.12.0
 PYARROW=26.0.1
+ADBC=1.13.0
+PANDAS=3.1.1
+POLARS=2.1.0
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
@@ -47,7 +52,24 @@ install_java() {
     || { echo "install-clients: building test/clients/java failed (log: /tmp/lakeweed-java-client.log): Iceberg Java tests will skip" >&2; tail -20 /tmp/lakeweed-java-client.log >&2; }
 }
 
+install_adbc() {
+  local py=.tools/adbc/bin/python
+  if [ -x "$py" ] && [ "$("$py" -c 'import adbc_driver_flightsql, pyarrow, pandas, polars; print(adbc_driver_flightsql.__version__)' 2>/dev/null)" = "$ADBC" ]; then
+    return 0
+  fi
+  if ! have python3; then
+    echo "install-clients: no python3: ADBC Flight SQL tests will skip" >&2
+    return 0
+  fi
+  rm -rf .tools/adbc
+  python3 -m venv .tools/adbc >/dev/null 2>&1 || { echo "install-clients: python3 -m venv failed: ADBC Flight SQL tests will skip" >&2; return 0; }
+  .tools/adbc/bin/pip install -q --disable-pip-version-check "adbc-driver-flightsql==$ADBC" "adbc-driver-manager==$ADBC" \
+    "pyarrow==$PYARROW" "pandas==$PANDAS" "polars==$POLARS" \
+    || echo "install-clients: pip install adbc-driver-flightsql==$ADBC failed: ADBC Flight SQL tests will skip" >&2
+}
+
 mkdir -p .tools
 install_pyiceberg
 install_java
+install_adbc
 exit 0

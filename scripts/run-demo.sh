@@ -14,7 +14,7 @@ METRICS_PORT=${METRICS_PORT:-9327}
 mkdir -p "$DATA"
 
 "$WEED" mini -dir="$DATA" -ip="$IP" -ip.bind="$IP" -master.telemetry=false -metricsPort="$METRICS_PORT" \
-  -tableBucket=warehouse -pushdown "$@" &
+  -tableBucket=warehouse -pushdown -pushdown.flightsql.port=32010 "$@" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; exit 0' INT TERM
 
@@ -50,12 +50,14 @@ lakeweed is running (PID $pid), data in $shown
   Iceberg REST catalog  http://$IP:8181        (warehouse: table bucket "warehouse", table demo.events)
   catalog pushdown API  $IP:18181             (gRPC, weed/pb/pushdown.proto)
   volume pushdown API   $IP:29340             (the catalog discovers it: bin/weed pushdown status)
+  Arrow Flight SQL      grpc://$IP:32010      (ADBC, JDBC, BI tools; no identities: no credentials needed)
   Prometheus metrics    http://$IP:$METRICS_PORT/metrics
   every port weed mini opens: README.md, "Ports of make run"
 
 Try:
   bin/weed pushdown status$cat_flag
   bin/weed pushdown query$cat_flag -sql "SELECT id, tenant_id, status FROM demo.events WHERE tenant_id = 'tenant-042' AND status = 'error' LIMIT 10" -stats
+  bin/weed pushdown query$cat_flag -sql "SELECT tenant_id, status, COUNT(*) AS n, MAX(id) FROM demo.events GROUP BY tenant_id, status ORDER BY n DESC LIMIT 5" -stats
   bin/weed pushdown demo$cat_flag -print-vector      # prints a vector query to copy and run
   aws --endpoint-url http://$IP:8333 s3 ls --recursive s3://warehouse/demo/
 

@@ -312,7 +312,7 @@ func TestSQLVectorQueryErrorsNameTheProblem(t *testing.T) {
 		"SELECT id FROM " + name + " ORDER BY nope <-> '[1, 2, 3]' LIMIT 3":                                      `no column "nope"`,
 		"SELECT id FROM " + name + " ORDER BY embedding <-> '[1, 2, 3]'":                                         "needs LIMIT k (1 to 10000)",
 		"SELECT id FROM " + name + " ORDER BY embedding <-> '[1, 2, 3]' LIMIT 20000":                             "want 1 to 10000",
-		"SELECT id FROM " + name + " ORDER BY id LIMIT 3":                                                        "sorting rows by a column is not supported",
+		"SELECT id FROM " + name + " ORDER BY id + 1 LIMIT 3":                                                    `ORDER BY "id + 1" (output columns, aliases, positions and aggregates are) is not supported`,
 		"SELECT id FROM " + name + " ORDER BY embedding <-> '[1, " + strings.Repeat("2, ", 4000) + "x]' LIMIT 3": "element 4001",
 	} {
 		for _, mode := range []string{"-force", "-no-pushdown"} {

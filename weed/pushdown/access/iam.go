@@ -134,6 +134,11 @@ func (a *IAM) check(ctx context.Context, method string, md metadata.MD, req prot
 	if err != nil {
 		return nil, metrics.Refused(metrics.ReasonBadSignature, err)
 	}
+	return a.checkRequest(method, r)
+}
+
+// checkRequest authenticates the S3 caller of a rebuilt signed request.
+func (a *IAM) checkRequest(method string, r *http.Request) (*s3Caller, error) {
 	ident, code := a.iam.AuthenticateRequest(r)
 	if code != s3err.ErrNone {
 		reason := metrics.ReasonBadSignature

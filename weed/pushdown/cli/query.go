@@ -6,25 +6,18 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/schollz/progressbar/v3"
-	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/parser"
-	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 	"golang.org/x/term"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
 )
 
-const querySupported = `supported: SELECT <columns | *> FROM namespace.table [WHERE <predicate>] [ORDER BY <vector column> <-> | <=> | <#> '[x, y, …]' ] [LIMIT n] [OFFSET m]`
+const querySupported = sqlexec.Supported
 
 func init() {
 	register(&subcommand{
@@ -32,136 +25,9 @@ func init() {
 		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
 ranges from the volume pushdown service holding each file (or through the S3 gateway), decode them with arrow-go, filter, project. Falls back to a plain read
 (iceberg-go's scan) when pushdown is unavailable or not worth it.`,
-		usage: `-sql "SELECT … FROM ns.table [WHERE …] [ORDER BY embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-filterAt auto|here|volume] [-nprobe n]`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [GROUP BY …] [HAVING …] [ORDER BY … | embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-filterAt auto|here|volume] [-nprobe n]`,
 		run:   runQuery,
 	})
-}
-
-// ParsedQuery is a SELECT the query command understands.
-type ParsedQuery struct {
-	Table  string
-	Select []string // nil: every column
-	Where  string
-	Limit  int64 // 0: none (see NoRows)
-	Offset int64
-	// NoRows: LIMIT 0, an answer of no rows (its columns only).
-	NoRows bool
-	// Vector: ORDER BY a vector distance (then Limit is k, and Select may
-	// name connector.DistanceColumn).
-	Vector *sqlpred.VectorOrder
-}
-
-// ParseSelect parses the supported SELECT subset.
-func ParseSelect(sql string) (*ParsedQuery, error) {
-	stmts, err := parser.Parse(sql)
-	if err != nil {
-		return nil, fmt.Errorf("SQL: %v (%s)", err, querySupported)
-	}
-	if len(stmts) != 1 {
-		return nil, fmt.Errorf("SQL: one statement expected, got %d (%s)", len(stmts), querySupported)
-	}
-	sel, ok := stmts[0].AST.(*tree.Select)
-	if !ok {
-		return nil, fmt.Errorf("SQL: %T is not supported (%s)", stmts[0].AST, querySupported)
-	}
-	clause, ok := sel.Select.(*tree.SelectClause)
-	if !ok {
-		return nil, fmt.Errorf("SQL: %s is not supported (%s)", tree.AsString(sel.Select), querySupported)
-	}
-	if clause.Distinct || len(clause.GroupBy) > 0 || clause.Having != nil || clause.Window != nil {
-		return nil, fmt.Errorf("SQL: DISTINCT, GROUP BY, HAVING and windows are not supported (%s)", querySupported)
-	}
-	if len(clause.From.Tables) != 1 {
-		return nil, fmt.Errorf("SQL: exactly one table in FROM (%s)", querySupported)
-	}
-	ate, ok := clause.From.Tables[0].(*tree.AliasedTableExpr)
-	if !ok {
-		return nil, fmt.Errorf("SQL: FROM %s is not supported (%s)", tree.AsString(clause.From.Tables[0]), querySupported)
-	}
-	tn, ok := ate.Expr.(*tree.TableName)
-	if !ok || !tn.ExplicitSchema {
-		return nil, fmt.Errorf("SQL: FROM needs namespace.table, got %s", tree.AsString(ate.Expr))
-	}
-	q := &ParsedQuery{Table: string(tn.SchemaName) + "." + string(tn.ObjectName)}
-	if tn.ExplicitCatalog {
-		q.Table = string(tn.CatalogName) + "." + q.Table
-	}
-	for _, se := range clause.Exprs {
-		switch x := se.Expr.(type) {
-		case tree.UnqualifiedStar:
-			q.Select = nil
-		case *tree.UnresolvedName:
-			if x.Star {
-				q.Select = nil
-				continue
-			}
-			var parts []string
-			for i := x.NumParts - 1; i >= 0; i-- {
-				parts = append(parts, x.Parts[i])
-			}
-			q.Select = append(q.Select, strings.Join(parts, "."))
-		default:
-			return nil, fmt.Errorf("SQL: select item %s is not a column (%s)", tree.AsString(se.Expr), querySupported)
-		}
-	}
-	if clause.Where != nil {
-		q.Where = tree.AsString(clause.Where.Expr)
-	}
-	if sel.Limit != nil && sel.Limit.Count != nil {
-		n, err := strconv.ParseInt(tree.AsString(sel.Limit.Count), 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("SQL: LIMIT %s is not a non-negative integer", tree.AsString(sel.Limit.Count))
-		}
-		q.Limit, q.NoRows = n, n == 0
-	}
-	if sel.Limit != nil && sel.Limit.Offset != nil {
-		n, err := strconv.ParseInt(tree.AsString(sel.Limit.Offset), 10, 64)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("SQL: OFFSET %s is not a non-negative integer", tree.AsString(sel.Limit.Offset))
-		}
-		q.Offset = n
-	}
-	if len(sel.OrderBy) > 0 {
-		if err := parseVectorOrder(sel, q); err != nil {
-			return nil, err
-		}
-	}
-	return q, nil
-}
-
-// parseVectorOrder reads ORDER BY <column> <distance operator> <vector>,
-// which needs a LIMIT of 1 to connector.MaxVectorK.
-func parseVectorOrder(sel *tree.Select, q *ParsedQuery) error {
-	if len(sel.OrderBy) != 1 {
-		return fmt.Errorf("SQL: ORDER BY takes one vector distance, got %d terms (%s)", len(sel.OrderBy), sqlpred.VectorSupported)
-	}
-	o := sel.OrderBy[0]
-	if o.OrderType != tree.OrderByColumn {
-		return fmt.Errorf("SQL: ORDER BY %s is not supported (%s)", tree.AsString(o), sqlpred.VectorSupported)
-	}
-	if !sqlpred.IsVectorDistance(o.Expr) {
-		return fmt.Errorf("SQL: ORDER BY %s: sorting rows by a column is not supported; rows come in the table's file order. "+
-			"Drop ORDER BY (and sort the output, e.g. -format csv | sort), or order by a vector distance: %s",
-			perr.Truncate(tree.AsString(o), 64), sqlpred.VectorSupported)
-	}
-	if o.Direction == tree.Descending || o.NullsOrder != tree.DefaultNullsOrder {
-		return fmt.Errorf("SQL: ORDER BY a vector distance is ascending (nearest first); DESC and NULLS FIRST/LAST are not supported (%s)", sqlpred.VectorSupported)
-	}
-	vo, err := sqlpred.ParseVectorOrder(o.Expr)
-	if err != nil {
-		return fmt.Errorf("SQL: %w", err)
-	}
-	if sel.Limit == nil || sel.Limit.Count == nil {
-		return fmt.Errorf("SQL: ORDER BY %s %s needs LIMIT k (1 to %d): a vector query returns the k nearest rows", vo.Column, vo.Metric.Operator(), connector.MaxVectorK)
-	}
-	if sel.Limit.Offset != nil {
-		return fmt.Errorf("SQL: OFFSET is not supported with ORDER BY a vector distance (%s)", sqlpred.VectorSupported)
-	}
-	if q.Limit < 1 || q.Limit > connector.MaxVectorK {
-		return fmt.Errorf("SQL: LIMIT %d with ORDER BY a vector distance: want 1 to %d", q.Limit, connector.MaxVectorK)
-	}
-	q.Vector = vo
-	return nil
 }
 
 func runQuery(args []string) error {
@@ -228,9 +94,15 @@ func runQuery(args []string) error {
 	if minVolumeRows == 0 {
 		minVolumeRows = -1 // Options: negative asks the volume however small
 	}
-	q, err := ParseSelect(*sql)
+	st, err := sqlexec.Parse(*sql)
 	if err != nil {
 		return err
+	}
+	if st.Params > 0 {
+		return fmt.Errorf("SQL: the statement has %d parameters ($n or ?); write the values in the query (parameters are bound by Flight SQL prepared statements)", st.Params)
+	}
+	if *nprobe < 0 {
+		return fmt.Errorf("-nprobe %d is negative", *nprobe)
 	}
 	util.LoadSecurityConfiguration()
 	ctx := context.Background()
@@ -248,40 +120,25 @@ func runQuery(args []string) error {
 		return err
 	}
 	defer conn.Close()
-	cq := connector.Query{Table: q.Table, Snapshot: *snapshot, Where: q.Where, Select: q.Select, Limit: q.Limit}
-	if q.Vector != nil {
-		if *nprobe < 0 {
-			return fmt.Errorf("-nprobe %d is negative", *nprobe)
-		}
-		cq.Vector = &connector.VectorQuery{Column: q.Vector.Column, Metric: vector.Metric(q.Vector.Metric), Vector: q.Vector.Vector, Nprobe: *nprobe}
-	}
+	eo := sqlexec.Options{Snapshot: *snapshot, Nprobe: *nprobe, NoMetadataAnswers: *noPushdown}
 	if *explain {
+		cq := st.ConnectorQuery(eo)
 		resp, err := conn.Explain(ctx, cq)
 		if err != nil {
 			return err
 		}
-		PrintPlan(os.Stdout, q.Table, q.Where, resp)
-		if q.Where != "" {
+		PrintPlan(os.Stdout, st.Table, st.Where, resp)
+		if st.Where != "" {
 			PrintFilterSites(os.Stdout, connector.ExplainFilterSites(resp, fa, cq.Limit))
 		}
 		return nil
 	}
-	cq.Offset = q.Offset
 	rw := newRowWriter(os.Stdout, *format)
-	sink := rw.write
-	if q.NoRows {
-		// LIMIT 0: the columns of an answer without rows
-		cq.Limit, cq.Offset = 1, 0
-		sink = func(arrow.RecordBatch) error { return nil }
-	}
-	res, err := conn.Stream(ctx, cq, sink)
+	res, err := sqlexec.Run(ctx, conn, st, eo, rw.write)
 	bar.finish()
 	if err != nil {
 		_ = rw.w.Flush() // the rows written so far, then the error
 		return err
-	}
-	if q.NoRows {
-		res.Stats.Rows = 0
 	}
 	if err := rw.finish(res.Schema); err != nil {
 		return err

@@ -74,7 +74,8 @@ type flags struct {
 	indexBatch       *int
 	indexLeftoverAge *time.Duration // volume side
 
-	rest *restFlags // catalog commands: scan planning on the Iceberg REST port
+	rest   *restFlags   // catalog commands: scan planning on the Iceberg REST port
+	flight *flightFlags // catalog commands: Flight SQL
 }
 
 // catalogConfig turns the flags into the catalog's configuration.
@@ -161,6 +162,7 @@ func install(cmd *command.Command, k kind) {
 		f.indexBatch = cmd.Flag.Int("pushdown.index.reconcileBatch", d.IndexReconcileBatch, "side-index registry entries one maintenance pass checks at most (the next pass resumes where it stopped)")
 		f.indexGrace = cmd.Flag.Duration("pushdown.index.gracePeriod", d.IndexGracePeriod, "how long the side indexes of a data file that left every snapshot (expiry, compaction) are kept before their payloads and registry rows are removed")
 		f.rest = addRESTFlags(cmd)
+		f.flight = addFlightFlags(cmd)
 		f.allowBareDV = cmd.Flag.Bool("pushdown.allowBareDeletionVectors", false, "accept deletion vectors written as bare roaring bitmaps without the deletion-vector-v1 framing (length, magic, CRC) by older writers")
 	}
 	if k.volume {
@@ -324,6 +326,7 @@ func (l *launcher) startCatalog() {
 	if l.front != nil {
 		l.front.SetPlanner(c.Service)
 	}
+	l.startFlightSQL(c, advertise, bind)
 }
 
 // s3Flag is the name of an S3 gateway flag on this command: the s3

@@ -1,0 +1,569 @@
+package sqlexec
+
+// Grouping and aggregates over streamed records: one hash map from the
+// group's key bytes to its accumulators; a query without GROUP BY is one
+// group (and COUNT(*) alone adds record lengths).
+//
+//	record ─▶ getters of the grouping and argument columns
+//	       ─▶ per row: key bytes ─▶ group ─▶ each aggregate's accumulator
+//	finish ─▶ HAVING per group ─▶ one Arrow record, a row a group
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+)
+
+// MaxGroups bounds the groups one query may hold in memory.
+const MaxGroups = 10_000_000
+
+// acc accumulates one aggregate of one group.
+type acc struct {
+	n   int64    // rows (COUNT(*)), non-NULL values (the others)
+	i   int64    // integer SUM
+	big *big.Int // integer SUM once past int64
+	f   float64  // float SUM
+	v   val      // MIN / MAX so far (n > 0)
+	set map[string]struct{}
+}
+
+type group struct {
+	keys    []val
+	present []bool
+	accs    []acc
+}
+
+type aggregator struct {
+	st      *Statement
+	columns []string // the columns read, in record order
+	inited  bool
+	types   []arrow.DataType // per read column (dictionary unwrapped)
+	groupAt []int            // per GROUP BY column: its read column
+	argAt   []int            // per item: its aggregate's read column (-1: COUNT(*) or a grouping column)
+	keyAt   []int            // per item that is a grouping column: its position in GROUP BY
+	groups  []*group
+	index   map[string]int32 // codes of 3+ grouping columns → group
+	byCodes map[uint64]int32 // codes of 1 or 2 grouping columns → group
+	coders  []*keyCoder      // per GROUP BY column
+	codes   [][]int32        // per GROUP BY column: this record's codes
+	gids    []int32          // this record's group per row
+	key     []byte
+}
+
+func newAggregator(st *Statement, columns []string) *aggregator {
+	return &aggregator{st: st, columns: columns, index: map[string]int32{}}
+}
+
+func readColumn(columns []string, name string) int {
+	for i, c := range columns {
+		if c == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// init checks the column types once the records' schema is known.
+func (a *aggregator) init(sch *arrow.Schema) error {
+	if a.inited {
+		return nil
+	}
+	a.inited = true
+	if sch.NumFields() < len(a.columns) {
+		return fmt.Errorf("the read returned %d columns, %d expected", sch.NumFields(), len(a.columns))
+	}
+	a.types = make([]arrow.DataType, len(a.columns))
+	for i := range a.columns {
+		a.types[i] = plainType(sch.Field(i).Type)
+	}
+	for _, g := range a.st.GroupBy {
+		at := readColumn(a.columns, g)
+		if valueKind(a.types[at]) == kNull {
+			return perr.New(perr.InvalidArgument, "SQL: GROUP BY %s: columns of type %s cannot be grouped", perr.Quote(g), a.types[at])
+		}
+		a.groupAt = append(a.groupAt, at)
+	}
+	for _, it := range a.st.Items {
+		at, key := -1, -1
+		if it.Agg == nil {
+			for j, g := range a.st.GroupBy {
+				if g == it.Column {
+					key = j
+				}
+			}
+		} else if it.Agg.Column != "" {
+			at = readColumn(a.columns, it.Agg.Column)
+			k := valueKind(a.types[at])
+			switch {
+			case k == kNull:
+				return perr.New(perr.InvalidArgument, "SQL: %s: columns of type %s cannot be aggregated", it.Agg, a.types[at])
+			case (it.Agg.Func == Sum || it.Agg.Func == Avg) && !numeric(a.types[at]):
+				return perr.New(perr.InvalidArgument, "SQL: %s: %s is %s, not a number", it.Agg, perr.Quote(it.Agg.Column), a.types[at])
+			}
+		}
+		a.argAt = append(a.argAt, at)
+		a.keyAt = append(a.keyAt, key)
+	}
+	return nil
+}
+
+// numeric: SUM and AVG take integers and floats (not dates or times).
+func numeric(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
+		return true
+	}
+	return false
+}
+
+func (a *aggregator) newGroup(keys []val, present []bool) *group {
+	g := &group{keys: keys, present: present, accs: make([]acc, len(a.st.Items))}
+	for i, it := range a.st.Items {
+		if it.Agg != nil && it.Agg.Distinct {
+			g.accs[i].set = map[string]struct{}{}
+		}
+	}
+	a.groups = append(a.groups, g)
+	return g
+}
+
+// add folds a record into the groups: each grouping column's values
+// become small codes (one map per column, values kept once), the codes a
+// group id per row, then each aggregate runs over its column with the
+// group ids (typed loops for int64 and float64 columns).
+func (a *aggregator) add(rec arrow.RecordBatch) error {
+	if err := a.init(rec.Schema()); err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	gids, err := a.groupIDs(rec, n)
+	if err != nil {
+		return err
+	}
+	for j, it := range a.st.Items {
+		if it.Agg == nil {
+			continue
+		}
+		if err := a.updateColumn(j, it.Agg, rec, gids, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyCoder numbers the distinct values of one grouping column.
+type keyCoder struct {
+	strs    map[string]int32
+	ints    map[int64]int32
+	floats  map[uint64]int32
+	null    int32 // code of NULL, -1 until seen
+	values  []val
+	present []bool
+}
+
+func newKeyCoder() *keyCoder {
+	return &keyCoder{strs: map[string]int32{}, ints: map[int64]int32{}, floats: map[uint64]int32{}, null: -1}
+}
+
+func (k *keyCoder) add(v val, ok bool) int32 {
+	c := int32(len(k.values))
+	k.values, k.present = append(k.values, v), append(k.present, ok)
+	return c
+}
+
+// codes writes the code of each row of col into out.
+func (k *keyCoder) codes(col arrow.Array, out []int32) error {
+	nulls := col.NullN() > 0
+	if s, ok := col.(*array.String); ok {
+		for i := range out {
+			if nulls && s.IsNull(i) {
+				out[i] = k.nullCode()
+				continue
+			}
+			v := s.Value(i)
+			c, seen := k.strs[v]
+			if !seen {
+				c = k.add(val{k: kStr, s: strings.Clone(v)}, true)
+				k.strs[strings.Clone(v)] = c
+			}
+			out[i] = c
+		}
+		return nil
+	}
+	get, err := getterOf(col)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		v, ok := get(i)
+		if !ok {
+			out[i] = k.nullCode()
+			continue
+		}
+		var c int32
+		var seen bool
+		switch v.k {
+		case kStr:
+			if c, seen = k.strs[v.s]; !seen {
+				v.s = strings.Clone(v.s)
+				c = k.add(v, true)
+				k.strs[v.s] = c
+			}
+		case kFloat:
+			bits := math.Float64bits(v.f)
+			if math.IsNaN(v.f) {
+				bits = math.Float64bits(math.NaN())
+			} else if v.f == 0 {
+				bits = 0
+			}
+			if c, seen = k.floats[bits]; !seen {
+				c = k.add(v, true)
+				k.floats[bits] = c
+			}
+		default:
+			if c, seen = k.ints[v.i]; !seen {
+				c = k.add(v, true)
+				k.ints[v.i] = c
+			}
+		}
+		out[i] = c
+	}
+	return nil
+}
+
+func (k *keyCoder) nullCode() int32 {
+	if k.null < 0 {
+		k.null = k.add(val{}, false)
+	}
+	return k.null
+}
+
+// groupIDs is the group of each row of rec (new groups made as met).
+func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
+	gids := a.gids[:0]
+	if cap(gids) < n {
+		gids = make([]int32, n)
+	}
+	gids = gids[:n]
+	a.gids = gids
+	if len(a.groupAt) == 0 {
+		if len(a.groups) == 0 {
+			a.newGroup(nil, nil)
+		}
+		clear(gids)
+		return gids, nil
+	}
+	if a.coders == nil {
+		for range a.groupAt {
+			a.coders = append(a.coders, newKeyCoder())
+		}
+		a.byCodes = map[uint64]int32{}
+	}
+	for len(a.codes) < len(a.groupAt) {
+		a.codes = append(a.codes, nil)
+	}
+	for j, at := range a.groupAt {
+		if cap(a.codes[j]) < n {
+			a.codes[j] = make([]int32, n)
+		}
+		a.codes[j] = a.codes[j][:n]
+		if err := a.coders[j].codes(rec.Column(at), a.codes[j]); err != nil {
+			return nil, perr.New(perr.InvalidArgument, "SQL: GROUP BY %s: %v are not supported", perr.Quote(a.st.GroupBy[j]), err)
+		}
+	}
+	for r := 0; r < n; r++ {
+		var gi int32
+		var ok bool
+		if len(a.codes) <= 2 {
+			key := uint64(uint32(a.codes[0][r]))
+			if len(a.codes) == 2 {
+				key = key<<32 | uint64(uint32(a.codes[1][r]))
+			}
+			gi, ok = a.byCodes[key]
+			if !ok {
+				if gi, ok = a.makeGroup(r); !ok {
+					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
+				}
+				a.byCodes[key] = gi
+			}
+		} else {
+			key := a.key[:0]
+			for _, c := range a.codes {
+				key = binary.LittleEndian.AppendUint32(key, uint32(c[r]))
+			}
+			a.key = key
+			gi, ok = a.index[string(key)]
+			if !ok {
+				if gi, ok = a.makeGroup(r); !ok {
+					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
+				}
+				a.index[string(key)] = gi
+			}
+		}
+		gids[r] = gi
+	}
+	return gids, nil
+}
+
+// makeGroup adds the group of row r's codes.
+func (a *aggregator) makeGroup(r int) (int32, bool) {
+	if len(a.groups) >= MaxGroups {
+		return 0, false
+	}
+	keys, present := make([]val, len(a.codes)), make([]bool, len(a.codes))
+	for j, c := range a.codes {
+		keys[j], present[j] = a.coders[j].values[c[r]], a.coders[j].present[c[r]]
+	}
+	a.newGroup(keys, present)
+	return int32(len(a.groups) - 1), true
+}
+
+// updateColumn folds item j's aggregate over rec's rows into their groups.
+func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids []int32, n int) error {
+	if a.argAt[j] < 0 { // COUNT(*)
+		for _, g := range gids {
+			a.groups[g].accs[j].n++
+		}
+		return nil
+	}
+	col := rec.Column(a.argAt[j])
+	nulls := col.NullN() > 0
+	if !agg.Distinct {
+		switch x := col.(type) {
+		case *array.Int64:
+			v := x.Int64Values()
+			for r, g := range gids {
+				if nulls && x.IsNull(r) {
+					continue
+				}
+				a.foldInt(&a.groups[g].accs[j], agg.Func, v[r])
+			}
+			return nil
+		case *array.Float64:
+			v := x.Float64Values()
+			for r, g := range gids {
+				if nulls && x.IsNull(r) {
+					continue
+				}
+				a.foldFloat(&a.groups[g].accs[j], agg.Func, v[r])
+			}
+			return nil
+		}
+	}
+	get, err := getterOf(col)
+	if err != nil {
+		return perr.New(perr.InvalidArgument, "SQL: %s: %v are not supported here", agg, err)
+	}
+	for r := 0; r < n; r++ {
+		if err := a.update(&a.groups[gids[r]].accs[j], agg, get, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *aggregator) foldInt(ac *acc, f Func, x int64) {
+	switch f {
+	case Sum, Avg:
+		if ac.big != nil {
+			ac.big.Add(ac.big, big.NewInt(x))
+		} else if s := ac.i + x; (x > 0 && s < ac.i) || (x < 0 && s > ac.i) {
+			ac.big = new(big.Int).Add(big.NewInt(ac.i), big.NewInt(x))
+		} else {
+			ac.i = s
+		}
+	case Min:
+		if ac.n == 0 || x < ac.v.i {
+			ac.v = intVal(x)
+		}
+	case Max:
+		if ac.n == 0 || x > ac.v.i {
+			ac.v = intVal(x)
+		}
+	}
+	ac.n++
+}
+
+func (a *aggregator) foldFloat(ac *acc, f Func, x float64) {
+	switch f {
+	case Sum, Avg:
+		ac.f += x
+	case Min:
+		if ac.n == 0 || compareFloats(x, ac.v.f) < 0 {
+			ac.v = floatVal(x)
+		}
+	case Max:
+		if ac.n == 0 || compareFloats(x, ac.v.f) > 0 {
+			ac.v = floatVal(x)
+		}
+	}
+	ac.n++
+}
+
+func (a *aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
+	v, ok := get(r)
+	if !ok {
+		return nil
+	}
+	switch {
+	case agg.Distinct:
+		k := appendKey(nil, v, true)
+		if _, seen := ac.set[string(k)]; !seen {
+			ac.set[string(k)] = struct{}{}
+		}
+	case agg.Func == Sum || agg.Func == Avg:
+		if v.k == kFloat {
+			ac.f += v.f
+		} else if ac.big != nil {
+			ac.big.Add(ac.big, big.NewInt(v.i))
+		} else if s := ac.i + v.i; (v.i > 0 && s < ac.i) || (v.i < 0 && s > ac.i) {
+			ac.big = new(big.Int).Add(big.NewInt(ac.i), big.NewInt(v.i))
+		} else {
+			ac.i = s
+		}
+	case agg.Func == Min:
+		if ac.n == 0 || compareVals(v, ac.v) < 0 {
+			ac.v = v
+		}
+	case agg.Func == Max:
+		if ac.n == 0 || compareVals(v, ac.v) > 0 {
+			ac.v = v
+		}
+	}
+	ac.n++
+	return nil
+}
+
+// outputType is the Arrow type of item i's result.
+func (a *aggregator) outputType(i int) arrow.DataType {
+	it := a.st.Items[i]
+	if it.Agg == nil {
+		return a.types[a.groupAt[a.keyAt[i]]]
+	}
+	switch it.Agg.Func {
+	case Count:
+		return arrow.PrimitiveTypes.Int64
+	case Avg:
+		return arrow.PrimitiveTypes.Float64
+	case Sum:
+		if valueKind(a.types[a.argAt[i]]) == kFloat {
+			return arrow.PrimitiveTypes.Float64
+		}
+		return arrow.PrimitiveTypes.Int64
+	}
+	return a.types[a.argAt[i]]
+}
+
+// result is item i's value for group g.
+func (a *aggregator) result(g *group, i int) (val, bool, error) {
+	it := a.st.Items[i]
+	if it.Agg == nil {
+		k := a.keyAt[i]
+		return g.keys[k], g.present[k], nil
+	}
+	ac := &g.accs[i]
+	switch it.Agg.Func {
+	case Count:
+		if it.Agg.Distinct {
+			return intVal(int64(len(ac.set))), true, nil
+		}
+		return intVal(ac.n), true, nil
+	case Sum, Avg:
+		if ac.n == 0 {
+			return val{}, false, nil
+		}
+		isFloat := valueKind(a.types[a.argAt[i]]) == kFloat
+		if it.Agg.Func == Avg {
+			switch {
+			case isFloat:
+				return floatVal(ac.f / float64(ac.n)), true, nil
+			case ac.big != nil:
+				q, _ := new(big.Float).Quo(new(big.Float).SetInt(ac.big), big.NewFloat(float64(ac.n))).Float64()
+				return floatVal(q), true, nil
+			}
+			return floatVal(float64(ac.i) / float64(ac.n)), true, nil
+		}
+		if isFloat {
+			return floatVal(ac.f), true, nil
+		}
+		if ac.big != nil {
+			return val{}, false, perr.New(perr.OutOfRange, "SQL: %s = %s does not fit a 64-bit integer", it.Agg, ac.big.String())
+		}
+		return intVal(ac.i), true, nil
+	}
+	if ac.n == 0 {
+		return val{}, false, nil
+	}
+	return ac.v, true, nil
+}
+
+// finish builds the answer: a row per group that HAVING keeps (no GROUP
+// BY: exactly one row, even over no rows).
+func (a *aggregator) finish(sch *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if err := a.init(sch); err != nil {
+		return nil, err
+	}
+	if len(a.groupAt) == 0 && len(a.groups) == 0 {
+		a.newGroup(nil, nil)
+	}
+	nItems := len(a.st.Items)
+	types := make([]arrow.DataType, nItems)
+	fields := make([]arrow.Field, nItems)
+	builders := make([]array.Builder, nItems)
+	for i, it := range a.st.Items {
+		types[i] = a.outputType(i)
+		fields[i] = arrow.Field{Name: it.Name, Type: types[i], Nullable: !(it.Agg != nil && it.Agg.Func == Count)}
+		builders[i] = array.NewBuilder(mem, types[i])
+		defer builders[i].Release()
+	}
+	var having cond
+	if h, ok := a.st.Having.(*havingExpr); ok {
+		having = h.c
+	}
+	row, present := make([]val, nItems), make([]bool, nItems)
+	for _, g := range a.groups {
+		for i := range a.st.Items {
+			v, ok, err := a.result(g, i)
+			if err != nil {
+				return nil, err
+			}
+			row[i], present[i] = v, ok
+		}
+		if having != nil {
+			t, err := having.eval(row, present, types)
+			if err != nil {
+				return nil, err
+			}
+			if t != tTrue {
+				continue
+			}
+		}
+		for i := range a.st.Items {
+			if err := appendVal(builders[i], row[i], present[i]); err != nil {
+				return nil, perr.New(perr.InvalidArgument, "SQL: %s: %v are not supported", a.st.Items[i].Name, err)
+			}
+		}
+	}
+	cols := make([]arrow.Array, nItems)
+	for i, b := range builders {
+		cols[i] = b.NewArray()
+		defer cols[i].Release()
+	}
+	rows := int64(0)
+	if nItems > 0 {
+		rows = int64(cols[0].Len())
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows), nil
+}

@@ -1,0 +1,106 @@
+package sqlexec
+
+// COUNT(*) from the plan, reading no data: the catalog plans the query
+// (manifests, footers, side indexes, deletes) and says, per row group, its
+// rows, the rows planned, whether side indexes answered the predicate
+// exactly, and the deleted positions. With no WHERE every row of a planned
+// row group matches; with one, only row groups whose rows are exact count.
+// Any row group that is not exact, a truncated plan, or a plan that cannot
+// be made means the rows are read and counted instead (the reason in
+// Stats.CountNote).
+//
+//	Explain(WHERE) ─▶ for each planned row group:
+//	                    rows = planned rows (whole, ranges or positions)
+//	                         − deleted positions among them
+//	               ─▶ Σ rows
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+)
+
+// planCount counts st's rows from its plan. note, when set, says why it
+// could not (then read and count).
+func planCount(ctx context.Context, conn *connector.Connector, st *Statement, column string, o Options) (n int64, stats connector.Stats, note string, err error) {
+	start := time.Now()
+	resp, err := conn.Explain(ctx, connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where, Select: []string{column}})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, stats, "", ctx.Err()
+		}
+		return 0, stats, "no plan: " + err.Error(), nil
+	}
+	n, note = countPlanned(resp, st.Where != "")
+	stats = connector.Stats{Pushdown: true, Files: len(resp.GetFiles()), RowGroups: len(resp.GetRowGroups()),
+		PlanMs: time.Since(start).Milliseconds(), ElapsedMs: time.Since(start).Milliseconds()}
+	return n, stats, note, nil
+}
+
+// countPlanned is the rows a plan's row groups hold that match and are not
+// deleted; note says why it cannot tell.
+func countPlanned(resp *pushdown_pb.ParquetPushdownResponse, filtered bool) (int64, string) {
+	if resp.GetTruncated() {
+		return 0, "the plan was truncated"
+	}
+	var total int64
+	for _, rg := range resp.GetRowGroups() {
+		if filtered && !rg.GetRowsExact() {
+			return 0, fmt.Sprintf("row group %d of %s is not answered exactly by side indexes", rg.GetRowGroup(), shortFile(rg.GetFile()))
+		}
+		planned := roaring64.New() // row-group-local rows; empty: the whole group
+		whole := true
+		switch {
+		case len(rg.GetRowPositions()) > 0:
+			bm, err := rowbits.Decode(rg.GetRowPositions())
+			if err != nil {
+				return 0, "row positions: " + err.Error()
+			}
+			planned, whole = bm, false
+		case len(rg.GetRowRanges()) > 0:
+			for _, r := range rg.GetRowRanges() {
+				if r.GetEnd() < r.GetStart() || r.GetStart() < 0 || r.GetEnd() > rg.GetRowCount() {
+					return 0, "a row range outside its row group"
+				}
+				planned.AddRange(uint64(r.GetStart()), uint64(r.GetEnd()))
+			}
+			whole = false
+		}
+		rows := rg.GetRowCount()
+		if !whole {
+			rows = int64(planned.GetCardinality())
+		}
+		if len(rg.GetDeletedPositions()) > 0 {
+			del, err := rowbits.Decode(rg.GetDeletedPositions())
+			if err != nil {
+				return 0, "deleted positions: " + err.Error()
+			}
+			first := uint64(rg.GetFirstRow())
+			it := del.Iterator()
+			for it.HasNext() {
+				p := it.Next()
+				if p < first || p >= first+uint64(rg.GetRowCount()) {
+					continue
+				}
+				if whole || planned.Contains(p-first) {
+					rows--
+				}
+			}
+		}
+		total += rows
+	}
+	return total, ""
+}
+
+func shortFile(f string) string {
+	if len(f) > 64 {
+		return "…" + f[len(f)-63:]
+	}
+	return f
+}
