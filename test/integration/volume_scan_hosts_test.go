@@ -66,6 +66,7 @@ func getJSON(t *testing.T, url string, v any) {
 // query, the answer is still exactly the plain read's — the failed calls
 // read those row groups here, from the surviving copies, counted.
 func TestRowsFilteredOnThreeHostsStayExactWhenOneIsKilledMidQuery(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	mc := harness.StartMulti(t, harness.MultiOptions{Volumes: 3, Replication: "001", DistinctHosts: true})
 	c := &mc.Cluster
 	weed := pushdownCLI(t, c)

@@ -282,6 +282,7 @@ func TestScanRowsRefusesMalformedAndUnauthorizedCalls(t *testing.T) {
 // serving the volume grows by less than the answer: one row group decoded
 // and one batch encoded at a time, none kept after it.
 func TestAMillionMatchingRowsStreamFromTheVolumeInBoundedMemory(t *testing.T) {
+	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	const name = "volume_scan_big.events"
 	const rows = 1_000_000
 	// a cluster of its own: the shared one's heap holds what earlier tests
