@@ -26,15 +26,18 @@ func TestTheCostModelAsksTheVolumeOnlyWhenItsRowsAreFewerBytesThanThePages(t *te
 		in     filterSiteInput
 		volume bool
 	}{
-		{"selective, remote", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.01}, true},
-		{"dense, remote", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.6}, false},
-		{"just at half the pages", filterSiteInput{PlannedBytes: 4000000, Candidates: 100000, RowBytes: 40, Selectivity: 0.5}, true},
-		{"just over half the pages", filterSiteInput{PlannedBytes: 3999999, Candidates: 100000, RowBytes: 40, Selectivity: 0.5}, false},
+		// wide rows (640 B of pages a candidate) behind a link: the link is the bottleneck
+		{"selective, remote", filterSiteInput{PlannedBytes: 64 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.01}, true},
+		{"dense, remote", filterSiteInput{PlannedBytes: 64 << 20, Candidates: 100000, RowBytes: 400, Selectivity: 0.9}, false},
+		{"just at half the pages", filterSiteInput{PlannedBytes: 40000000, Candidates: 100000, RowBytes: 400, Selectivity: 0.5}, true},
+		{"just over half the pages", filterSiteInput{PlannedBytes: 39999999, Candidates: 100000, RowBytes: 400, Selectivity: 0.5}, false},
 		{"small pages", filterSiteInput{PlannedBytes: 64 << 10, Candidates: 1000, RowBytes: 40, Selectivity: 0.001}, false},
-		{"selective, on this host", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.1, Local: true}, true},
-		{"less selective, on this host", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.2, Local: true}, false},
+		// narrow rows (42 B of pages a candidate): filtering row by row beside the data costs more than the link saves
+		{"selective but narrow, remote", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.01}, false},
+		// on one host the volume's row-wise filter is never the faster site
+		{"selective, on this host", filterSiteInput{PlannedBytes: 64 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.01, Local: true}, false},
 		{"under a MiB on this host", filterSiteInput{PlannedBytes: 1 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.0001, Local: true}, false},
-		{"dense but a LIMIT", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.9, Limit: 10}, true},
+		{"dense but a LIMIT", filterSiteInput{PlannedBytes: 64 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.9, Limit: 10}, true},
 	} {
 		got, reason := chooseFilterSite(c.in)
 		if got != c.volume || !strings.HasPrefix(reason, map[bool]string{true: "volume: ", false: "here: "}[c.volume]) {
@@ -191,7 +194,7 @@ func TestTheVolumeIsNotAskedWhenItCannotEvaluateThePredicateAsHere(t *testing.T)
 func TestExplainEstimatesWhereEachRowGroupWouldBeFiltered(t *testing.T) {
 	resp := &pushdown_pb.ParquetPushdownResponse{
 		Files:      []*pushdown_pb.PlannedFile{{File: "a", ReadEndpoint: "10.1.2.3:18888"}, {File: "b"}, {File: "c", ReadEndpoint: "127.0.0.1:18888"}},
-		FileRanges: []*pushdown_pb.FileRange{{File: "a", Length: 8 << 20}, {File: "b", Length: 8 << 20}, {File: "c", Length: 8 << 20}},
+		FileRanges: []*pushdown_pb.FileRange{{File: "a", Length: 128 << 20}, {File: "b", Length: 8 << 20}, {File: "c", Length: 8 << 20}},
 		RowGroups: []*pushdown_pb.RowGroupRef{
 			{File: "a", RowGroup: 0, RowCount: 100000},
 			{File: "a", RowGroup: 1, RowCount: 100000, RowsExact: true},
