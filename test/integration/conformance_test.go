@@ -418,6 +418,7 @@ func importFixtures(t *testing.T, c *harness.Cluster, ns string, rels []string, 
 // own scan of that snapshot row for row; where pushdown cannot serve a
 // table the reason is the expected one.
 func TestConformanceEveryFixtureTableReadsThroughPushdownAsIcebergGoScansItAtEverySnapshot(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	root := harness.RequireShared(t, "testdata/iceberg-tables")
 	start := time.Now()
 	c := sharedCluster(t)

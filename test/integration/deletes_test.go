@@ -365,6 +365,7 @@ func firstDiff(got, want []string) string {
 // both mixed, and equality deletes reads through pushdown exactly as
 // iceberg-go's scan reads it, in page-aware and row-group mode.
 func TestDeletesThroughPushdownAgreeWithIcebergGoAtEverySnapshot(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	c := sharedCluster(t)
 	tables := sharedDeleteTables(t, c)
 	names := make([]string, 0, len(tables))

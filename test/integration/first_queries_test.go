@@ -119,6 +119,7 @@ func queryIDs(t *testing.T, c *harness.Cluster, sql, format string, flags ...str
 // every mode (plain, planned page-aware and row-group) and every format:
 // the rows the unlimited plain read has at those places.
 func TestOffsetSkipsTheSameRowsInEveryModeAndFormat(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	c := sharedCluster(t)
 	firstTableOn(t, c)
 	modes := [][]string{nil, {"-no-pushdown"}, {"-force"}, {"-force", "-mode", "rowgroup"}}

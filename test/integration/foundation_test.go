@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,12 +30,17 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 )
 
-var shared *harness.Cluster
+var (
+	shared   *harness.Cluster
+	sharedMu sync.Mutex
+)
 
 // sharedCluster starts one `weed mini -pushdown` for the tests of this
 // package that do not stop or reconfigure it.
 func sharedCluster(t *testing.T) *harness.Cluster {
 	t.Helper()
+	sharedMu.Lock() // parallel tests share it too
+	defer sharedMu.Unlock()
 	if shared == nil {
 		shared = harness.StartMini(&packageT{T: t}, harness.MiniOptions{})
 	}

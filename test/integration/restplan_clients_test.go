@@ -116,6 +116,7 @@ func pyiceberg(t *testing.T) string {
 }
 
 func TestPyIcebergPlansOnTheServerWithTheRowsOfIcebergGo(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	py := pyiceberg(t)
 	c := sharedCluster(t)
 	const name = "restplan_py.events"
@@ -199,6 +200,7 @@ func icebergJava(t *testing.T) (string, string) {
 }
 
 func TestIcebergJavaPlansOnTheServerWithTheRowsOfIcebergGo(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	java, cp := icebergJava(t)
 	c := sharedCluster(t)
 	const name = "restplan_java.events"

@@ -139,6 +139,7 @@ func demoPredicate(r *rand.Rand, rows int64, depth int) iceberg.BooleanExpressio
 // lookup then plans 1 of the 8 files local planning reads), and over tables
 // with v2 position deletes, v3 deletion vectors and equality deletes.
 func TestRemoteScanPlanningReturnsTheRowsOfLocalPlanning(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	const name, rows = "restplan.events", int64(16000)
 	c := sharedCluster(t)
 	weed := pushdownCLI(t, c)

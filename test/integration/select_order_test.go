@@ -18,6 +18,7 @@ import (
 // plain) and every format (table, csv, json). The expected output is
 // spelled out.
 func TestQueryPrintsColumnsInSelectOrderInEveryModeAndFormat(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	c := sharedCluster(t)
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},

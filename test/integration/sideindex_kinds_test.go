@@ -24,6 +24,7 @@ import (
 // rows as reading their pages here (by default for flat columns' pages
 // this small, and with -volumeRows=false) or through the S3 gateway.
 func TestBitmapNgramAndLabelListIndexesReturnThePlainRowsReadingFewerBytes(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	const name = "side_kinds.events"
 	const cols = "id, ts, tenant_id, status, tags"
 	// the row groups are small: rows of flat columns only are asked of the
@@ -264,6 +265,7 @@ func TestIndexCreateParamsAreValidatedRecordedAndReachTheBuilds(t *testing.T) {
 // and all, as a plain read, in fewer bytes than with tags read by row
 // group.
 func TestListPagesOfAPageIndexSideIndexNarrowArrayContainsToThePagesOfItsRows(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	const name = "side_kinds.list_pages"
 	weed := pushdownCLI(t, sharedCluster(t))
 	weed("demo", "-table", name, "-rows", "131072", "-files", "2", "-rowGroupRows", "32768", "-indexed", "none", "-burstWindow", "32768")

@@ -80,6 +80,7 @@ func randomScanPredicate(r *rand.Rand, ids []int64) string {
 // call fails, with -filterAt here none is asked of the volume. An exact
 // vector search whose predicate the volume filters ranks the same rows.
 func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
+	t.Parallel() // reads tables of its own on the shared cluster: runs beside another test (CI time)
 	const name = "volume_scan.events"
 	c := sharedCluster(t)
 	weed := pushdownCLI(t, c)
