@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
 
 // MaxGroups bounds the groups one query may hold in memory.
@@ -546,7 +547,7 @@ func (a *aggregator) finish(sch *arrow.Schema, mem memory.Allocator) (arrow.Reco
 			if err != nil {
 				return nil, err
 			}
-			if t != tTrue {
+			if t != predicate.True {
 				continue
 			}
 		}

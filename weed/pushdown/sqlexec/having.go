@@ -14,20 +14,12 @@ import (
 	"github.com/seaweedfs/cockroachdb-parser/pkg/sql/sem/tree/treecmp"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
-)
-
-// tri is a three-valued truth value.
-type tri int8
-
-const (
-	tFalse tri = iota
-	tTrue
-	tNull
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
 
 // cond is a bound HAVING condition.
 type cond interface {
-	eval(row []val, present []bool, types []arrow.DataType) (tri, error)
+	eval(row []val, present []bool, types []arrow.DataType) (predicate.Tri, error)
 }
 
 // operand is an output item or a literal.
@@ -217,60 +209,60 @@ func (o operand) value(row []val, present []bool) (val, bool) {
 	return row[o.item], present[o.item]
 }
 
-func (c andCond) eval(row []val, present []bool, types []arrow.DataType) (tri, error) {
+func (c andCond) eval(row []val, present []bool, types []arrow.DataType) (predicate.Tri, error) {
 	l, err := c.l.eval(row, present, types)
-	if err != nil || l == tFalse {
-		return tFalse, err
+	if err != nil || l == predicate.False {
+		return predicate.False, err
 	}
 	r, err := c.r.eval(row, present, types)
-	if err != nil || r == tFalse {
-		return tFalse, err
+	if err != nil || r == predicate.False {
+		return predicate.False, err
 	}
-	if l == tNull || r == tNull {
-		return tNull, nil
+	if l == predicate.Unknown || r == predicate.Unknown {
+		return predicate.Unknown, nil
 	}
-	return tTrue, nil
+	return predicate.True, nil
 }
 
-func (c orCond) eval(row []val, present []bool, types []arrow.DataType) (tri, error) {
+func (c orCond) eval(row []val, present []bool, types []arrow.DataType) (predicate.Tri, error) {
 	l, err := c.l.eval(row, present, types)
-	if err != nil || l == tTrue {
-		return tTrue, err
+	if err != nil || l == predicate.True {
+		return predicate.True, err
 	}
 	r, err := c.r.eval(row, present, types)
-	if err != nil || r == tTrue {
-		return tTrue, err
+	if err != nil || r == predicate.True {
+		return predicate.True, err
 	}
-	if l == tNull || r == tNull {
-		return tNull, nil
+	if l == predicate.Unknown || r == predicate.Unknown {
+		return predicate.Unknown, nil
 	}
-	return tFalse, nil
+	return predicate.False, nil
 }
 
-func (c notCond) eval(row []val, present []bool, types []arrow.DataType) (tri, error) {
+func (c notCond) eval(row []val, present []bool, types []arrow.DataType) (predicate.Tri, error) {
 	t, err := c.c.eval(row, present, types)
 	switch t {
-	case tTrue:
-		return tFalse, err
-	case tFalse:
-		return tTrue, err
+	case predicate.True:
+		return predicate.False, err
+	case predicate.False:
+		return predicate.True, err
 	}
-	return tNull, err
+	return predicate.Unknown, err
 }
 
-func (c isNullCond) eval(row []val, present []bool, _ []arrow.DataType) (tri, error) {
+func (c isNullCond) eval(row []val, present []bool, _ []arrow.DataType) (predicate.Tri, error) {
 	_, ok := c.o.value(row, present)
 	if ok == c.not {
-		return tTrue, nil
+		return predicate.True, nil
 	}
-	return tFalse, nil
+	return predicate.False, nil
 }
 
-func (c cmpCond) eval(row []val, present []bool, types []arrow.DataType) (tri, error) {
+func (c cmpCond) eval(row []val, present []bool, types []arrow.DataType) (predicate.Tri, error) {
 	l, lok := c.l.value(row, present)
 	r, rok := c.r.value(row, present)
 	if !lok || !rok {
-		return tNull, nil
+		return predicate.Unknown, nil
 	}
 	var err error
 	if c.l.item < 0 {
@@ -279,10 +271,10 @@ func (c cmpCond) eval(row []val, present []bool, types []arrow.DataType) (tri, e
 		r, err = typed(c.r, types[c.l.item])
 	}
 	if err != nil {
-		return tNull, err
+		return predicate.Unknown, err
 	}
 	if (l.k == kStr) != (r.k == kStr) || (l.k == kBool) != (r.k == kBool) {
-		return tNull, perr.New(perr.InvalidArgument, "SQL: HAVING compares values of different types")
+		return predicate.Unknown, perr.New(perr.InvalidArgument, "SQL: HAVING compares values of different types")
 	}
 	n := compareVals(l, r)
 	var t bool
@@ -301,9 +293,9 @@ func (c cmpCond) eval(row []val, present []bool, types []arrow.DataType) (tri, e
 		t = n >= 0
 	}
 	if t {
-		return tTrue, nil
+		return predicate.True, nil
 	}
-	return tFalse, nil
+	return predicate.False, nil
 }
 
 // typed converts a literal compared with a column of type t: a string
