@@ -600,10 +600,13 @@ func (s *Service) projectRows(ctx context.Context, path, identity string, ft *fo
 				}
 			}
 			groups[sg.rg] = g
-			if schema == nil {
-				schema = g.schema
-				parts = make([][]arrow.Array, len(g.cols))
-			}
+		}
+		// set from the first group, whichever way it came (decoded, the
+		// shared cache or the caller's memo: a ScanRows batch after the
+		// first of a row group finds it there)
+		if schema == nil {
+			schema = g.schema
+			parts = make([][]arrow.Array, len(g.cols))
 		}
 		if len(sg.idx) <= sliceRows {
 			// A few rows: zero-copy slices, concatenated below (the take
