@@ -49,6 +49,17 @@ func countPlanned(resp *pushdown_pb.ParquetPushdownResponse, filtered bool) (int
 	if resp.GetTruncated() {
 		return 0, "the plan was truncated"
 	}
+	// Every row group the plan kept must be listed: a file whose listed row
+	// groups fall short of what it says it planned would be undercounted.
+	listed := map[string]int32{}
+	for _, rg := range resp.GetRowGroups() {
+		listed[rg.GetFile()]++
+	}
+	for _, f := range resp.GetFiles() {
+		if got := listed[f.GetFile()]; got != f.GetRowGroupsPlanned() {
+			return 0, fmt.Sprintf("the plan lists %d of the %d row groups it planned in %s", got, f.GetRowGroupsPlanned(), shortFile(f.GetFile()))
+		}
+	}
 	var total int64
 	for _, rg := range resp.GetRowGroups() {
 		if filtered && !rg.GetRowsExact() {
