@@ -3,11 +3,18 @@
 // saying anything about what exists:
 //
 //	caller ─▶ Guard.Authenticate(method, request)
-//	   ├─ client certificate verified against the cluster CA (gRPC mTLS) ──▶ cluster member
+//	   ├─ client certificate verified against the cluster CA (gRPC mTLS),
+//	   │  the call not S3-signed ─────────────────────────────────────────▶ cluster member
 //	   ├─ "authorization: Bearer <JWT>" signed with a service key ──────────▶ scoped by allowed_prefixes
 //	   └─ otherwise an S3 identity: AWS SigV4 over POST /pushdown/<Method>
 //	      (payload = sha256 of the request's deterministic protobuf), or the
 //	      anonymous identity when unsigned — the S3 gateway's own IAM decides
+//
+// A call that carries an S3 signature is its signer's even over a cluster
+// certificate: a process of the cluster reading for a user (the Flight SQL
+// endpoint, a CLI on a cluster host) is authorized as that user, never as a
+// cluster member, so the certificate cannot widen what the user may read.
+//
 //	                                  │
 //	Caller.MayRead(file) ─▶ path valid (length, segments) ─▶ inside a table bucket
 //	                       ─▶ token prefixes / S3 Read permission on bucket+key
@@ -92,10 +99,9 @@ type Caller struct {
 // "Plan" or "ReadRanges"). Every failure is PERMISSION_DENIED and says
 // nothing about files or tables.
 func (g *Guard) Authenticate(ctx context.Context, method string, req proto.Message) (*Caller, error) {
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
-			return &Caller{Kind: Cluster, Name: info.State.VerifiedChains[0][0].Subject.CommonName, guard: g}, nil
-		}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if name, ok := clusterMember(ctx); ok && !s3Signed(md) {
+		return &Caller{Kind: Cluster, Name: name, guard: g}, nil
 	}
 	if tok := BearerToken(ctx); tok != "" {
 		grant, err := g.Keys.Verify(tok)
@@ -121,10 +127,8 @@ func (g *Guard) Authenticate(ctx context.Context, method string, req proto.Messa
 // payload hash the call claims. Authenticate still runs in the handler
 // (the payload hash is checked against the body there).
 func (g *Guard) Admit(ctx context.Context, method string, md metadata.MD) error {
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
-			return nil
-		}
+	if _, ok := clusterMember(ctx); ok && !s3Signed(md) {
+		return nil
 	}
 	if tok := bearerOf(md); tok != "" {
 		if _, err := g.Keys.Verify(tok); err != nil {
@@ -137,6 +141,32 @@ func (g *Guard) Admit(ctx context.Context, method string, md metadata.MD) error 
 	}
 	_, err := g.IAM.check(ctx, method, md, nil, false)
 	return err
+}
+
+// clusterMember returns the subject of the client certificate the
+// cluster CA signed (gRPC mTLS), if the caller presented one.
+func clusterMember(ctx context.Context) (string, bool) {
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
+			return info.State.VerifiedChains[0][0].Subject.CommonName, true
+		}
+	}
+	return "", false
+}
+
+// s3Signed tells whether a call carries an AWS signature: then it is its
+// signer's.
+func s3Signed(md metadata.MD) bool { return awsSignature(md) != "" }
+
+// awsSignature is the AWS signature (SigV4 or V2) among a call's
+// authorization metadata (a bearer token may travel beside it), or "".
+func awsSignature(md metadata.MD) string {
+	for _, a := range md.Get("authorization") {
+		if strings.HasPrefix(a, "AWS4-") || strings.HasPrefix(a, "AWS ") {
+			return a
+		}
+	}
+	return ""
 }
 
 // Location is a validated file location inside a bucket.

@@ -35,6 +35,12 @@ import (
 // SignedPath is the request path a SigV4 signature of method covers.
 func SignedPath(method string) string { return "/pushdown/" + method }
 
+// SignedHostKey is the metadata key naming the host a call's signature
+// was made for (the address the client dialed). The host binds nothing
+// here (every pushdown service is reached the same way), but SigV4 signs
+// it, so the service must rebuild the request with the one signed.
+const SignedHostKey = "x-pushdown-signed-host"
+
 // SignedHeaders are the metadata keys that carry a signature.
 var SignedHeaders = []string{"authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token"}
 
@@ -155,7 +161,13 @@ func (a *IAM) checkRequest(method string, r *http.Request) (*s3Caller, error) {
 // be req's (without, before the request is read, the signature is checked
 // over the claimed hash, and the handler checks the hash).
 func signedRequest(ctx context.Context, method string, md metadata.MD, req proto.Message, checkPayload bool) (*http.Request, error) {
-	authority := first(md, ":authority")
+	// The host the client signed: it says so (SignedHostKey), since the
+	// :authority gRPC sends is the TLS server name, without the port, when
+	// the client's TLS configuration names one; else :authority.
+	authority := first(md, SignedHostKey)
+	if authority == "" {
+		authority = first(md, ":authority")
+	}
 	if authority == "" || len(authority) > 255 || strings.ContainsAny(authority, "/?#@ ") {
 		authority = "localhost"
 	}
@@ -169,12 +181,7 @@ func signedRequest(ctx context.Context, method string, md metadata.MD, req proto
 		if k == "authorization" {
 			// A bearer token may travel beside the signature: take the
 			// SigV4 one.
-			v = ""
-			for _, a := range md.Get(k) {
-				if strings.HasPrefix(a, "AWS4-") || strings.HasPrefix(a, "AWS ") {
-					v = a
-				}
-			}
+			v = awsSignature(md)
 		}
 		if len(v) > 8192 {
 			return nil, perr.New(perr.PermissionDenied, "%s: %s metadata of %d bytes is too long", method, k, len(v))

@@ -184,7 +184,8 @@ func (e Endpoints) SignCall(ctx context.Context, addr, method string, req proto.
 	if err := v4.NewSigner().SignHTTP(ctx, creds, hr, hash, "s3", e.Region, time.Now()); err != nil {
 		return nil, err
 	}
-	kv := []string{"authorization", hr.Header.Get("Authorization"), "x-amz-date", hr.Header.Get("X-Amz-Date"), "x-amz-content-sha256", hash}
+	kv := []string{"authorization", hr.Header.Get("Authorization"), "x-amz-date", hr.Header.Get("X-Amz-Date"), "x-amz-content-sha256", hash,
+		access.SignedHostKey, addr}
 	if t := hr.Header.Get("X-Amz-Security-Token"); t != "" {
 		kv = append(kv, "x-amz-security-token", t)
 	}

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"fmt"
 	"net"
 	"strconv"
 
@@ -30,20 +29,15 @@ func addFlightFlags(cmd *command.Command) *flightFlags {
 
 // startFlightSQL serves Flight SQL beside the catalog pushdown service c,
 // reading through this process's Iceberg REST catalog and S3 gateway. TLS
-// when security.toml gives the S3 gateway's gRPC a certificate ([grpc.s3])
-// without cluster mTLS for clients ([grpc.client]); with it, refused (see
-// below). Callers authenticate with S3 keys, not certificates.
+// when security.toml gives the S3 gateway's gRPC a certificate ([grpc.s3]);
+// callers authenticate with S3 keys, not certificates. On a cluster with
+// gRPC mTLS the connectors reading for a caller dial the pushdown services
+// with the cluster's client certificate and sign every call with the
+// caller's keys: a signed call is its signer's (see package access), so the
+// reads are authorized as the caller, never as a cluster member.
 func (l *launcher) startFlightSQL(c *pdserver.CatalogPushdown, advertise, bind string) {
 	if l.flags.flight == nil || *l.flags.flight.port == 0 {
 		return
-	}
-	if grpcutil.TLSEnabled("grpc.client") {
-		// The connectors reading for Flight SQL callers would dial the
-		// pushdown services with the cluster's client certificate, which
-		// makes them cluster members there: reads authorized as the
-		// cluster, not as the caller. Refuse rather than widen access.
-		fatal(fmt.Errorf("-pushdown.flightsql.port: not supported yet on a cluster with gRPC mTLS ([grpc.client] in security.toml): " +
-			"Flight SQL reads would be authorized as a cluster member instead of the caller's S3 identity"))
 	}
 	srv, err := flightsql.New(flightsql.Config{
 		Guard: c.Service.Guard,
