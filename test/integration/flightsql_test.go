@@ -47,10 +47,11 @@ const flightIdentities = `{
 // the tables the caller may read with their schemas, queries answer what
 // the CLI answers, prepared statements bind parameters, unsupported SQL is
 // refused naming the construct, callers without credentials or reading a
-// table they may not are refused, and a cancelled read ends.
+// table they may not are refused, a cancelled read ends, and streams the
+// caller drops halfway leave no goroutine behind on the server.
 func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 	port := harness.FreePorts(t, 1)[0]
-	c := harness.StartMini(t, harness.MiniOptions{
+	opts := harness.MiniOptions{
 		Setup: func(dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "identities.json"), []byte(flightIdentities), 0o600); err != nil {
 				t.Fatal(err)
@@ -58,7 +59,9 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 		},
 		ExtraArgs: []string{"-s3.config=identities.json", "-pushdown.flightsql.port=" + strconv.Itoa(port)},
 		AccessKey: "AKADMIN000000000", SecretKey: "admin-secret",
-	})
+	}
+	metricsURL := harness.WithMetrics(t, &opts)
+	c := harness.StartMini(t, opts)
 	ctx := context.Background()
 	spec := demo.DefaultSpec()
 	spec.Rows, spec.Files, spec.RowGroupRows = 8_000, 2, 2_000
@@ -240,6 +243,15 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 	}
 
 	// a cancelled read ends
+	goroutines := func() float64 {
+		t.Helper()
+		n, ok := harness.Scrape(t, metricsURL).Value("go_goroutines")
+		if !ok {
+			t.Fatal("the cluster's metrics carry no go_goroutines")
+		}
+		return n
+	}
+	idle := goroutines()
 	cctx, cancel := context.WithCancel(admin)
 	info, err = client.Execute(cctx, "SELECT * FROM fsql_it.open_events")
 	if err != nil {
@@ -276,6 +288,55 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 	}
 	rdr.Release()
 	cancel()
+	// Streams the caller drops halfway free their work: after twenty of
+	// them the server runs about as many goroutines as after the first (a
+	// read that left even one behind would add twenty).
+	droppedRead := func() {
+		t.Helper()
+		cctx, cancel := context.WithCancel(admin)
+		defer cancel()
+		info, err := client.Execute(cctx, "SELECT * FROM fsql_it.open_events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdr, err := client.DoGet(cctx, info.Endpoint[0].Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdr.Release()
+		if !rdr.Next() {
+			t.Fatalf("no first record: %v", rdr.Err())
+		}
+		cancel()
+		for rdr.Next() {
+		}
+	}
+	// settled is the goroutine count once three scrapes 300 ms apart agree
+	// (at most 15 s)
+	settled := func() float64 {
+		t.Helper()
+		n, same := goroutines(), 0
+		for end := time.Now().Add(15 * time.Second); same < 2 && time.Now().Before(end); {
+			time.Sleep(300 * time.Millisecond)
+			if m := goroutines(); m == n {
+				same++
+			} else {
+				n, same = m, 0
+			}
+		}
+		return n
+	}
+	droppedRead() // connections every read shares are made by the first
+	base := settled()
+	const reads = 20
+	for range reads {
+		droppedRead()
+	}
+	after := settled()
+	t.Logf("goroutines: %.0f idle, %.0f after one dropped read, %.0f after %d more", idle, base, after, reads)
+	if after-base >= reads/2 {
+		t.Errorf("%.0f goroutines after %d dropped reads, %.0f after one: their work was not freed", after, reads, base)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
