@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Iceberg clients someone else wrote that the integration tests
 # plan and read with (server-side scan planning, weed/pushdown/restplan):
-#   .tools/pyiceberg  a virtualenv with PyIceberg (pinned) and PyArrow
+#   .tools/pyiceberg  a virtualenv with PyIceberg (pinned), PyArrow and boto3
+#                     (PyIceberg's rest-sigv4 extra: SigV4-signed REST calls)
 #   .tools/java       test/clients/java built with Maven: Iceberg Java's
 #                     RESTCatalog + RESTTableScan (pinned in its pom.xml)
 #   .tools/adbc       a virtualenv with Python's ADBC Flight SQL driver,
@@ -12,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PYICEBERG=0.12.0
 PYARROW=26.0.1
+BOTO3=1.44.8
 ADBC=1.13.0
 PANDAS=3.1.1
 POLARS=2.1.0
@@ -20,7 +22,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 install_pyiceberg() {
   local py=.tools/pyiceberg/bin/python
-  if [ -x "$py" ] && [ "$("$py" -c 'import pyiceberg, pyarrow; print(pyiceberg.__version__)' 2>/dev/null)" = "$PYICEBERG" ]; then
+  if [ -x "$py" ] && [ "$("$py" -c 'import pyiceberg, pyarrow, boto3; print(pyiceberg.__version__, boto3.__version__)' 2>/dev/null)" = "$PYICEBERG $BOTO3" ]; then
     return 0
   fi
   if ! have python3; then
@@ -35,7 +37,7 @@ install_pyiceberg() {
     rm -rf .tools/pyiceberg
     python3 -m venv .tools/pyiceberg >/dev/null 2>&1 || { echo "install-clients: python3 -m venv failed: PyIceberg tests will skip" >&2; return 0; }
   fi
-  .tools/pyiceberg/bin/pip install -q --disable-pip-version-check "pyiceberg[pyarrow]==$PYICEBERG" "pyarrow==$PYARROW" \
+  .tools/pyiceberg/bin/pip install -q --disable-pip-version-check "pyiceberg[pyarrow,rest-sigv4]==$PYICEBERG" "pyarrow==$PYARROW" "boto3==$BOTO3" \
     || echo "install-clients: pip install pyiceberg==$PYICEBERG failed: PyIceberg tests will skip" >&2
 }
 
