@@ -35,6 +35,10 @@ import (
 // would tell it, whether the table exists or not. A 200 names the table's
 // bucket (its metadata location) and properties.
 //
+// An AWS-signed request (SigV4) cannot be replayed: its signature is
+// verified here against the cluster's S3 identities, and LoadTable is asked
+// with a request signed as that identity (identify, below).
+//
 // A 200 is remembered for Config.AuthTTL (2 s by default) under a digest of
 // exactly what the probe sent — the caller's Authorization header, Host,
 // prefix, namespace, table and warehouse — so the plan request and the
