@@ -237,9 +237,15 @@ func restCall(t *testing.T, method, u, token string, body any) (int, map[string]
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return sendREST(t, req)
+}
+
+// sendREST sends req and returns the status, the JSON answer and its bytes.
+func sendREST(t *testing.T, req *http.Request) (int, map[string]any, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)

@@ -142,6 +142,10 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 // Address is the advertised host:port.
 func (c *CatalogPushdown) Address() string { return c.Service.Address }
 
+// IAM is the S3 identity check the service authorizes callers with (the
+// S3 gateway's identities).
+func (c *CatalogPushdown) IAM() *access.IAM { return c.iam }
+
 // Stop lets in-flight RPCs finish for up to timeout, cancels the rest and
 // stops discovery.
 func (c *CatalogPushdown) Stop(timeout time.Duration) {

@@ -1,13 +1,15 @@
 """Scan one table with PyIceberg and print what it planned and read.
 
     python scan.py --uri URI --warehouse W --s3 URL --table ns.t --mode server|client \
-        [--filter "id < 100" ...] [--select id,status] [--credential key:secret] [--read-only]
+        [--filter "id < 100" ...] [--select id,status] [--credential key:secret | --sigv4 key:secret] [--read-only]
 
 prints one JSON line per --filter (none: one for the whole table):
 {"files": <data files planned>, "ids": [sorted ids of the rows read], "ms": <to_arrow wall ms>}
 (--read-only: to_arrow alone, files 0: what a benchmark times and counts bytes of).
 --mode is PyIceberg's catalog property scan-planning-mode: "server" plans through the
 REST catalog's scan-planning endpoints, "client" reads the manifests itself.
+--sigv4 signs every REST call with AWS SigV4 (rest.sigv4-enabled) as that S3 identity
+instead of an OAuth2 credential; its signing name (default s3tables, as for AWS S3 Tables) is --signing-name.
 """
 
 import argparse
@@ -30,6 +32,8 @@ def main() -> int:
     p.add_argument("--filter", action="append", default=[])
     p.add_argument("--select", default="id")
     p.add_argument("--credential", default="")
+    p.add_argument("--sigv4", default="")
+    p.add_argument("--signing-name", default="s3tables")
     p.add_argument("--read-only", action="store_true")
     a = p.parse_args()
     props = {
@@ -42,7 +46,18 @@ def main() -> int:
         "s3.secret-access-key": "lakeweed",
         "s3.force-virtual-addressing": "false",
     }
-    if a.credential:
+    if a.sigv4:
+        key, secret = a.sigv4.split(":", 1)
+        props.update({
+            "rest.sigv4-enabled": "true",
+            "rest.signing-region": "us-east-1",
+            "rest.signing-name": a.signing_name,
+            "client.access-key-id": key,
+            "client.secret-access-key": secret,
+            "s3.access-key-id": key,
+            "s3.secret-access-key": secret,
+        })
+    elif a.credential:
         props["credential"] = a.credential
         key, secret = a.credential.split(":", 1)
         props["s3.access-key-id"], props["s3.secret-access-key"] = key, secret

@@ -2,6 +2,9 @@ package access
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -76,5 +79,38 @@ func TestServiceTokensAllowOnlyTheirPrefixesAndAnEmptyScopeAllowsNothing(t *test
 	}
 	if _, err := (&Guard{}).Authenticate(context.Background(), "ReadRanges", nil); perr.KindOf(err) != perr.PermissionDenied {
 		t.Fatalf("no proof and no way to check S3 identities: %v", err)
+	}
+}
+
+func TestASignedPayloadHashMustBeTheBodysInHexOrBase64(t *testing.T) {
+	body := []byte(`{"filter": true}`)
+	sum := sha256.Sum256(body)
+	other := sha256.Sum256([]byte(`{}`))
+	for _, c := range []struct {
+		claimed string
+		ok      bool
+	}{
+		{"", true},
+		{"UNSIGNED-PAYLOAD", true},
+		{hex.EncodeToString(sum[:]), true},
+		{base64.StdEncoding.EncodeToString(sum[:]), true}, // Iceberg Java's form
+		{hex.EncodeToString(other[:]), false},
+		{base64.StdEncoding.EncodeToString(other[:]), false},
+		{"STREAMING-AWS4-HMAC-SHA256-PAYLOAD", false},
+		{"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", false}, // the empty body's
+	} {
+		if got := payloadMatches(c.claimed, body); got != c.ok {
+			t.Errorf("payloadMatches(%q) = %v, want %v", c.claimed, got, c.ok)
+		}
+	}
+}
+
+func TestTheScopeOfASigV4AuthorizationNamesKeyRegionAndService(t *testing.T) {
+	k, r, s := scopeOf("AWS4-HMAC-SHA256 Credential=AKID/20261204/eu-west-1/s3tables/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc")
+	if k != "AKID" || r != "eu-west-1" || s != "s3tables" {
+		t.Fatalf("scopeOf: %q %q %q", k, r, s)
+	}
+	if k, r, s = scopeOf("AWS4-HMAC-SHA256 Credential=broken"); k != "" || r != "us-east-1" || s != "s3" {
+		t.Fatalf("scopeOf of a malformed credential: %q %q %q", k, r, s)
 	}
 }

@@ -324,6 +324,9 @@ func (l *launcher) startCatalog() {
 	}
 	register(func() { c.Stop(StopTimeout) })
 	if l.front != nil {
+		if iam := c.IAM(); iam != nil {
+			l.front.SetSigV4Verifier(iam)
+		}
 		l.front.SetPlanner(c.Service)
 	}
 	l.startFlightSQL(c, advertise, bind)

@@ -1,20 +1,25 @@
 package restplan
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
 
@@ -29,6 +34,10 @@ import (
 // load a table learns from the planning endpoints exactly what LoadTable
 // would tell it, whether the table exists or not. A 200 names the table's
 // bucket (its metadata location) and properties.
+//
+// An AWS-signed request (SigV4) cannot be replayed: its signature is
+// verified here against the cluster's S3 identities, and LoadTable is asked
+// with a request signed as that identity (identify, below).
 //
 // A 200 is remembered for Config.AuthTTL (2 s by default) under a digest of
 // exactly what the probe sent — the caller's Authorization header, Host,
@@ -55,6 +64,8 @@ type tableRef struct {
 	// an answer from the authorization cache.
 	location string
 	cached   bool
+	// caller is who the request's plans belong to (callerKey).
+	caller string
 }
 
 // authCache remembers LoadTable's 200s for a short time (see above).
@@ -82,10 +93,11 @@ func newAuthCache(ttl time.Duration) *authCache {
 	return &authCache{ttl: ttl, entries: entries, now: time.Now}
 }
 
-// keyOf digests everything the LoadTable probe of r sends.
-func keyOf(r *http.Request, rt route) authKey {
+// keyOf digests everything the LoadTable probe of r sends (cred: the
+// caller's credential, see caller).
+func keyOf(cred string, r *http.Request, rt route) authKey {
 	h := sha256.New()
-	for _, s := range []string{r.Header.Get("Authorization"), r.Host, rt.prefix, rt.rawNS, rt.rawTable, r.URL.Query().Get("warehouse")} {
+	for _, s := range []string{cred, r.Host, rt.prefix, rt.rawNS, rt.rawTable, r.URL.Query().Get("warehouse")} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
@@ -179,48 +191,124 @@ func (p *probeFailure) write(w http.ResponseWriter) {
 // maxProbeError bounds a relayed refusal body.
 const maxProbeError = 64 << 10
 
+// caller is who a planning request comes from.
+type caller struct {
+	// cred keys the authorization cache: the Authorization header, or for
+	// an AWS-signed request the access key whose signature was verified
+	// (each request's signature differs).
+	cred string
+	// owner is who the caller's plans belong to (see callerKey).
+	owner string
+	// signed signs the LoadTable probe as the caller (AWS-signed requests);
+	// nil: the probe carries the caller's own Authorization.
+	signed *access.HTTPCaller
+}
+
+// SigV4Verifier checks AWS-signed requests against the cluster's S3
+// identities (access.IAM).
+type SigV4Verifier interface {
+	VerifyHTTP(r *http.Request, body []byte) (*access.HTTPCaller, error)
+}
+
+// SetSigV4Verifier attaches the S3 identity check for AWS-signed planning
+// requests; until then they are answered 503.
+func (f *Front) SetSigV4Verifier(v SigV4Verifier) { f.sigv4.Store(&verifierBox{v: v}) }
+
+type verifierBox struct{ v SigV4Verifier }
+
+// identify establishes the caller of r. An AWS-signed request (Iceberg Java
+// and PyIceberg with rest.sigv4-enabled) signs its method, path, headers
+// and body: it cannot be replayed as a LoadTable, so its signature is
+// verified here, against the identities upstream's catalog uses, refused as
+// upstream's catalog refuses a bad one (status, ForbiddenException /
+// NotAuthorizedException, upstream's description), and LoadTable is then
+// asked with a request signed as that identity. Its body is read (bounded)
+// to check the signature and left in r.Body for the handler.
+func (f *Front) identify(r *http.Request) (*caller, *probeFailure) {
+	auth := r.Header.Get("Authorization")
+	if !access.IsSigV4(auth) {
+		return &caller{cred: auth, owner: callerKey(r)}, nil
+	}
+	box := f.sigv4.Load()
+	if box == nil {
+		return nil, failure(http.StatusServiceUnavailable, "ServiceUnavailableException", "AWS-signed scan planning starts with the catalog pushdown service; retry shortly")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, f.cfg.MaxRequestBytes+1))
+	if err != nil {
+		return nil, failure(http.StatusBadRequest, "BadRequestException", "read request body: "+perr.Truncate(err.Error(), 200))
+	}
+	if int64(len(body)) > f.cfg.MaxRequestBytes {
+		return nil, failure(http.StatusBadRequest, "BadRequestException", "request body is over "+strconv.FormatInt(f.cfg.MaxRequestBytes, 10)+" bytes")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	signed, err := box.v.VerifyHTTP(r, body)
+	if err != nil {
+		var se *access.SignatureError
+		if !errors.As(err, &se) {
+			return nil, failure(http.StatusForbidden, "ForbiddenException", perr.Truncate(err.Error(), 200))
+		}
+		return nil, failure(se.HTTPStatus(), restErrorType(se.HTTPStatus()), se.Description())
+	}
+	return &caller{cred: "aws-signed\x00" + signed.AccessKey, owner: "key:" + signed.AccessKey, signed: signed}, nil
+}
+
+// restErrorType is the REST error type upstream's catalog gives a refused
+// signature's status.
+func restErrorType(status int) string {
+	switch status {
+	case http.StatusForbidden:
+		return "ForbiddenException"
+	case http.StatusUnauthorized:
+		return "NotAuthorizedException"
+	case http.StatusBadRequest:
+		return "BadRequestException"
+	case http.StatusInternalServerError:
+		return "InternalServerError"
+	}
+	return "RESTException"
+}
+
 // authorize answers whether the caller of r may load rt's table, from the
 // authorization cache or by asking upstream's LoadTable.
 func (f *Front) authorize(ctx context.Context, r *http.Request, rt route) (*tableRef, *probeFailure) {
-	if isSigV4(r.Header.Get("Authorization")) {
-		// A SigV4 signature covers the method, path and body it was made for:
-		// it cannot be replayed as a LoadTable.
-		return nil, failure(http.StatusForbidden, "ForbiddenException",
-			"scan planning requests signed with AWS SigV4 are not supported; authenticate with an OAuth2 credential or bearer token")
-	}
-	if f.auth == nil {
-		return f.probeLoadTable(ctx, r, rt)
-	}
-	k := keyOf(r, rt)
-	if ref, ok := f.auth.get(k); ok {
-		return ref, nil
-	}
-	ref, fail := f.probeLoadTable(ctx, r, rt)
-	if fail == nil {
-		f.auth.put(k, r.Header.Get("Authorization"), ref)
-	}
-	return ref, fail
+	return f.authorizeFor(ctx, r, rt, nil)
 }
 
 // authorizeCurrent is authorize for a request that plans: a remembered
 // authorization holds only while the table's metadata location is still
 // the one LoadTable named (else upstream is asked again).
 func (f *Front) authorizeCurrent(ctx context.Context, r *http.Request, rt route, planner ScanPlanner) (*tableRef, *probeFailure) {
-	ref, fail := f.authorize(ctx, r, rt)
-	if fail != nil || !ref.cached {
-		return ref, fail
+	return f.authorizeFor(ctx, r, rt, planner)
+}
+
+// authorizeFor is authorize; with a planner, a remembered authorization
+// holds only while the planner names the same metadata location.
+func (f *Front) authorizeFor(ctx context.Context, r *http.Request, rt route, planner ScanPlanner) (*tableRef, *probeFailure) {
+	c, fail := f.identify(r)
+	if fail != nil {
+		return nil, fail
 	}
-	if loc, ok := planner.(Locator); ok {
-		if cur, err := loc.MetadataLocation(ctx, ref.name); err == nil && cur == ref.location {
+	k := keyOf(c.cred, r, rt)
+	if ref, ok := f.auth.get(k); ok {
+		if planner == nil {
+			ref.caller = c.owner
 			return ref, nil
 		}
+		if loc, ok := planner.(Locator); ok {
+			if cur, err := loc.MetadataLocation(ctx, ref.name); err == nil && cur == ref.location {
+				ref.caller = c.owner
+				return ref, nil
+			}
+		}
+		f.auth.forget(k)
 	}
-	k := keyOf(r, rt)
-	f.auth.forget(k)
-	if ref, fail = f.probeLoadTable(ctx, r, rt); fail == nil {
-		f.auth.put(k, r.Header.Get("Authorization"), ref)
+	ref, fail := f.probeLoadTable(ctx, r, rt, c)
+	if fail != nil {
+		return nil, fail
 	}
-	return ref, fail
+	f.auth.put(k, c.cred, ref)
+	ref.caller = c.owner
+	return ref, nil
 }
 
 // Locator names a table's current metadata location (catalog.Service).
@@ -229,7 +317,7 @@ type Locator interface {
 }
 
 // probeLoadTable asks upstream's LoadTable with the caller's credentials.
-func (f *Front) probeLoadTable(ctx context.Context, r *http.Request, rt route) (*tableRef, *probeFailure) {
+func (f *Front) probeLoadTable(ctx context.Context, r *http.Request, rt route, c *caller) (*tableRef, *probeFailure) {
 	p := "/v1/"
 	if rt.prefix != "" {
 		p += rt.prefix + "/"
@@ -249,7 +337,11 @@ func (f *Front) probeLoadTable(ctx context.Context, r *http.Request, rt route) (
 		return nil, failure(http.StatusBadRequest, "BadRequestException", "malformed table path")
 	}
 	req.Host = r.Host
-	if a := r.Header.Get("Authorization"); a != "" {
+	if c.signed != nil {
+		if err := c.signed.Sign(ctx, req); err != nil {
+			return nil, failure(http.StatusInternalServerError, "InternalServerError", "sign LoadTable as the caller: "+perr.Truncate(err.Error(), 200))
+		}
+	} else if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
 	}
 	resp, err := f.probe.Do(req)
@@ -297,12 +389,9 @@ func bucketOf(loc string) string {
 	return b
 }
 
-func isSigV4(auth string) bool {
-	return strings.HasPrefix(auth, "AWS4-") || strings.HasPrefix(auth, "AWS ")
-}
-
-// callerKey names who a plan belongs to. It is computed only after upstream
-// accepted the request's credentials: for a token of upstream's OAuth2
+// callerKey names who a plan belongs to. It is used only after upstream
+// accepted the request's credentials: for an AWS-signed request, the access
+// key whose signature was verified (identify); for a token of upstream's OAuth2
 // endpoint, the access key it was minted from (so a refreshed token keeps
 // its plans); for any other token, its hash; without one, "anonymous".
 func callerKey(r *http.Request) string {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
@@ -89,6 +90,7 @@ type Front struct {
 	proxy    *httputil.ReverseProxy
 	probe    *http.Client
 	planner  atomic.Pointer[plannerBox]
+	sigv4    atomic.Pointer[verifierBox] // nil: AWS-signed requests are answered 503
 	plans    *store
 	auth     *authCache // nil: every request asks upstream
 	stop     context.CancelFunc
@@ -124,8 +126,12 @@ func New(upstream string, cfg Config) (*Front, error) {
 			pr.SetURL(u)
 			pr.Out.Host = pr.In.Host // upstream signs and advertises by the client's host
 			pr.SetXForwarded()
-			if rewriteOf(pr.In.Context()) != nil {
-				pr.Out.Header.Del("Accept-Encoding") // the answer is rewritten: plain bytes
+			// the answer is rewritten: plain bytes, unless the request is
+			// AWS-signed (PyIceberg signs Accept-Encoding; upstream's
+			// catalog answers uncompressed anyway, and a compressed answer
+			// is relayed as it came)
+			if rewriteOf(pr.In.Context()) != nil && !access.IsSigV4(pr.In.Header.Get("Authorization")) {
+				pr.Out.Header.Del("Accept-Encoding")
 			}
 		},
 		Transport:      transport,

@@ -127,7 +127,7 @@ func (f *Front) servePlan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	req.omitFullResidual = residualOmitted(r)
 	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
-	p := f.plans.add(callerKey(r), ref.key, cancel)
+	p := f.plans.add(ref.caller, ref.key, cancel)
 	if p == nil {
 		cancel()
 		w.Header().Set("Retry-After", "1")
@@ -216,7 +216,7 @@ func (f *Front) serveFetchResult(w http.ResponseWriter, r *http.Request, rt rout
 		fail.write(w)
 		return
 	}
-	p := f.plans.get(rt.planID, callerKey(r), ref.key)
+	p := f.plans.get(rt.planID, ref.caller, ref.key)
 	if p == nil {
 		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", "plan "+perr.Quote(rt.planID)+" does not exist or has expired")
 		return
@@ -230,7 +230,7 @@ func (f *Front) serveCancel(w http.ResponseWriter, r *http.Request, rt route) {
 		fail.write(w)
 		return
 	}
-	if !f.plans.remove(rt.planID, callerKey(r), ref.key) {
+	if !f.plans.remove(rt.planID, ref.caller, ref.key) {
 		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", "plan "+perr.Quote(rt.planID)+" does not exist or has expired")
 		return
 	}
@@ -263,7 +263,7 @@ func (f *Front) serveTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		noSuch()
 		return
 	}
-	p := f.plans.get(id, callerKey(r), ref.key)
+	p := f.plans.get(id, ref.caller, ref.key)
 	if p == nil {
 		noSuch()
 		return

@@ -25,7 +25,11 @@ import org.apache.iceberg.rest.RESTCatalog;
  * <pre>
  * java -cp 'lib/*:iceberg-java-scan.jar' lakeweed.ScanTable --uri URI --warehouse W --s3 URL
  *     --table ns.t [--mode server|client|table] [--select id,status] [--filter JSON ...]
+ *     [--credential key:secret | --sigv4 key:secret]
  * </pre>
+ *
+ * <p>--sigv4 signs every REST call with AWS SigV4 (rest.sigv4-enabled, signing name s3tables) as
+ * that S3 identity instead of an OAuth2 credential.
  *
  * <p>--mode is the catalog property scan-planning-mode ("table": unset, so the table's LoadTable
  * config decides). --filter is Iceberg expression JSON (the REST spec's form). One JSON line per
@@ -55,7 +59,16 @@ public class ScanTable {
     if (!mode.equals("table")) {
       props.put("scan-planning-mode", mode);
     }
-    if (opt.containsKey("credential")) {
+    if (opt.containsKey("sigv4")) {
+      String[] kv = opt.get("sigv4").split(":", 2);
+      props.put("rest.sigv4-enabled", "true");
+      props.put("rest.signing-name", "s3tables");
+      props.put("rest.signing-region", "us-east-1");
+      props.put("rest.access-key-id", kv[0]);
+      props.put("rest.secret-access-key", kv[1]);
+      props.put("s3.access-key-id", kv[0]);
+      props.put("s3.secret-access-key", kv[1]);
+    } else if (opt.containsKey("credential")) {
       props.put("credential", opt.get("credential"));
     }
     RESTCatalog catalog = new RESTCatalog();
