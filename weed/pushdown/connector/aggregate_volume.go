@@ -131,8 +131,17 @@ func (c *Connector) AggregateOnVolumes(ctx context.Context, aq AggregateQuery, p
 		if err != nil {
 			return nil, err
 		}
+		// the volumes need the row groups and their deletes: the catalog
+		// plans every file rather than stop at the manifest tier
+		p.req.DecideEarly = false
 		t0 := time.Now()
-		p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) { return c.prepare(ctx, p.q, false) })
+		p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) {
+			p, err := c.prepare(ctx, p.q, false)
+			if p != nil {
+				p.req.DecideEarly = false
+			}
+			return p, err
+		})
 		if bindErr != nil {
 			return nil, bindErr
 		}

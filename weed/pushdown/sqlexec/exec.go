@@ -528,8 +528,11 @@ func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Stateme
 		return false, nil, err
 	}
 	out.Stats.Stats, out.Stats.RowsRead = res.Stats, res.Stats.Rows
-	if res.Stats.AggregateVolumeFiles > 0 {
+	switch {
+	case res.Stats.AggregateVolumeFiles > 0:
 		out.Stats.AnsweredBy = "volume partial aggregates"
+	case res.Stats.AggregateHereFiles == 0:
+		out.Stats.AnsweredBy = "plan" // it pruned every file
 	}
 	return true, readSchema, nil
 }
