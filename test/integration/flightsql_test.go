@@ -50,7 +50,7 @@ const flightIdentities = `{
 // table they may not are refused, and a cancelled read ends.
 func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 	port := harness.FreePorts(t, 1)[0]
-	c := harness.StartMini(t, harness.MiniOptions{
+	o := harness.MiniOptions{
 		Setup: func(dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "identities.json"), []byte(flightIdentities), 0o600); err != nil {
 				t.Fatal(err)
@@ -58,7 +58,9 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 		},
 		ExtraArgs: []string{"-s3.config=identities.json", "-pushdown.flightsql.port=" + strconv.Itoa(port)},
 		AccessKey: "AKADMIN000000000", SecretKey: "admin-secret",
-	})
+	}
+	metricsURL := harness.WithMetrics(t, &o)
+	c := harness.StartMini(t, o)
 	ctx := context.Background()
 	spec := demo.DefaultSpec()
 	spec.Rows, spec.Files, spec.RowGroupRows = 8_000, 2, 2_000
@@ -165,6 +167,29 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 	}
 	if len(cli) == 0 || !slices.Equal(flightLines, cli) {
 		t.Errorf("Flight SQL %v\nCLI %v", flightLines, cli)
+	}
+
+	// a GROUP BY answered by the volumes' partial aggregates (one
+	// AggregateRows call per file, 2 files) equals the CLI's rows read here
+	const grouped = "SELECT status, COUNT(*) AS n, AVG(id) AS mean, MIN(tenant_id) AS first FROM fsql_it.open_events GROUP BY status ORDER BY status"
+	aggregateCalls := func() float64 {
+		v, _ := harness.Scrape(t, metricsURL).Value("SeaweedFS_pushdown_rpc_requests_total", "service", "volume", "method", "AggregateRows", "code", "OK")
+		return v
+	}
+	before := aggregateCalls()
+	var flightGrouped []string
+	for _, r := range flightRows(t, client, admin, mustInfo(client.Execute(admin, grouped))) {
+		flightGrouped = append(flightGrouped, strings.Join(r, ","))
+	}
+	if calls := aggregateCalls() - before; calls != 2 {
+		t.Errorf("Flight SQL %s made %v AggregateRows calls, want 2 (one a file)", grouped, calls)
+	}
+	out, errOut, err = pushdown(t, c, []string{"AWS_ACCESS_KEY_ID=AKADMIN000000000", "AWS_SECRET_ACCESS_KEY=admin-secret"}, "query", "-sql", grouped, "-format", "csv", "-aggregateAt", "here")
+	if err != nil {
+		t.Fatalf("CLI: %v\n%s", err, errOut)
+	}
+	if cliGrouped := strings.Split(strings.TrimSpace(out), "\n")[1:]; len(cliGrouped) != 5 || !slices.Equal(flightGrouped, cliGrouped) {
+		t.Errorf("GROUP BY status: Flight SQL (volume partials) %v\nCLI (-aggregateAt here) %v", flightGrouped, cliGrouped)
 	}
 
 	// a vector search: the same k nearest rows and distances as the CLI
