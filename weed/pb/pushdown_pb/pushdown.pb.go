@@ -5560,8 +5560,11 @@ type AggregateRowsResponse struct {
 	Groups         int64  `protobuf:"varint,2,opt,name=groups,proto3" json:"groups,omitempty"`
 	RowsEvaluated  int64  `protobuf:"varint,3,opt,name=rows_evaluated,json=rowsEvaluated,proto3" json:"rows_evaluated,omitempty"`    // candidates the predicate was evaluated on
 	RowsAggregated int64  `protobuf:"varint,4,opt,name=rows_aggregated,json=rowsAggregated,proto3" json:"rows_aggregated,omitempty"` // rows folded into the groups
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Row groups answered from their footer statistics alone (every row
+	// qualifies; COUNT, MIN, MAX of integer-backed columns): not decoded.
+	RowGroupsFromStatistics int64 `protobuf:"varint,5,opt,name=row_groups_from_statistics,json=rowGroupsFromStatistics,proto3" json:"row_groups_from_statistics,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *AggregateRowsResponse) Reset() {
@@ -5618,6 +5621,13 @@ func (x *AggregateRowsResponse) GetRowsEvaluated() int64 {
 func (x *AggregateRowsResponse) GetRowsAggregated() int64 {
 	if x != nil {
 		return x.RowsAggregated
+	}
+	return 0
+}
+
+func (x *AggregateRowsResponse) GetRowGroupsFromStatistics() int64 {
+	if x != nil {
+		return x.RowGroupsFromStatistics
 	}
 	return 0
 }
@@ -6151,12 +6161,13 @@ const file_pushdown_proto_rawDesc = "" +
 	"aggregates\x18\f \x03(\v2\x1a.pushdown_pb.AggregateSpecR\n" +
 	"aggregates\x12\x1d\n" +
 	"\n" +
-	"max_groups\x18\r \x01(\x03R\tmaxGroups\"\xa2\x01\n" +
+	"max_groups\x18\r \x01(\x03R\tmaxGroups\"\xdf\x01\n" +
 	"\x15AggregateRowsResponse\x12!\n" +
 	"\fpartials_ipc\x18\x01 \x01(\fR\vpartialsIpc\x12\x16\n" +
 	"\x06groups\x18\x02 \x01(\x03R\x06groups\x12%\n" +
 	"\x0erows_evaluated\x18\x03 \x01(\x03R\rrowsEvaluated\x12'\n" +
-	"\x0frows_aggregated\x18\x04 \x01(\x03R\x0erowsAggregated*Z\n" +
+	"\x0frows_aggregated\x18\x04 \x01(\x03R\x0erowsAggregated\x12;\n" +
+	"\x1arow_groups_from_statistics\x18\x05 \x01(\x03R\x17rowGroupsFromStatistics*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +

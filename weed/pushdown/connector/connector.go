@@ -197,6 +197,10 @@ type Stats struct {
 	AggregateFallbackReason  string `json:"aggregate_fallback_reason,omitempty"`
 	AggregateVolumeGroups    int64  `json:"aggregate_volume_groups,omitempty"`
 	BytesAggregateVolume     int64  `json:"bytes_aggregate_volume,omitempty"`
+	// AggregateStatisticsRowGroups: row groups a volume answered from
+	// their footer statistics (every row qualifying; COUNT, MIN, MAX of
+	// integer-backed columns), decoding nothing.
+	AggregateStatisticsRowGroups int64 `json:"aggregate_statistics_row_groups,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

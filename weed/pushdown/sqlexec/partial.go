@@ -314,3 +314,19 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// Merge adds a record of partial states (as Record makes them, e.g. from
+// a row group's statistics) to the groups; sch is the schema of the
+// records Add takes.
+func (p *Partials) Merge(sch *arrow.Schema, states arrow.RecordBatch) error {
+	if err := p.a.init(sch); err != nil {
+		return err
+	}
+	return p.a.addPartials(states)
+}
+
+// AppendInt appends the integer v (a date, time or timestamp in its
+// Arrow unit) to a builder of an integer-backed type.
+func AppendInt(b array.Builder, v int64) error {
+	return appendVal(b, intVal(v), true)
+}

@@ -3,6 +3,8 @@ package volume
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -11,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
@@ -182,6 +185,19 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 		if err != nil {
 			return nil, fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 		}
+		if (vf == nil || exact[g.GetRowGroup()]) && int64(matched.GetCardinality()) == n {
+			// every row of the row group qualifies: MIN/MAX/COUNT from its statistics when exact
+			if states := statisticsStates(ft, rg, n, req, leaves, readSchema); states != nil {
+				err := partials.Merge(readSchema, states)
+				states.Release()
+				if err != nil {
+					return nil, fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
+				}
+				resp.RowGroupsFromStatistics++
+				resp.RowsAggregated += n
+				continue
+			}
+		}
 		if vf != nil && !exact[g.GetRowGroup()] && !matched.IsEmpty() {
 			resp.RowsEvaluated += int64(matched.GetCardinality())
 			rf := *vf
@@ -312,6 +328,103 @@ func aggregateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.F
 	rec := array.NewRecordBatch(readSchema, taken, int64(ia.Len()))
 	defer rec.Release()
 	return partials.Add(rec)
+}
+
+// statisticsStates are the partial states of a row group every row of
+// which qualifies, from its footer statistics alone, when they say the
+// answer exactly: no GROUP BY; only COUNT(*), COUNT, MIN and MAX; every
+// argument an integer-backed column (integers, dates, times, timestamps:
+// Parquet's statistics of these are the exact extremes, never truncated;
+// floats are read, their statistics leave NaN out) of signed order, with
+// its null count, and its min/max unless every value is NULL. nil: read.
+func statisticsStates(ft *footer.Footer, rg int, n int64, req *pushdown_pb.AggregateRowsRequest, leaves []int, readSchema *arrow.Schema) arrow.RecordBatch {
+	if len(req.GetGroupFieldIds()) > 0 || rg >= len(ft.Chunks) {
+		return nil
+	}
+	var fields []arrow.Field
+	var cols []arrow.Array
+	release := func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	arg := 0 // the argument's index in leaves
+	for i, a := range req.GetAggregates() {
+		count := array.NewInt64Builder(memory.DefaultAllocator)
+		if a.GetFunc() == pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS {
+			count.Append(n)
+			fields, cols = append(fields, arrow.Field{Name: fmt.Sprintf("n%d", i), Type: arrow.PrimitiveTypes.Int64}), append(cols, count.NewArray())
+			count.Release()
+			continue
+		}
+		at := len(req.GetGroupFieldIds()) + arg
+		arg++
+		leaf := leaves[at]
+		typ := readSchema.Field(at).Type
+		var st *footer.ChunkStats
+		if leaf < len(ft.Chunks[rg]) {
+			st = ft.Chunks[rg][leaf].Stats
+		}
+		phys := ft.Meta.Schema.Column(leaf).PhysicalType()
+		if st == nil || !st.HasNullCount || st.NullCount < 0 || st.NullCount > n || !statisticsExact(typ) || (phys != parquet.Types.Int32 && phys != parquet.Types.Int64) {
+			count.Release()
+			release()
+			return nil
+		}
+		values := n - st.NullCount
+		count.Append(values)
+		fields, cols = append(fields, arrow.Field{Name: fmt.Sprintf("n%d", i), Type: arrow.PrimitiveTypes.Int64}), append(cols, count.NewArray())
+		count.Release()
+		switch a.GetFunc() {
+		case pushdown_pb.AggregateFunc_AGGREGATE_COUNT:
+			continue
+		case pushdown_pb.AggregateFunc_AGGREGATE_MIN, pushdown_pb.AggregateFunc_AGGREGATE_MAX:
+		default:
+			release()
+			return nil // SUM and AVG need the values
+		}
+		b := array.NewBuilder(memory.DefaultAllocator, typ)
+		if values == 0 {
+			b.AppendNull()
+		} else {
+			raw := st.Max
+			if a.GetFunc() == pushdown_pb.AggregateFunc_AGGREGATE_MIN {
+				raw = st.Min
+			}
+			v, ok := plainInt(raw, phys)
+			if !st.HasMinMax || !st.TypeDefinedOrder || !ok || sqlexec.AppendInt(b, v) != nil {
+				b.Release()
+				release()
+				return nil
+			}
+		}
+		fields, cols = append(fields, arrow.Field{Name: fmt.Sprintf("v%d", i), Type: typ, Nullable: true}), append(cols, b.NewArray())
+		b.Release()
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 1)
+	release()
+	return rec
+}
+
+// statisticsExact: a column of Arrow type t reads from an INT32/INT64
+// column of signed order whose statistics are its exact extremes.
+func statisticsExact(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.DATE32, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64:
+		return true
+	}
+	return false
+}
+
+// plainInt decodes a plain-encoded INT32 or INT64 statistic.
+func plainInt(raw []byte, phys parquet.Type) (int64, bool) {
+	switch {
+	case phys == parquet.Types.Int32 && len(raw) == 4:
+		return int64(int32(binary.LittleEndian.Uint32(raw))), true
+	case phys == parquet.Types.Int64 && len(raw) == 8:
+		return int64(binary.LittleEndian.Uint64(raw)), true
+	}
+	return 0, false
 }
 
 // checkAggregateRequest bounds an AggregateRows request before anything is

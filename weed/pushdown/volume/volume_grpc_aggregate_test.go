@@ -170,3 +170,105 @@ func TestARowGroupsMatchingRowsFoldIntoPartialStatesByDictionaryCode(t *testing.
 		}
 	}
 }
+
+// Row groups every row of which qualifies answer COUNT, MIN and MAX of
+// integer-backed columns (an all-NULL row group included) from their
+// footer statistics with the states decoding them gives; floats (NaN is
+// not in their statistics), SUM and GROUP BY are read.
+func TestRowGroupStatisticsGiveTheStatesDecodingGives(t *testing.T) {
+	ctx := context.Background()
+	sch := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "y", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	for i := range 3000 {
+		if i%7 == 0 || (i >= 1000 && i < 2000) { // the second row group: x all NULL
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(int64(i*7919%5000 - 2500))
+		}
+		if i%9 == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(1_767_225_600_000_000 + int64(i*104729%3000)*1_000_000))
+		}
+		b.Field(2).(*array.Float64Builder).Append(float64(i) / 3)
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+	defer rec.Release()
+	var buf bytes.Buffer
+	tbl := array.NewTableFromRecords(sch, []arrow.RecordBatch{rec})
+	defer tbl.Release()
+	if err := pqarrow.WriteTable(tbl, &buf, 1000, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps()); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := footer.Layout(pr.MetaData(), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := &footer.Footer{Meta: pr.MetaData(), Chunks: chunks}
+	spec := func(f pushdown_pb.AggregateFunc) *pushdown_pb.AggregateSpec { return &pushdown_pb.AggregateSpec{Func: f} }
+	req := &pushdown_pb.AggregateRowsRequest{Aggregates: []*pushdown_pb.AggregateSpec{spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS),
+		spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT), spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN), spec(pushdown_pb.AggregateFunc_AGGREGATE_MAX),
+		spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN), spec(pushdown_pb.AggregateFunc_AGGREGATE_MAX)}}
+	aggs := []sqlexec.PartialAgg{{Func: sqlexec.Count}, {Func: sqlexec.Count, HasArg: true}, {Func: sqlexec.Min, HasArg: true},
+		{Func: sqlexec.Max, HasArg: true}, {Func: sqlexec.Min, HasArg: true}, {Func: sqlexec.Max, HasArg: true}}
+	leaves := []int{0, 0, 0, 1, 1}
+	fileSchema, _ := fr.Schema()
+	readSchema := arrow.NewSchema([]arrow.Field{fileSchema.Field(0), fileSchema.Field(0), fileSchema.Field(0), fileSchema.Field(1), fileSchema.Field(1)}, nil)
+	for rg := range 3 {
+		first, n := int64(rg*1000), int64(1000)
+		fromStats, _ := sqlexec.NewPartials(0, aggs, 0)
+		states := statisticsStates(ft, rg, n, req, leaves, readSchema)
+		if states == nil {
+			t.Fatalf("row group %d: no states from its statistics", rg)
+		}
+		if err := fromStats.Merge(readSchema, states); err != nil {
+			t.Fatal(err)
+		}
+		states.Release()
+		decoded, _ := sqlexec.NewPartials(0, aggs, 0)
+		all := roaring64.New()
+		all.AddRange(uint64(first), uint64(first+n))
+		if err := aggregateRowGroup(ctx, fr, ft, rg, first, n, leaves, readSchema, all, decoded); err != nil {
+			t.Fatal(err)
+		}
+		a, err := fromStats.Record(readSchema, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := decoded.Record(readSchema, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !array.RecordEqual(a, d) {
+			t.Errorf("row group %d: from statistics %v\ndecoded %v", rg, a, d)
+		}
+		a.Release()
+		d.Release()
+	}
+	// read instead: a float's MIN, a SUM, a GROUP BY
+	for name, r := range map[string]*pushdown_pb.AggregateRowsRequest{
+		"MIN of a float": {Aggregates: []*pushdown_pb.AggregateSpec{spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN)}},
+		"SUM":            {Aggregates: []*pushdown_pb.AggregateSpec{spec(pushdown_pb.AggregateFunc_AGGREGATE_SUM)}},
+		"GROUP BY":       {GroupFieldIds: []int32{1}, Aggregates: []*pushdown_pb.AggregateSpec{spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS)}},
+	} {
+		ls, rs := []int{2}, arrow.NewSchema([]arrow.Field{fileSchema.Field(2)}, nil)
+		if name == "SUM" {
+			ls, rs = []int{0}, arrow.NewSchema([]arrow.Field{fileSchema.Field(0)}, nil)
+		}
+		if states := statisticsStates(ft, 0, 1000, r, ls, rs); states != nil {
+			states.Release()
+			t.Errorf("%s was answered from statistics", name)
+		}
+	}
+}
