@@ -216,7 +216,9 @@ func TestRowGroupStatisticsGiveTheStatesDecodingGives(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft := &footer.Footer{Meta: pr.MetaData(), Chunks: chunks}
-	spec := func(f pushdown_pb.AggregateFunc) *pushdown_pb.AggregateSpec { return &pushdown_pb.AggregateSpec{Func: f} }
+	spec := func(f pushdown_pb.AggregateFunc) *pushdown_pb.AggregateSpec {
+		return &pushdown_pb.AggregateSpec{Func: f}
+	}
 	req := &pushdown_pb.AggregateRowsRequest{Aggregates: []*pushdown_pb.AggregateSpec{spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS),
 		spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT), spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN), spec(pushdown_pb.AggregateFunc_AGGREGATE_MAX),
 		spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN), spec(pushdown_pb.AggregateFunc_AGGREGATE_MAX)}}
