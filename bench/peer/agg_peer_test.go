@@ -1,7 +1,8 @@
 package peer
 
 // Aggregates: the one SQL front end (sqlexec: arrow-go records from the
-// connector's pushdown read, our own grouping), in the caller's process and
+// connector's pushdown read, our own grouping; or partial aggregates
+// computed by the volume servers and merged), in the caller's process and
 // through the cluster's Flight SQL endpoint, against DuckDB over the same
 // Parquet files on local disk, and (built with -tags duckdb_arrow) DuckDB
 // fed by our pushdown read as Arrow: the second engine the front end could
@@ -129,15 +130,16 @@ func TestAggregateBenchmark(t *testing.T) {
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Aggregates (%d rows, %d files; warm p50 of 3 runs, ms; load %s)\n\n", rows, len(files), benchutil.LoadAverage())
-	md.WriteString("| query | lakeweed (sqlexec in the caller) | bytes read from the cluster | answered by | lakeweed over Flight SQL | Arrow bytes to the Flight SQL caller | DuckDB, local files | DuckDB over lakeweed's Arrow |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, q := range aggQueries {
+	md.WriteString("| query | lakeweed here (-aggregateAt here) | bytes read from the cluster | answered by | lakeweed, volume partial aggregates (-aggregateAt volume) | bytes to the caller | answered by | lakeweed over Flight SQL (auto) | Arrow bytes to the Flight SQL caller | DuckDB, local files | DuckDB over lakeweed's Arrow |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	// sqlexec in the caller with o, its stats
+	timed := func(q aggQuery, o sqlexec.Options) (float64, sqlexec.Stats) {
 		var stats sqlexec.Stats
-		ours, err := warm(func() error {
+		ms, err := warm(func() error {
 			st, err := sqlexec.Parse(fmt.Sprintf(q.sql, name))
 			if err != nil {
 				return err
 			}
-			res, err := sqlexec.Run(ctx, conn, st, sqlexec.Options{}, func(arrow.RecordBatch) error { return nil })
+			res, err := sqlexec.Run(ctx, conn, st, o, func(arrow.RecordBatch) error { return nil })
 			if err == nil {
 				stats = res.Stats
 			}
@@ -146,6 +148,11 @@ func TestAggregateBenchmark(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", q.name, err)
 		}
+		return ms, stats
+	}
+	for _, q := range aggQueries {
+		ours, stats := timed(q, sqlexec.Options{AggregateAt: connector.AggregateHere})
+		partials, pstats := timed(q, sqlexec.Options{AggregateAt: connector.AggregateVolume})
 		var answer int64
 		flightMs, err := warm(func() error {
 			var err error
@@ -176,7 +183,8 @@ func TestAggregateBenchmark(t *testing.T) {
 			}
 			fed = fmt.Sprintf("%.1f", ms)
 		}
-		line := fmt.Sprintf("| %s | %.1f | %d | %s | %.1f | %d | %.1f | %s |\n", q.name, ours, stats.BytesRead, stats.AnsweredBy, flightMs, answer, duck, fed)
+		line := fmt.Sprintf("| %s | %.1f | %d | %s | %.1f | %d | %s | %.1f | %d | %.1f | %s |\n", q.name, ours, stats.BytesRead, stats.AnsweredBy,
+			partials, pstats.BytesRead, pstats.AnsweredBy, flightMs, answer, duck, fed)
 		t.Log("agg_bench " + strings.TrimSpace(line))
 		md.WriteString(line)
 	}

@@ -170,6 +170,48 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 		t.Errorf("Flight SQL %v\nCLI %v", flightLines, cli)
 	}
 
+	// a GROUP BY answered by the volumes' partial aggregates (one
+	// AggregateRows call per file, 2 files) equals the CLI's rows read here
+	const grouped = "SELECT status, COUNT(*) AS n, AVG(id) AS mean, MIN(tenant_id) AS first FROM fsql_it.open_events GROUP BY status ORDER BY status"
+	aggregateCalls := func() float64 {
+		v, _ := harness.Scrape(t, metricsURL).Value("SeaweedFS_pushdown_rpc_requests_total", "service", "volume", "method", "AggregateRows", "code", "OK")
+		return v
+	}
+	before := aggregateCalls()
+	var flightGrouped []string
+	for _, r := range flightRows(t, client, admin, mustInfo(client.Execute(admin, grouped))) {
+		flightGrouped = append(flightGrouped, strings.Join(r, ","))
+	}
+	if calls := aggregateCalls() - before; calls != 2 {
+		t.Errorf("Flight SQL %s made %v AggregateRows calls, want 2 (one a file)", grouped, calls)
+	}
+	out, errOut, err = pushdown(t, c, []string{"AWS_ACCESS_KEY_ID=AKADMIN000000000", "AWS_SECRET_ACCESS_KEY=admin-secret"}, "query", "-sql", grouped, "-format", "csv", "-aggregateAt", "here")
+	if err != nil {
+		t.Fatalf("CLI: %v\n%s", err, errOut)
+	}
+	if cliGrouped := strings.Split(strings.TrimSpace(out), "\n")[1:]; len(cliGrouped) != 5 || !slices.Equal(flightGrouped, cliGrouped) {
+		t.Errorf("GROUP BY status: Flight SQL (volume partials) %v\nCLI (-aggregateAt here) %v", flightGrouped, cliGrouped)
+	}
+
+	// MIN/MAX of integer-backed columns and COUNT(*) with no predicate and
+	// no deletes: every row group (4) answered from its footer statistics
+	const extremes = "SELECT MIN(id) AS lo, MAX(id) AS hi, MIN(ts) AS first, COUNT(*) AS n FROM fsql_it.open_events"
+	keys := []string{"AWS_ACCESS_KEY_ID=AKADMIN000000000", "AWS_SECRET_ACCESS_KEY=admin-secret"}
+	fromStats, statsJSON, err := pushdown(t, c, keys, "query", "-sql", extremes, "-format", "csv", "-stats")
+	if err != nil {
+		t.Fatalf("CLI: %v\n%s", err, statsJSON)
+	}
+	read, errOut, err := pushdown(t, c, keys, "query", "-sql", extremes, "-format", "csv", "-aggregateAt", "here")
+	if err != nil {
+		t.Fatalf("CLI: %v\n%s", err, errOut)
+	}
+	if fromStats != read || !strings.Contains(read, ",8000") {
+		t.Errorf("%s: from statistics %q, read here %q", extremes, fromStats, read)
+	}
+	if !strings.Contains(statsJSON, `"aggregate_statistics_row_groups":4`) || !strings.Contains(statsJSON, `"answered_by":"volume partial aggregates"`) {
+		t.Errorf("%s: -stats %s, want its 4 row groups answered from statistics by the volumes", extremes, statsJSON)
+	}
+
 	// a vector search: the same k nearest rows and distances as the CLI
 	vec := "[" + strings.TrimSuffix(strings.Repeat("0.25, ", demo.EmbeddingDim), ", ") + "]"
 	nearest := "SELECT id, _distance FROM fsql_it.open_events WHERE status = 'ok' ORDER BY embedding <-> '" + vec + "' LIMIT 4"

@@ -291,6 +291,68 @@ func (TrustMode) EnumDescriptor() ([]byte, []int) {
 	return file_pushdown_proto_rawDescGZIP(), []int{4}
 }
 
+// An aggregate computed as partial states by AggregateRows.
+type AggregateFunc int32
+
+const (
+	AggregateFunc_AGGREGATE_UNSPECIFIED AggregateFunc = 0
+	AggregateFunc_AGGREGATE_COUNT_ROWS  AggregateFunc = 1 // COUNT(*)
+	AggregateFunc_AGGREGATE_COUNT       AggregateFunc = 2 // COUNT(col): non-NULL values
+	AggregateFunc_AGGREGATE_SUM         AggregateFunc = 3
+	AggregateFunc_AGGREGATE_MIN         AggregateFunc = 4
+	AggregateFunc_AGGREGATE_MAX         AggregateFunc = 5
+	AggregateFunc_AGGREGATE_AVG         AggregateFunc = 6 // sent as its sum and count
+)
+
+// Enum value maps for AggregateFunc.
+var (
+	AggregateFunc_name = map[int32]string{
+		0: "AGGREGATE_UNSPECIFIED",
+		1: "AGGREGATE_COUNT_ROWS",
+		2: "AGGREGATE_COUNT",
+		3: "AGGREGATE_SUM",
+		4: "AGGREGATE_MIN",
+		5: "AGGREGATE_MAX",
+		6: "AGGREGATE_AVG",
+	}
+	AggregateFunc_value = map[string]int32{
+		"AGGREGATE_UNSPECIFIED": 0,
+		"AGGREGATE_COUNT_ROWS":  1,
+		"AGGREGATE_COUNT":       2,
+		"AGGREGATE_SUM":         3,
+		"AGGREGATE_MIN":         4,
+		"AGGREGATE_MAX":         5,
+		"AGGREGATE_AVG":         6,
+	}
+)
+
+func (x AggregateFunc) Enum() *AggregateFunc {
+	p := new(AggregateFunc)
+	*p = x
+	return p
+}
+
+func (x AggregateFunc) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AggregateFunc) Descriptor() protoreflect.EnumDescriptor {
+	return file_pushdown_proto_enumTypes[5].Descriptor()
+}
+
+func (AggregateFunc) Type() protoreflect.EnumType {
+	return &file_pushdown_proto_enumTypes[5]
+}
+
+func (x AggregateFunc) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AggregateFunc.Descriptor instead.
+func (AggregateFunc) EnumDescriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{5}
+}
+
 type ParquetPushdownRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Table as "namespace.table" (multi-level namespaces: "a.b.table").
@@ -5292,6 +5354,284 @@ func (x *ScanRowsResponse) GetRowGroupDone() bool {
 	return false
 }
 
+type AggregateSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Func          AggregateFunc          `protobuf:"varint,1,opt,name=func,proto3,enum=pushdown_pb.AggregateFunc" json:"func,omitempty"`
+	FieldId       int32                  `protobuf:"varint,2,opt,name=field_id,json=fieldId,proto3" json:"field_id,omitempty"` // the argument's top-level field; unused by COUNT(*)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateSpec) Reset() {
+	*x = AggregateSpec{}
+	mi := &file_pushdown_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateSpec) ProtoMessage() {}
+
+func (x *AggregateSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateSpec.ProtoReflect.Descriptor instead.
+func (*AggregateSpec) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *AggregateSpec) GetFunc() AggregateFunc {
+	if x != nil {
+		return x.Func
+	}
+	return AggregateFunc_AGGREGATE_UNSPECIFIED
+}
+
+func (x *AggregateSpec) GetFieldId() int32 {
+	if x != nil {
+		return x.FieldId
+	}
+	return 0
+}
+
+type AggregateRowsRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Path        string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	SizeBytes   int64                  `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	RecordCount int64                  `protobuf:"varint,3,opt,name=record_count,json=recordCount,proto3" json:"record_count,omitempty"`
+	Identity    string                 `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`                    // as ScanRowsRequest.identity
+	RowGroups   []*ScanRowGroup        `protobuf:"bytes,5,rep,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"` // ascending, each once
+	// Row groups (of row_groups) whose planned rows all match: side indexes
+	// answered the predicate exactly, so it is not evaluated on them.
+	ExactRowGroups  []int32          `protobuf:"varint,6,rep,packed,name=exact_row_groups,json=exactRowGroups,proto3" json:"exact_row_groups,omitempty"`
+	SchemaJson      []byte           `protobuf:"bytes,7,opt,name=schema_json,json=schemaJson,proto3" json:"schema_json,omitempty"`                  // the table schema (Iceberg JSON)
+	NameMappingJson []byte           `protobuf:"bytes,8,opt,name=name_mapping_json,json=nameMappingJson,proto3" json:"name_mapping_json,omitempty"` // for files written without field ids
+	PredicateKind   PredicateKind    `protobuf:"varint,9,opt,name=predicate_kind,json=predicateKind,proto3,enum=pushdown_pb.PredicateKind" json:"predicate_kind,omitempty"`
+	Predicate       []byte           `protobuf:"bytes,10,opt,name=predicate,proto3" json:"predicate,omitempty"`                                        // empty: every planned row matches
+	GroupFieldIds   []int32          `protobuf:"varint,11,rep,packed,name=group_field_ids,json=groupFieldIds,proto3" json:"group_field_ids,omitempty"` // top-level fields, in GROUP BY order
+	Aggregates      []*AggregateSpec `protobuf:"bytes,12,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	// At most this many groups (0: the service's limit); more is
+	// RESOURCE_EXHAUSTED.
+	MaxGroups     int64 `protobuf:"varint,13,opt,name=max_groups,json=maxGroups,proto3" json:"max_groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateRowsRequest) Reset() {
+	*x = AggregateRowsRequest{}
+	mi := &file_pushdown_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateRowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateRowsRequest) ProtoMessage() {}
+
+func (x *AggregateRowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateRowsRequest.ProtoReflect.Descriptor instead.
+func (*AggregateRowsRequest) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *AggregateRowsRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AggregateRowsRequest) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *AggregateRowsRequest) GetRecordCount() int64 {
+	if x != nil {
+		return x.RecordCount
+	}
+	return 0
+}
+
+func (x *AggregateRowsRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *AggregateRowsRequest) GetRowGroups() []*ScanRowGroup {
+	if x != nil {
+		return x.RowGroups
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetExactRowGroups() []int32 {
+	if x != nil {
+		return x.ExactRowGroups
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetSchemaJson() []byte {
+	if x != nil {
+		return x.SchemaJson
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetNameMappingJson() []byte {
+	if x != nil {
+		return x.NameMappingJson
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetPredicateKind() PredicateKind {
+	if x != nil {
+		return x.PredicateKind
+	}
+	return PredicateKind_PREDICATE_UNSPECIFIED
+}
+
+func (x *AggregateRowsRequest) GetPredicate() []byte {
+	if x != nil {
+		return x.Predicate
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetGroupFieldIds() []int32 {
+	if x != nil {
+		return x.GroupFieldIds
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetAggregates() []*AggregateSpec {
+	if x != nil {
+		return x.Aggregates
+	}
+	return nil
+}
+
+func (x *AggregateRowsRequest) GetMaxGroups() int64 {
+	if x != nil {
+		return x.MaxGroups
+	}
+	return 0
+}
+
+type AggregateRowsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Arrow IPC stream of one record of partial states, a row per group:
+	// the group-by columns (g0, g1, …, the file's Arrow types) then per
+	// aggregate its states (n<i> count; s<i> integer sum, b<i> its decimal
+	// text once past 64 bits, f<i> float sum; v<i> MIN/MAX).
+	PartialsIpc    []byte `protobuf:"bytes,1,opt,name=partials_ipc,json=partialsIpc,proto3" json:"partials_ipc,omitempty"`
+	Groups         int64  `protobuf:"varint,2,opt,name=groups,proto3" json:"groups,omitempty"`
+	RowsEvaluated  int64  `protobuf:"varint,3,opt,name=rows_evaluated,json=rowsEvaluated,proto3" json:"rows_evaluated,omitempty"`    // candidates the predicate was evaluated on
+	RowsAggregated int64  `protobuf:"varint,4,opt,name=rows_aggregated,json=rowsAggregated,proto3" json:"rows_aggregated,omitempty"` // rows folded into the groups
+	// Row groups answered from their footer statistics alone (every row
+	// qualifies; COUNT, MIN, MAX of integer-backed columns): not decoded.
+	RowGroupsFromStatistics int64 `protobuf:"varint,5,opt,name=row_groups_from_statistics,json=rowGroupsFromStatistics,proto3" json:"row_groups_from_statistics,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *AggregateRowsResponse) Reset() {
+	*x = AggregateRowsResponse{}
+	mi := &file_pushdown_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateRowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateRowsResponse) ProtoMessage() {}
+
+func (x *AggregateRowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_pushdown_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateRowsResponse.ProtoReflect.Descriptor instead.
+func (*AggregateRowsResponse) Descriptor() ([]byte, []int) {
+	return file_pushdown_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *AggregateRowsResponse) GetPartialsIpc() []byte {
+	if x != nil {
+		return x.PartialsIpc
+	}
+	return nil
+}
+
+func (x *AggregateRowsResponse) GetGroups() int64 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *AggregateRowsResponse) GetRowsEvaluated() int64 {
+	if x != nil {
+		return x.RowsEvaluated
+	}
+	return 0
+}
+
+func (x *AggregateRowsResponse) GetRowsAggregated() int64 {
+	if x != nil {
+		return x.RowsAggregated
+	}
+	return 0
+}
+
+func (x *AggregateRowsResponse) GetRowGroupsFromStatistics() int64 {
+	if x != nil {
+		return x.RowGroupsFromStatistics
+	}
+	return 0
+}
+
 var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
@@ -5797,7 +6137,37 @@ const file_pushdown_proto_rawDesc = "" +
 	"\vcolumns_ipc\x18\x04 \x01(\fR\n" +
 	"columnsIpc\x12%\n" +
 	"\x0erows_evaluated\x18\x05 \x01(\x03R\rrowsEvaluated\x12$\n" +
-	"\x0erow_group_done\x18\x06 \x01(\bR\frowGroupDone*Z\n" +
+	"\x0erow_group_done\x18\x06 \x01(\bR\frowGroupDone\"Z\n" +
+	"\rAggregateSpec\x12.\n" +
+	"\x04func\x18\x01 \x01(\x0e2\x1a.pushdown_pb.AggregateFuncR\x04func\x12\x19\n" +
+	"\bfield_id\x18\x02 \x01(\x05R\afieldId\"\x9d\x04\n" +
+	"\x14AggregateRowsRequest\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\x12!\n" +
+	"\frecord_count\x18\x03 \x01(\x03R\vrecordCount\x12\x1a\n" +
+	"\bidentity\x18\x04 \x01(\tR\bidentity\x128\n" +
+	"\n" +
+	"row_groups\x18\x05 \x03(\v2\x19.pushdown_pb.ScanRowGroupR\trowGroups\x12(\n" +
+	"\x10exact_row_groups\x18\x06 \x03(\x05R\x0eexactRowGroups\x12\x1f\n" +
+	"\vschema_json\x18\a \x01(\fR\n" +
+	"schemaJson\x12*\n" +
+	"\x11name_mapping_json\x18\b \x01(\fR\x0fnameMappingJson\x12A\n" +
+	"\x0epredicate_kind\x18\t \x01(\x0e2\x1a.pushdown_pb.PredicateKindR\rpredicateKind\x12\x1c\n" +
+	"\tpredicate\x18\n" +
+	" \x01(\fR\tpredicate\x12&\n" +
+	"\x0fgroup_field_ids\x18\v \x03(\x05R\rgroupFieldIds\x12:\n" +
+	"\n" +
+	"aggregates\x18\f \x03(\v2\x1a.pushdown_pb.AggregateSpecR\n" +
+	"aggregates\x12\x1d\n" +
+	"\n" +
+	"max_groups\x18\r \x01(\x03R\tmaxGroups\"\xdf\x01\n" +
+	"\x15AggregateRowsResponse\x12!\n" +
+	"\fpartials_ipc\x18\x01 \x01(\fR\vpartialsIpc\x12\x16\n" +
+	"\x06groups\x18\x02 \x01(\x03R\x06groups\x12%\n" +
+	"\x0erows_evaluated\x18\x03 \x01(\x03R\rrowsEvaluated\x12'\n" +
+	"\x0frows_aggregated\x18\x04 \x01(\x03R\x0erowsAggregated\x12;\n" +
+	"\x1arow_groups_from_statistics\x18\x05 \x01(\x03R\x17rowGroupsFromStatistics*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +
@@ -5822,12 +6192,20 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x16TRUST_MODE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10CATALOG_RESOLVED\x10\x01\x12\x15\n" +
 	"\x11CONNECTOR_TRUSTED\x10\x02\x12\x15\n" +
-	"\x11CATALOG_VALIDATED\x10\x032\xdf\x02\n" +
+	"\x11CATALOG_VALIDATED\x10\x03*\xa5\x01\n" +
+	"\rAggregateFunc\x12\x19\n" +
+	"\x15AGGREGATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14AGGREGATE_COUNT_ROWS\x10\x01\x12\x13\n" +
+	"\x0fAGGREGATE_COUNT\x10\x02\x12\x11\n" +
+	"\rAGGREGATE_SUM\x10\x03\x12\x11\n" +
+	"\rAGGREGATE_MIN\x10\x04\x12\x11\n" +
+	"\rAGGREGATE_MAX\x10\x05\x12\x11\n" +
+	"\rAGGREGATE_AVG\x10\x062\xdf\x02\n" +
 	"\x0fPushdownCatalog\x12S\n" +
 	"\x04Plan\x12#.pushdown_pb.ParquetPushdownRequest\x1a$.pushdown_pb.ParquetPushdownResponse\"\x00\x12B\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x1a.pushdown_pb.CatalogStatus\"\x00\x12_\n" +
 	"\fBuildIndexes\x12%.pushdown_pb.BuildTableIndexesRequest\x1a&.pushdown_pb.BuildTableIndexesResponse\"\x00\x12R\n" +
-	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\x8a\x06\n" +
+	"\vListIndexes\x12\x1f.pushdown_pb.ListIndexesRequest\x1a .pushdown_pb.ListIndexesResponse\"\x002\xe4\x06\n" +
 	"\x0ePushdownVolume\x12A\n" +
 	"\x06Status\x12\x1a.pushdown_pb.StatusRequest\x1a\x19.pushdown_pb.VolumeStatus\"\x00\x12O\n" +
 	"\n" +
@@ -5838,7 +6216,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x0fReadPageIndexes\x12#.pushdown_pb.ReadPageIndexesRequest\x1a$.pushdown_pb.ReadPageIndexesResponse\"\x00\x12X\n" +
 	"\rSearchVectors\x12!.pushdown_pb.SearchVectorsRequest\x1a\".pushdown_pb.SearchVectorsResponse\"\x00\x12I\n" +
 	"\bReadRows\x12\x1c.pushdown_pb.ReadRowsRequest\x1a\x1d.pushdown_pb.ReadRowsResponse\"\x00\x12K\n" +
-	"\bScanRows\x12\x1c.pushdown_pb.ScanRowsRequest\x1a\x1d.pushdown_pb.ScanRowsResponse\"\x000\x01B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
+	"\bScanRows\x12\x1c.pushdown_pb.ScanRowsRequest\x1a\x1d.pushdown_pb.ScanRowsResponse\"\x000\x01\x12X\n" +
+	"\rAggregateRows\x12!.pushdown_pb.AggregateRowsRequest\x1a\".pushdown_pb.AggregateRowsResponse\"\x00B3Z1github.com/lakeweed/seaweedfs/weed/pb/pushdown_pbb\x06proto3"
 
 var (
 	file_pushdown_proto_rawDescOnce sync.Once
@@ -5852,165 +6231,175 @@ func file_pushdown_proto_rawDescGZIP() []byte {
 	return file_pushdown_proto_rawDescData
 }
 
-var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_pushdown_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_pushdown_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_pushdown_proto_goTypes = []any{
 	(PredicateKind)(0),                // 0: pushdown_pb.PredicateKind
 	(DeleteContent)(0),                // 1: pushdown_pb.DeleteContent
 	(FileFormat)(0),                   // 2: pushdown_pb.FileFormat
 	(VectorMetric)(0),                 // 3: pushdown_pb.VectorMetric
 	(TrustMode)(0),                    // 4: pushdown_pb.TrustMode
-	(*ParquetPushdownRequest)(nil),    // 5: pushdown_pb.ParquetPushdownRequest
-	(*DataFileDescriptor)(nil),        // 6: pushdown_pb.DataFileDescriptor
-	(*DeleteFileRef)(nil),             // 7: pushdown_pb.DeleteFileRef
-	(*ColumnRef)(nil),                 // 8: pushdown_pb.ColumnRef
-	(*VectorQuery)(nil),               // 9: pushdown_pb.VectorQuery
-	(*ParquetPushdownResponse)(nil),   // 10: pushdown_pb.ParquetPushdownResponse
-	(*VectorRows)(nil),                // 11: pushdown_pb.VectorRows
-	(*PlannedFile)(nil),               // 12: pushdown_pb.PlannedFile
-	(*FileRange)(nil),                 // 13: pushdown_pb.FileRange
-	(*RowGroupRef)(nil),               // 14: pushdown_pb.RowGroupRef
-	(*RowRange)(nil),                  // 15: pushdown_pb.RowRange
-	(*PageRef)(nil),                   // 16: pushdown_pb.PageRef
-	(*RowRef)(nil),                    // 17: pushdown_pb.RowRef
-	(*ScoredRowRef)(nil),              // 18: pushdown_pb.ScoredRowRef
-	(*TierStats)(nil),                 // 19: pushdown_pb.TierStats
-	(*PushdownStats)(nil),             // 20: pushdown_pb.PushdownStats
-	(*StatusRequest)(nil),             // 21: pushdown_pb.StatusRequest
-	(*CacheStats)(nil),                // 22: pushdown_pb.CacheStats
-	(*VolumeEndpoint)(nil),            // 23: pushdown_pb.VolumeEndpoint
-	(*CatalogStatus)(nil),             // 24: pushdown_pb.CatalogStatus
-	(*VolumeStatus)(nil),              // 25: pushdown_pb.VolumeStatus
-	(*ReadRangesRequest)(nil),         // 26: pushdown_pb.ReadRangesRequest
-	(*ComputeDeletesRequest)(nil),     // 27: pushdown_pb.ComputeDeletesRequest
-	(*DeletedPositions)(nil),          // 28: pushdown_pb.DeletedPositions
-	(*ComputeDeletesResponse)(nil),    // 29: pushdown_pb.ComputeDeletesResponse
-	(*ReadRangesResponse)(nil),        // 30: pushdown_pb.ReadRangesResponse
-	(*IndexSpec)(nil),                 // 31: pushdown_pb.IndexSpec
-	(*BuildIndexesRequest)(nil),       // 32: pushdown_pb.BuildIndexesRequest
-	(*BuiltIndex)(nil),                // 33: pushdown_pb.BuiltIndex
-	(*BuildIndexesResponse)(nil),      // 34: pushdown_pb.BuildIndexesResponse
-	(*IndexProbe)(nil),                // 35: pushdown_pb.IndexProbe
-	(*EvaluateIndexesRequest)(nil),    // 36: pushdown_pb.EvaluateIndexesRequest
-	(*LeafAnswer)(nil),                // 37: pushdown_pb.LeafAnswer
-	(*ProbeError)(nil),                // 38: pushdown_pb.ProbeError
-	(*EvaluateIndexesResponse)(nil),   // 39: pushdown_pb.EvaluateIndexesResponse
-	(*ReadPageIndexesRequest)(nil),    // 40: pushdown_pb.ReadPageIndexesRequest
-	(*RowGroupPageIndex)(nil),         // 41: pushdown_pb.RowGroupPageIndex
-	(*SidePageIndex)(nil),             // 42: pushdown_pb.SidePageIndex
-	(*ReadPageIndexesResponse)(nil),   // 43: pushdown_pb.ReadPageIndexesResponse
-	(*BuildTableIndexesRequest)(nil),  // 44: pushdown_pb.BuildTableIndexesRequest
-	(*BuildTableIndexesResponse)(nil), // 45: pushdown_pb.BuildTableIndexesResponse
-	(*ListIndexesRequest)(nil),        // 46: pushdown_pb.ListIndexesRequest
-	(*IndexEntry)(nil),                // 47: pushdown_pb.IndexEntry
-	(*ListIndexesResponse)(nil),       // 48: pushdown_pb.ListIndexesResponse
-	(*VectorSearchFile)(nil),          // 49: pushdown_pb.VectorSearchFile
-	(*SearchVectorsRequest)(nil),      // 50: pushdown_pb.SearchVectorsRequest
-	(*VectorFileResult)(nil),          // 51: pushdown_pb.VectorFileResult
-	(*SearchVectorsResponse)(nil),     // 52: pushdown_pb.SearchVectorsResponse
-	(*VectorSearchStats)(nil),         // 53: pushdown_pb.VectorSearchStats
-	(*VectorFilePlan)(nil),            // 54: pushdown_pb.VectorFilePlan
-	(*ReadRowsFile)(nil),              // 55: pushdown_pb.ReadRowsFile
-	(*ReadRowsRequest)(nil),           // 56: pushdown_pb.ReadRowsRequest
-	(*ReadRowsFileResult)(nil),        // 57: pushdown_pb.ReadRowsFileResult
-	(*ReadRowsResponse)(nil),          // 58: pushdown_pb.ReadRowsResponse
-	(*ScanRowGroup)(nil),              // 59: pushdown_pb.ScanRowGroup
-	(*ScanRowsRequest)(nil),           // 60: pushdown_pb.ScanRowsRequest
-	(*ScanRowsResponse)(nil),          // 61: pushdown_pb.ScanRowsResponse
-	nil,                               // 62: pushdown_pb.IndexSpec.ParamsEntry
-	nil,                               // 63: pushdown_pb.IndexProbe.ParamsEntry
-	nil,                               // 64: pushdown_pb.VectorSearchFile.IndexParamsEntry
+	(AggregateFunc)(0),                // 5: pushdown_pb.AggregateFunc
+	(*ParquetPushdownRequest)(nil),    // 6: pushdown_pb.ParquetPushdownRequest
+	(*DataFileDescriptor)(nil),        // 7: pushdown_pb.DataFileDescriptor
+	(*DeleteFileRef)(nil),             // 8: pushdown_pb.DeleteFileRef
+	(*ColumnRef)(nil),                 // 9: pushdown_pb.ColumnRef
+	(*VectorQuery)(nil),               // 10: pushdown_pb.VectorQuery
+	(*ParquetPushdownResponse)(nil),   // 11: pushdown_pb.ParquetPushdownResponse
+	(*VectorRows)(nil),                // 12: pushdown_pb.VectorRows
+	(*PlannedFile)(nil),               // 13: pushdown_pb.PlannedFile
+	(*FileRange)(nil),                 // 14: pushdown_pb.FileRange
+	(*RowGroupRef)(nil),               // 15: pushdown_pb.RowGroupRef
+	(*RowRange)(nil),                  // 16: pushdown_pb.RowRange
+	(*PageRef)(nil),                   // 17: pushdown_pb.PageRef
+	(*RowRef)(nil),                    // 18: pushdown_pb.RowRef
+	(*ScoredRowRef)(nil),              // 19: pushdown_pb.ScoredRowRef
+	(*TierStats)(nil),                 // 20: pushdown_pb.TierStats
+	(*PushdownStats)(nil),             // 21: pushdown_pb.PushdownStats
+	(*StatusRequest)(nil),             // 22: pushdown_pb.StatusRequest
+	(*CacheStats)(nil),                // 23: pushdown_pb.CacheStats
+	(*VolumeEndpoint)(nil),            // 24: pushdown_pb.VolumeEndpoint
+	(*CatalogStatus)(nil),             // 25: pushdown_pb.CatalogStatus
+	(*VolumeStatus)(nil),              // 26: pushdown_pb.VolumeStatus
+	(*ReadRangesRequest)(nil),         // 27: pushdown_pb.ReadRangesRequest
+	(*ComputeDeletesRequest)(nil),     // 28: pushdown_pb.ComputeDeletesRequest
+	(*DeletedPositions)(nil),          // 29: pushdown_pb.DeletedPositions
+	(*ComputeDeletesResponse)(nil),    // 30: pushdown_pb.ComputeDeletesResponse
+	(*ReadRangesResponse)(nil),        // 31: pushdown_pb.ReadRangesResponse
+	(*IndexSpec)(nil),                 // 32: pushdown_pb.IndexSpec
+	(*BuildIndexesRequest)(nil),       // 33: pushdown_pb.BuildIndexesRequest
+	(*BuiltIndex)(nil),                // 34: pushdown_pb.BuiltIndex
+	(*BuildIndexesResponse)(nil),      // 35: pushdown_pb.BuildIndexesResponse
+	(*IndexProbe)(nil),                // 36: pushdown_pb.IndexProbe
+	(*EvaluateIndexesRequest)(nil),    // 37: pushdown_pb.EvaluateIndexesRequest
+	(*LeafAnswer)(nil),                // 38: pushdown_pb.LeafAnswer
+	(*ProbeError)(nil),                // 39: pushdown_pb.ProbeError
+	(*EvaluateIndexesResponse)(nil),   // 40: pushdown_pb.EvaluateIndexesResponse
+	(*ReadPageIndexesRequest)(nil),    // 41: pushdown_pb.ReadPageIndexesRequest
+	(*RowGroupPageIndex)(nil),         // 42: pushdown_pb.RowGroupPageIndex
+	(*SidePageIndex)(nil),             // 43: pushdown_pb.SidePageIndex
+	(*ReadPageIndexesResponse)(nil),   // 44: pushdown_pb.ReadPageIndexesResponse
+	(*BuildTableIndexesRequest)(nil),  // 45: pushdown_pb.BuildTableIndexesRequest
+	(*BuildTableIndexesResponse)(nil), // 46: pushdown_pb.BuildTableIndexesResponse
+	(*ListIndexesRequest)(nil),        // 47: pushdown_pb.ListIndexesRequest
+	(*IndexEntry)(nil),                // 48: pushdown_pb.IndexEntry
+	(*ListIndexesResponse)(nil),       // 49: pushdown_pb.ListIndexesResponse
+	(*VectorSearchFile)(nil),          // 50: pushdown_pb.VectorSearchFile
+	(*SearchVectorsRequest)(nil),      // 51: pushdown_pb.SearchVectorsRequest
+	(*VectorFileResult)(nil),          // 52: pushdown_pb.VectorFileResult
+	(*SearchVectorsResponse)(nil),     // 53: pushdown_pb.SearchVectorsResponse
+	(*VectorSearchStats)(nil),         // 54: pushdown_pb.VectorSearchStats
+	(*VectorFilePlan)(nil),            // 55: pushdown_pb.VectorFilePlan
+	(*ReadRowsFile)(nil),              // 56: pushdown_pb.ReadRowsFile
+	(*ReadRowsRequest)(nil),           // 57: pushdown_pb.ReadRowsRequest
+	(*ReadRowsFileResult)(nil),        // 58: pushdown_pb.ReadRowsFileResult
+	(*ReadRowsResponse)(nil),          // 59: pushdown_pb.ReadRowsResponse
+	(*ScanRowGroup)(nil),              // 60: pushdown_pb.ScanRowGroup
+	(*ScanRowsRequest)(nil),           // 61: pushdown_pb.ScanRowsRequest
+	(*ScanRowsResponse)(nil),          // 62: pushdown_pb.ScanRowsResponse
+	(*AggregateSpec)(nil),             // 63: pushdown_pb.AggregateSpec
+	(*AggregateRowsRequest)(nil),      // 64: pushdown_pb.AggregateRowsRequest
+	(*AggregateRowsResponse)(nil),     // 65: pushdown_pb.AggregateRowsResponse
+	nil,                               // 66: pushdown_pb.IndexSpec.ParamsEntry
+	nil,                               // 67: pushdown_pb.IndexProbe.ParamsEntry
+	nil,                               // 68: pushdown_pb.VectorSearchFile.IndexParamsEntry
 }
 var file_pushdown_proto_depIdxs = []int32{
-	6,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	8,  // 1: pushdown_pb.ParquetPushdownRequest.columns:type_name -> pushdown_pb.ColumnRef
+	7,  // 0: pushdown_pb.ParquetPushdownRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	9,  // 1: pushdown_pb.ParquetPushdownRequest.columns:type_name -> pushdown_pb.ColumnRef
 	0,  // 2: pushdown_pb.ParquetPushdownRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	9,  // 3: pushdown_pb.ParquetPushdownRequest.vector_query:type_name -> pushdown_pb.VectorQuery
-	7,  // 4: pushdown_pb.DataFileDescriptor.deletes:type_name -> pushdown_pb.DeleteFileRef
+	10, // 3: pushdown_pb.ParquetPushdownRequest.vector_query:type_name -> pushdown_pb.VectorQuery
+	8,  // 4: pushdown_pb.DataFileDescriptor.deletes:type_name -> pushdown_pb.DeleteFileRef
 	1,  // 5: pushdown_pb.DeleteFileRef.content:type_name -> pushdown_pb.DeleteContent
 	2,  // 6: pushdown_pb.DeleteFileRef.file_format:type_name -> pushdown_pb.FileFormat
-	8,  // 7: pushdown_pb.VectorQuery.column:type_name -> pushdown_pb.ColumnRef
+	9,  // 7: pushdown_pb.VectorQuery.column:type_name -> pushdown_pb.ColumnRef
 	3,  // 8: pushdown_pb.VectorQuery.metric:type_name -> pushdown_pb.VectorMetric
-	13, // 9: pushdown_pb.ParquetPushdownResponse.file_ranges:type_name -> pushdown_pb.FileRange
-	14, // 10: pushdown_pb.ParquetPushdownResponse.row_groups:type_name -> pushdown_pb.RowGroupRef
-	16, // 11: pushdown_pb.ParquetPushdownResponse.pages:type_name -> pushdown_pb.PageRef
-	18, // 12: pushdown_pb.ParquetPushdownResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	20, // 13: pushdown_pb.ParquetPushdownResponse.stats:type_name -> pushdown_pb.PushdownStats
-	12, // 14: pushdown_pb.ParquetPushdownResponse.files:type_name -> pushdown_pb.PlannedFile
-	11, // 15: pushdown_pb.ParquetPushdownResponse.vector_rows:type_name -> pushdown_pb.VectorRows
-	6,  // 16: pushdown_pb.PlannedFile.descriptor:type_name -> pushdown_pb.DataFileDescriptor
-	15, // 17: pushdown_pb.RowGroupRef.row_ranges:type_name -> pushdown_pb.RowRange
-	8,  // 18: pushdown_pb.PageRef.column:type_name -> pushdown_pb.ColumnRef
-	17, // 19: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
-	19, // 20: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
+	14, // 9: pushdown_pb.ParquetPushdownResponse.file_ranges:type_name -> pushdown_pb.FileRange
+	15, // 10: pushdown_pb.ParquetPushdownResponse.row_groups:type_name -> pushdown_pb.RowGroupRef
+	17, // 11: pushdown_pb.ParquetPushdownResponse.pages:type_name -> pushdown_pb.PageRef
+	19, // 12: pushdown_pb.ParquetPushdownResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	21, // 13: pushdown_pb.ParquetPushdownResponse.stats:type_name -> pushdown_pb.PushdownStats
+	13, // 14: pushdown_pb.ParquetPushdownResponse.files:type_name -> pushdown_pb.PlannedFile
+	12, // 15: pushdown_pb.ParquetPushdownResponse.vector_rows:type_name -> pushdown_pb.VectorRows
+	7,  // 16: pushdown_pb.PlannedFile.descriptor:type_name -> pushdown_pb.DataFileDescriptor
+	16, // 17: pushdown_pb.RowGroupRef.row_ranges:type_name -> pushdown_pb.RowRange
+	9,  // 18: pushdown_pb.PageRef.column:type_name -> pushdown_pb.ColumnRef
+	18, // 19: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
+	20, // 20: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
 	4,  // 21: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
-	53, // 22: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
-	22, // 23: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
+	54, // 22: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
+	23, // 23: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
 	4,  // 24: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
-	23, // 25: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
-	22, // 26: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
-	22, // 27: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
-	13, // 28: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
-	6,  // 29: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	28, // 30: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	62, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
-	6,  // 32: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	31, // 33: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
-	33, // 34: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	63, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
-	35, // 36: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	24, // 25: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
+	23, // 26: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
+	23, // 27: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
+	14, // 28: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
+	7,  // 29: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	29, // 30: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
+	66, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	7,  // 32: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	32, // 33: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
+	34, // 34: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
+	67, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	36, // 36: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
 	0,  // 37: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	37, // 38: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
-	38, // 39: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	35, // 40: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	41, // 41: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
-	42, // 42: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
-	38, // 43: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	31, // 44: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	47, // 45: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	64, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
-	49, // 47: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
+	38, // 38: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	39, // 39: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	36, // 40: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	42, // 41: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
+	43, // 42: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
+	39, // 43: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	32, // 44: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	48, // 45: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	68, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	50, // 47: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
 	3,  // 48: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
 	0,  // 49: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	18, // 50: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	51, // 51: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
-	54, // 52: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
-	55, // 53: pushdown_pb.ReadRowsRequest.files:type_name -> pushdown_pb.ReadRowsFile
-	57, // 54: pushdown_pb.ReadRowsResponse.files:type_name -> pushdown_pb.ReadRowsFileResult
-	15, // 55: pushdown_pb.ScanRowGroup.row_ranges:type_name -> pushdown_pb.RowRange
-	59, // 56: pushdown_pb.ScanRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
+	19, // 50: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	52, // 51: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
+	55, // 52: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
+	56, // 53: pushdown_pb.ReadRowsRequest.files:type_name -> pushdown_pb.ReadRowsFile
+	58, // 54: pushdown_pb.ReadRowsResponse.files:type_name -> pushdown_pb.ReadRowsFileResult
+	16, // 55: pushdown_pb.ScanRowGroup.row_ranges:type_name -> pushdown_pb.RowRange
+	60, // 56: pushdown_pb.ScanRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
 	0,  // 57: pushdown_pb.ScanRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	5,  // 58: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	21, // 59: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	44, // 60: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	46, // 61: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	21, // 62: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	26, // 63: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	27, // 64: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	32, // 65: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	36, // 66: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	40, // 67: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	50, // 68: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	56, // 69: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
-	60, // 70: pushdown_pb.PushdownVolume.ScanRows:input_type -> pushdown_pb.ScanRowsRequest
-	10, // 71: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	24, // 72: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	45, // 73: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	48, // 74: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	25, // 75: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	30, // 76: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	29, // 77: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	34, // 78: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	39, // 79: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	43, // 80: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	52, // 81: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	58, // 82: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
-	61, // 83: pushdown_pb.PushdownVolume.ScanRows:output_type -> pushdown_pb.ScanRowsResponse
-	71, // [71:84] is the sub-list for method output_type
-	58, // [58:71] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	5,  // 58: pushdown_pb.AggregateSpec.func:type_name -> pushdown_pb.AggregateFunc
+	60, // 59: pushdown_pb.AggregateRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
+	0,  // 60: pushdown_pb.AggregateRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	63, // 61: pushdown_pb.AggregateRowsRequest.aggregates:type_name -> pushdown_pb.AggregateSpec
+	6,  // 62: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	22, // 63: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	45, // 64: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	47, // 65: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	22, // 66: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	27, // 67: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	28, // 68: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	33, // 69: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	37, // 70: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	41, // 71: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	51, // 72: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	57, // 73: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
+	61, // 74: pushdown_pb.PushdownVolume.ScanRows:input_type -> pushdown_pb.ScanRowsRequest
+	64, // 75: pushdown_pb.PushdownVolume.AggregateRows:input_type -> pushdown_pb.AggregateRowsRequest
+	11, // 76: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	25, // 77: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	46, // 78: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	49, // 79: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	26, // 80: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	31, // 81: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	30, // 82: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	35, // 83: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	40, // 84: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	44, // 85: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	53, // 86: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	59, // 87: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
+	62, // 88: pushdown_pb.PushdownVolume.ScanRows:output_type -> pushdown_pb.ScanRowsResponse
+	65, // 89: pushdown_pb.PushdownVolume.AggregateRows:output_type -> pushdown_pb.AggregateRowsResponse
+	76, // [76:90] is the sub-list for method output_type
+	62, // [62:76] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }
@@ -6025,8 +6414,8 @@ func file_pushdown_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pushdown_proto_rawDesc), len(file_pushdown_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   60,
+			NumEnums:      6,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

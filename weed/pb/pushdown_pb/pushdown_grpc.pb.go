@@ -269,6 +269,7 @@ const (
 	PushdownVolume_SearchVectors_FullMethodName   = "/pushdown_pb.PushdownVolume/SearchVectors"
 	PushdownVolume_ReadRows_FullMethodName        = "/pushdown_pb.PushdownVolume/ReadRows"
 	PushdownVolume_ScanRows_FullMethodName        = "/pushdown_pb.PushdownVolume/ScanRows"
+	PushdownVolume_AggregateRows_FullMethodName   = "/pushdown_pb.PushdownVolume/AggregateRows"
 )
 
 // PushdownVolumeClient is the client API for PushdownVolume service.
@@ -311,6 +312,12 @@ type PushdownVolumeClient interface {
 	// streams only the matching rows' projected columns as Arrow IPC, a
 	// bounded batch a message, in file order; it stops at limit rows.
 	ScanRows(ctx context.Context, in *ScanRowsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ScanRowsResponse], error)
+	// AggregateRows evaluates a predicate on the planned rows of a data
+	// file's row groups here (deleted positions taken out), groups the
+	// matching rows by the group-by columns and answers one small Arrow IPC
+	// record of partial aggregate states, a row per group, which the caller
+	// merges with other files' partials.
+	AggregateRows(ctx context.Context, in *AggregateRowsRequest, opts ...grpc.CallOption) (*AggregateRowsResponse, error)
 }
 
 type pushdownVolumeClient struct {
@@ -420,6 +427,16 @@ func (c *pushdownVolumeClient) ScanRows(ctx context.Context, in *ScanRowsRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PushdownVolume_ScanRowsClient = grpc.ServerStreamingClient[ScanRowsResponse]
 
+func (c *pushdownVolumeClient) AggregateRows(ctx context.Context, in *AggregateRowsRequest, opts ...grpc.CallOption) (*AggregateRowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AggregateRowsResponse)
+	err := c.cc.Invoke(ctx, PushdownVolume_AggregateRows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PushdownVolumeServer is the server API for PushdownVolume service.
 // All implementations must embed UnimplementedPushdownVolumeServer
 // for forward compatibility.
@@ -460,6 +477,12 @@ type PushdownVolumeServer interface {
 	// streams only the matching rows' projected columns as Arrow IPC, a
 	// bounded batch a message, in file order; it stops at limit rows.
 	ScanRows(*ScanRowsRequest, grpc.ServerStreamingServer[ScanRowsResponse]) error
+	// AggregateRows evaluates a predicate on the planned rows of a data
+	// file's row groups here (deleted positions taken out), groups the
+	// matching rows by the group-by columns and answers one small Arrow IPC
+	// record of partial aggregate states, a row per group, which the caller
+	// merges with other files' partials.
+	AggregateRows(context.Context, *AggregateRowsRequest) (*AggregateRowsResponse, error)
 	mustEmbedUnimplementedPushdownVolumeServer()
 }
 
@@ -496,6 +519,9 @@ func (UnimplementedPushdownVolumeServer) ReadRows(context.Context, *ReadRowsRequ
 }
 func (UnimplementedPushdownVolumeServer) ScanRows(*ScanRowsRequest, grpc.ServerStreamingServer[ScanRowsResponse]) error {
 	return status.Error(codes.Unimplemented, "method ScanRows not implemented")
+}
+func (UnimplementedPushdownVolumeServer) AggregateRows(context.Context, *AggregateRowsRequest) (*AggregateRowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AggregateRows not implemented")
 }
 func (UnimplementedPushdownVolumeServer) mustEmbedUnimplementedPushdownVolumeServer() {}
 func (UnimplementedPushdownVolumeServer) testEmbeddedByValue()                        {}
@@ -673,6 +699,24 @@ func _PushdownVolume_ScanRows_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type PushdownVolume_ScanRowsServer = grpc.ServerStreamingServer[ScanRowsResponse]
 
+func _PushdownVolume_AggregateRows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AggregateRowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PushdownVolumeServer).AggregateRows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PushdownVolume_AggregateRows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PushdownVolumeServer).AggregateRows(ctx, req.(*AggregateRowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PushdownVolume_ServiceDesc is the grpc.ServiceDesc for PushdownVolume service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -711,6 +755,10 @@ var PushdownVolume_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadRows",
 			Handler:    _PushdownVolume_ReadRows_Handler,
+		},
+		{
+			MethodName: "AggregateRows",
+			Handler:    _PushdownVolume_AggregateRows_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

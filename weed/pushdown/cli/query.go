@@ -25,7 +25,7 @@ func init() {
 		short: `Run a SELECT against a table: plan with the catalog pushdown service, read only the planned byte
 ranges from the volume pushdown service holding each file (or through the S3 gateway), decode them with arrow-go, filter, project. Falls back to a plain read
 (iceberg-go's scan) when pushdown is unavailable or not worth it.`,
-		usage: `-sql "SELECT … FROM ns.table [WHERE …] [GROUP BY …] [HAVING …] [ORDER BY … | embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-filterAt auto|here|volume] [-nprobe n]`,
+		usage: `-sql "SELECT … FROM ns.table [WHERE …] [GROUP BY …] [HAVING …] [ORDER BY … | embedding <-> '[…]'] [LIMIT n] [OFFSET m]" [-format table|csv|json] [-explain] [-stats] [-no-pushdown] [-force] [-mode page|rowgroup] [-read auto|volume|s3] [-filterAt auto|here|volume] [-aggregateAt auto|here|volume] [-nprobe n]`,
 		run:   runQuery,
 	})
 }
@@ -47,6 +47,7 @@ func runQuery(args []string) error {
 	readPath := fs.String("read", "auto", "where planned bytes are read: auto (from the volume pushdown service holding each file, through the S3 gateway where there is none or it fails), volume (only there) or s3")
 	volumeRows := fs.Bool("volumeRows", true, "rows that side indexes name exactly (a few per row group) are decoded by the volume pushdown service holding the file and sent as rows, not read here as pages")
 	filterAt := fs.String("filterAt", "auto", "where the predicate of row groups side indexes did not answer exactly is evaluated: auto (per row group by the cost model: bytes of the planned pages against the Arrow bytes of the rows expected to match, holder on this host or not), here (read the pages here) or volume (the volume pushdown service holding the file decodes, filters and sends only the matching rows; any failure reads the pages here)")
+	aggregateAt := fs.String("aggregateAt", "auto", "where a GROUP BY's COUNT, SUM, MIN, MAX and AVG are computed: auto (on the volume pushdown services holding the files, which send a row per group, unless a predicate would be evaluated there row by row on this host), volume (there whenever they can) or here (every matching row read here); files a volume cannot aggregate, or whose call fails, are read here")
 	rangeCacheMB := fs.Int("rangeCacheMB", 16, "file bytes kept for reuse by the query's later reads (0: none); larger helps only processes that run many queries")
 	volumeRowsMinKB := fs.Int("volumeRowsMinKB", 64, "exact rows whose row group's planned pages are at most this many KB are read here as pages (cached for the next query) instead; 0 asks the volume however small")
 	endpoints := endpointFlags(fs)
@@ -76,6 +77,10 @@ func runQuery(args []string) error {
 	fa, err := connector.ParseFilterSite(*filterAt)
 	if err != nil {
 		return fmt.Errorf("-filterAt: %w", err)
+	}
+	aa, err := connector.ParseAggregateSite(*aggregateAt)
+	if err != nil {
+		return fmt.Errorf("-aggregateAt: %w", err)
 	}
 	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 || *rangeCacheMB < 0 {
 		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -rangeCacheMB at least 0 and -volumeRowsMinKB from 0 to 1048576")
@@ -120,7 +125,7 @@ func runQuery(args []string) error {
 		return err
 	}
 	defer conn.Close()
-	eo := sqlexec.Options{Snapshot: *snapshot, Nprobe: *nprobe, NoMetadataAnswers: *noPushdown}
+	eo := sqlexec.Options{Snapshot: *snapshot, Nprobe: *nprobe, NoMetadataAnswers: *noPushdown, AggregateAt: aa}
 	if *explain {
 		cq := st.ConnectorQuery(eo)
 		resp, err := conn.Explain(ctx, cq)

@@ -184,6 +184,23 @@ type Stats struct {
 	FilterVolumeRowsEvaluated int64  `json:"filter_volume_rows_evaluated,omitempty"`
 	FilterVolumeRows          int64  `json:"filter_volume_rows,omitempty"`
 	BytesFilterVolume         int64  `json:"bytes_filter_volume,omitempty"`
+	// Where a GROUP BY's aggregates were computed (aggregate_volume.go):
+	// AggregateAt is the -aggregateAt setting; files aggregated by the
+	// volume holding them (AggregateRows) and read here, calls that failed
+	// and were read here instead, the first reason a file was read here,
+	// the last failure's, the partial groups received and their bytes.
+	AggregateAt              string `json:"aggregate_at,omitempty"`
+	AggregateVolumeFiles     int64  `json:"aggregate_volume_files,omitempty"`
+	AggregateHereFiles       int64  `json:"aggregate_here_files,omitempty"`
+	AggregateVolumeFallbacks int64  `json:"aggregate_volume_fallbacks,omitempty"`
+	AggregateHereReason      string `json:"aggregate_here_reason,omitempty"`
+	AggregateFallbackReason  string `json:"aggregate_fallback_reason,omitempty"`
+	AggregateVolumeGroups    int64  `json:"aggregate_volume_groups,omitempty"`
+	BytesAggregateVolume     int64  `json:"bytes_aggregate_volume,omitempty"`
+	// AggregateStatisticsRowGroups: row groups a volume answered from
+	// their footer statistics (every row qualifying; COUNT, MIN, MAX of
+	// integer-backed columns), decoding nothing.
+	AggregateStatisticsRowGroups int64 `json:"aggregate_statistics_row_groups,omitempty"`
 	// CostNote: the plan was read although the cost model advised against
 	// pushdown, because it reads fewer bytes than a plain scan.
 	CostNote string `json:"cost_note,omitempty"`

@@ -57,6 +57,8 @@ type aggregator struct {
 	codes   [][]int32        // per GROUP BY column: this record's codes
 	gids    []int32          // this record's group per row
 	key     []byte
+	// maxGroups bounds the groups (0: MaxGroups)
+	maxGroups int
 }
 
 func newAggregator(st *Statement, columns []string) *aggregator {
@@ -149,7 +151,7 @@ func (a *aggregator) add(rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
-	gids, err := a.groupIDs(rec, n)
+	gids, err := a.groupIDs(rec.Column, n)
 	if err != nil {
 		return err
 	}
@@ -203,6 +205,9 @@ func (k *keyCoder) codes(col arrow.Array, out []int32) error {
 		}
 		return nil
 	}
+	if d, ok := col.(*array.Dictionary); ok {
+		return k.dictionaryCodes(d, out, nulls)
+	}
 	get, err := getterOf(col)
 	if err != nil {
 		return err
@@ -244,6 +249,26 @@ func (k *keyCoder) codes(col arrow.Array, out []int32) error {
 	return nil
 }
 
+// dictionaryCodes codes a dictionary-encoded column by its dictionary
+// indices: each dictionary entry is coded once (by value, so entries of
+// other dictionaries with equal values share the code), each row is a
+// lookup of its index.
+func (k *keyCoder) dictionaryCodes(d *array.Dictionary, out []int32, nulls bool) error {
+	dict := d.Dictionary()
+	byIndex := make([]int32, dict.Len())
+	if err := k.codes(dict, byIndex); err != nil {
+		return err
+	}
+	for i := range out {
+		if nulls && d.IsNull(i) {
+			out[i] = k.nullCode()
+			continue
+		}
+		out[i] = byIndex[d.GetValueIndex(i)]
+	}
+	return nil
+}
+
 func (k *keyCoder) nullCode() int32 {
 	if k.null < 0 {
 		k.null = k.add(val{}, false)
@@ -251,8 +276,9 @@ func (k *keyCoder) nullCode() int32 {
 	return k.null
 }
 
-// groupIDs is the group of each row of rec (new groups made as met).
-func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
+// groupIDs is the group of each row (new groups made as met); column
+// gives the read columns' arrays (only the grouping ones are asked for).
+func (a *aggregator) groupIDs(column func(int) arrow.Array, n int) ([]int32, error) {
 	gids := a.gids[:0]
 	if cap(gids) < n {
 		gids = make([]int32, n)
@@ -280,7 +306,7 @@ func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
 			a.codes[j] = make([]int32, n)
 		}
 		a.codes[j] = a.codes[j][:n]
-		if err := a.coders[j].codes(rec.Column(at), a.codes[j]); err != nil {
+		if err := a.coders[j].codes(column(at), a.codes[j]); err != nil {
 			return nil, perr.New(perr.InvalidArgument, "SQL: GROUP BY %s: %v are not supported", perr.Quote(a.st.GroupBy[j]), err)
 		}
 	}
@@ -295,7 +321,7 @@ func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
 			gi, ok = a.byCodes[key]
 			if !ok {
 				if gi, ok = a.makeGroup(r); !ok {
-					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
+					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", a.groupLimit())
 				}
 				a.byCodes[key] = gi
 			}
@@ -308,7 +334,7 @@ func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
 			gi, ok = a.index[string(key)]
 			if !ok {
 				if gi, ok = a.makeGroup(r); !ok {
-					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", MaxGroups)
+					return nil, perr.New(perr.ResourceExhausted, "SQL: GROUP BY makes more than %d groups", a.groupLimit())
 				}
 				a.index[string(key)] = gi
 			}
@@ -320,7 +346,7 @@ func (a *aggregator) groupIDs(rec arrow.RecordBatch, n int) ([]int32, error) {
 
 // makeGroup adds the group of row r's codes.
 func (a *aggregator) makeGroup(r int) (int32, bool) {
-	if len(a.groups) >= MaxGroups {
+	if len(a.groups) >= a.groupLimit() {
 		return 0, false
 	}
 	keys, present := make([]val, len(a.codes)), make([]bool, len(a.codes))
@@ -329,6 +355,13 @@ func (a *aggregator) makeGroup(r int) (int32, bool) {
 	}
 	a.newGroup(keys, present)
 	return int32(len(a.groups) - 1), true
+}
+
+func (a *aggregator) groupLimit() int {
+	if a.maxGroups > 0 {
+		return a.maxGroups
+	}
+	return MaxGroups
 }
 
 // updateColumn folds item j's aggregate over rec's rows into their groups.
@@ -378,13 +411,7 @@ func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids [
 func (a *aggregator) foldInt(ac *acc, f Func, x int64) {
 	switch f {
 	case Sum, Avg:
-		if ac.big != nil {
-			ac.big.Add(ac.big, big.NewInt(x))
-		} else if s := ac.i + x; (x > 0 && s < ac.i) || (x < 0 && s > ac.i) {
-			ac.big = new(big.Int).Add(big.NewInt(ac.i), big.NewInt(x))
-		} else {
-			ac.i = s
-		}
+		addInt(ac, x)
 	case Min:
 		if ac.n == 0 || x < ac.v.i {
 			ac.v = intVal(x)
@@ -427,12 +454,8 @@ func (a *aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
 	case agg.Func == Sum || agg.Func == Avg:
 		if v.k == kFloat {
 			ac.f += v.f
-		} else if ac.big != nil {
-			ac.big.Add(ac.big, big.NewInt(v.i))
-		} else if s := ac.i + v.i; (v.i > 0 && s < ac.i) || (v.i < 0 && s > ac.i) {
-			ac.big = new(big.Int).Add(big.NewInt(ac.i), big.NewInt(v.i))
 		} else {
-			ac.i = s
+			addInt(ac, v.i)
 		}
 	case agg.Func == Min:
 		if ac.n == 0 || compareVals(v, ac.v) < 0 {

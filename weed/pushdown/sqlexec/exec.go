@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
@@ -27,6 +28,11 @@ type Options struct {
 	// NoMetadataAnswers: COUNT(*) is always counted from the rows read,
 	// never from the plan's row counts (for comparison).
 	NoMetadataAnswers bool
+	// AggregateAt is where a GROUP BY's aggregates are computed when
+	// every one has a partial state (not COUNT(DISTINCT)): auto and volume
+	// on the volume servers holding the files, merged here (files they
+	// cannot aggregate read here); here reads every row (-aggregateAt).
+	AggregateAt connector.AggregateSite
 }
 
 // Stats describe how a statement was answered: the read's figures, the
@@ -35,12 +41,18 @@ type Stats struct {
 	connector.Stats
 	// RowsRead: rows the read handed to the aggregation or sort.
 	RowsRead int64 `json:"rows_read"`
-	// AnsweredBy: "scan" (rows read and computed here) or "plan" (COUNT(*)
-	// from the plan's row counts minus deleted positions: no data read).
+	// AnsweredBy: "scan" (rows read and computed here), "plan" (COUNT(*)
+	// from the plan's row counts minus deleted positions: no data read) or
+	// "volume partial aggregates" (groups computed by the volume servers
+	// next to the data and merged here: Stats.AggregateVolumeFiles, the
+	// files read here instead in AggregateHereFiles).
 	AnsweredBy string `json:"answered_by,omitempty"`
 	Groups     int64  `json:"groups,omitempty"`
 	// CountNote says why a COUNT(*) could not be answered from the plan.
 	CountNote string `json:"count_note,omitempty"`
+	// AggregateNote says why the volumes were not asked for partial
+	// aggregates.
+	AggregateNote string `json:"aggregate_note,omitempty"`
 }
 
 // Result is a statement's answer schema and figures (records went to the
@@ -322,6 +334,12 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 		}
 		out.Stats.CountNote = note
 	}
+	if !answered && o.AggregateAt != connector.AggregateHere {
+		var err error
+		if answered, readSchema, err = volumeAggregate(ctx, conn, st, schema, columns, a, o, out); err != nil {
+			return nil, err
+		}
+	}
 	if !answered {
 		q := st.query(o)
 		q.Select = columns
@@ -466,4 +484,63 @@ func countsRowsOnly(st *Statement, schema *iceberg.Schema) bool {
 		}
 	}
 	return true
+}
+
+// volumeAggregate asks the volume servers for st's aggregates as partial
+// states and merges them into a (files they cannot aggregate are read and
+// added to a). answered false: nothing was added, read instead (the reason
+// in Stats.AggregateNote).
+func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Statement, schema *iceberg.Schema, columns []string, a *aggregator,
+	o Options, out *Result) (answered bool, readSchema *arrow.Schema, err error) {
+	aggs, ok := PartialAggs(st)
+	if !ok {
+		out.Stats.AggregateNote = "COUNT(DISTINCT) has no partial state"
+		return false, nil, nil
+	}
+	if readSchema, err = arrowSchemaOf(schema, columns); err != nil {
+		return false, nil, err
+	}
+	if err := a.init(readSchema); err != nil {
+		return false, nil, err
+	}
+	q := st.query(o)
+	q.Select = columns
+	aq := connector.AggregateQuery{Query: q, GroupBy: st.GroupBy, MaxGroups: MaxGroups, Site: o.AggregateAt}
+	p := 0
+	for _, it := range st.Items {
+		if it.Agg == nil {
+			continue
+		}
+		call := connector.AggregateCall{Func: partialFuncs[aggs[p].Func], Column: it.Agg.Column}
+		if it.Agg.Column == "" {
+			call.Func = pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS
+		}
+		aq.Aggregates = append(aq.Aggregates, call)
+		p++
+	}
+	res, err := conn.AggregateOnVolumes(ctx, aq, a.addPartials, a.add)
+	var na *connector.NotAggregatedError
+	if errors.As(err, &na) {
+		out.Stats.AggregateNote = na.Reason
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	out.Stats.Stats, out.Stats.RowsRead = res.Stats, res.Stats.Rows
+	switch {
+	case res.Stats.AggregateVolumeFiles > 0:
+		out.Stats.AnsweredBy = "volume partial aggregates"
+	case res.Stats.AggregateHereFiles == 0:
+		out.Stats.AnsweredBy = "plan" // it pruned every file
+	}
+	return true, readSchema, nil
+}
+
+var partialFuncs = map[Func]pushdown_pb.AggregateFunc{
+	Count: pushdown_pb.AggregateFunc_AGGREGATE_COUNT,
+	Sum:   pushdown_pb.AggregateFunc_AGGREGATE_SUM,
+	Min:   pushdown_pb.AggregateFunc_AGGREGATE_MIN,
+	Max:   pushdown_pb.AggregateFunc_AGGREGATE_MAX,
+	Avg:   pushdown_pb.AggregateFunc_AGGREGATE_AVG,
 }
