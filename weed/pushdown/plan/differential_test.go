@@ -588,7 +588,7 @@ func checkPagesCoverRows(t testing.TB, name string, e predicate.Expr, fp *FilePl
 		}
 	}
 	for k, refs := range pages {
-		rgp := fp.RowGroups[k.rg]
+		rgp := fp.rowGroups[k.rg]
 		if rgp.Rows == nil {
 			t.Fatalf("%s: pages listed for row group %d which is not narrowed", name, k.rg)
 		}
@@ -638,7 +638,7 @@ func checkContinuedPagesPlanned(t testing.TB, name string, e predicate.Expr, fp 
 	}
 	for i, pg := range all {
 		r := byPage[int32(i)]
-		if pg.StartsInsideRow && fp.RowGroups[rg].Rows.Overlaps(pg.FirstRow-1, pg.FirstRow) && r == nil {
+		if pg.StartsInsideRow && fp.rowGroups[rg].Rows.Overlaps(pg.FirstRow-1, pg.FirstRow) && r == nil {
 			t.Fatalf("%s: %s: row %d of row group %d is planned, page %d of column %d continuing it is not", name, e, pg.FirstRow-1, rg, i, col)
 		}
 		if r != nil && (r.StartsInsideRow != pg.StartsInsideRow || r.EndsInsideRow != (i+1 < len(all) && all[i+1].StartsInsideRow)) {

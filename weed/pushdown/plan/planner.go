@@ -75,13 +75,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.File = f
 		plans[i] = fp
 		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
-			fp.Skip, fp.SkipTier = true, TierManifest
+			fp.skipFile(TierManifest)
 		}
 	})
 	live := make([]*FilePlan, 0, len(plans))
 	ids := make([]footer.Identity, 0, len(plans))
 	for _, fp := range plans {
-		if fp.Skip {
+		if fp.skip {
 			tiers[TierManifest].files++
 			continue
 		}
@@ -242,7 +242,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 					if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
 						return err
 					}
-					if fp.Skip || fp.sideIndexSkipped {
+					if fp.skip || fp.sideIndexSkipped {
 						// a file the side indexes were not asked about is
 						// most likely past the limit: its pieces wait for it
 						continue
@@ -272,7 +272,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	var fc fileContext
 	fc.planned.chunk = 8 // few: a file whose indexes were skipped is rarely planned
 	for i, fp := range live {
-		if fp.sideIndexSkipped && !fp.Skip && outs[i] == nil {
+		if fp.sideIndexSkipped && !fp.skip && outs[i] == nil {
 			outs[i] = fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 			if !fp.allSkipped() && outs[i].rowGroupsLeft > 0 {
 				planned[i] = outs[i].plannedFile(fp, &fc.planned)
@@ -311,7 +311,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		st.FilesTotal++
 		rowsTotal += fp.File.RecordCount
 		out := fp.output
-		if fp.Skip { // pruned by the manifest tier
+		if fp.skip { // pruned by the manifest tier
 			st.FilesPruned++
 			st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
 			st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
@@ -319,7 +319,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 			continue
 		}
 		li++
-		nrg := len(fp.RowGroups)
+		nrg := len(fp.rowGroups)
 		st.RowGroupsTotal += int64(nrg)
 		st.BytesTotal += out.bytesTotal
 		st.BytesPlainScan += out.bytesTotal
@@ -389,8 +389,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	st.FooterCacheHits, st.FooterCacheMisses = hits, misses
 	st.DeleteFilesApplied, st.DeleteBitmapCacheHits, st.DeleteBitmapCacheMisses = delStats.FilesApplied, delStats.CacheHits, delStats.CacheMisses
 	for _, fp := range live {
-		if fp.Deleted != nil {
-			st.RowsDeleted += int64(fp.Deleted.GetCardinality())
+		if fp.deleted != nil {
+			st.RowsDeleted += int64(fp.deleted.GetCardinality())
 		}
 	}
 	for _, d := range delStats.Degraded {
@@ -426,149 +426,137 @@ func isTrue(e predicate.Expr) bool {
 	return ok && c.Value
 }
 
-// planFile runs the footer tiers over one file, counting into local (the
-// calling worker's counters).
+// fileTier is one tier's step over a file: Narrow narrows fa, the access
+// of fc's file, through FileAccess's methods, which cannot widen it.
+type fileTier interface {
+	Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error
+}
+
+// tierStep is a file tier as the tier loop runs it.
+type tierStep struct {
+	name string
+	tier fileTier
+	// needsPredicate: the tier has nothing to say without a predicate
+	needsPredicate bool
+	// verdict: one of the footer tiers, whose answers are memoized per
+	// predicate together (verdicts.go)
+	verdict bool
+}
+
+// fileTiers are the tiers run over each file, cheapest first; a file
+// whose footer tiers' answers are memoized runs memoFileTiers instead.
+var (
+	fileTiers = []tierStep{
+		{TierFooter, footerStatsTier{}, true, true},
+		{TierBloom, bloomTier{}, true, true},
+		{TierPageIndex, pageIndexTier{}, true, true},
+		{TierSideIndex, sideIndexTier{}, true, false},
+		{TierDeletes, deletesTier{}, false, false},
+	}
+	memoFileTiers = append([]tierStep{{TierFooter, memoizedVerdictsTier{}, true, true}}, fileTiers[3:]...)
+)
+
+// planFile runs the file tiers over one file, cheapest first, each timed
+// and its prunes counted into local (the calling worker's counters).
 // fc is the worker's file context, reset for this file.
 func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, fc *fileContext) error {
 	md := fp.Footer.Meta
 	fp.state = fileStateOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
 	fp.Columns = fp.state.columns
 	fc.reset(&req.Table, fp.Footer, fp.state)
+	fc.req, fc.plan, fc.e, fc.cache = req, fp, e, p.Cache
 	if !fp.state.mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
-	fp.RowGroups = fc.rowGroups.take(md.NumRowGroups())
-	if !hasPredicate {
-		return p.applyDeletes(fp, local)
-	}
-	t0 := time.Now()
+	fa := &fp.FileAccess
+	fa.shape(fc.rowGroups.take(md.NumRowGroups()))
+	steps := fileTiers
 	side := fp.Footer.SidePageColumns()
-	if v := fp.state.verdictsOf(req.verdictKey, side); v != nil {
-		// this predicate's verdicts on this file, memoized by an earlier plan
-		v.copyTo(fp)
-		local[TierFooter].dur += time.Since(t0)
-	} else {
-		if err := evaluateRowGroups(ctx, p.Cache, req.Options, fp, e, local, fc); err != nil {
-			return err
-		}
-		if req.verdictKey != 0 && req.storeVerdicts && !fc.volatile {
-			fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.RowGroups))
-		}
-		fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
-		fp.Used = fc.noteStrings(fp.Used, fc.used)
-	}
-	countSkips(fp, local)
-	if !req.Options.Disable[TierSideIndex] {
-		if err := p.applySideIndex(ctx, req.SideIndex, fp, local, req.Limit); err != nil {
-			return err
+	fc.verdicts = nil
+	if hasPredicate {
+		if fc.verdicts = fp.state.verdictsOf(req.verdictKey, side); fc.verdicts != nil {
+			// this predicate's verdicts on this file, memoized by an earlier plan
+			steps = memoFileTiers
 		}
 	}
-	return p.applyDeletes(fp, local)
-}
-
-// evaluateRowGroups runs the footer tiers (zone maps, bloom filters and
-// dictionaries, page index) over every row group of fp.
-func evaluateRowGroups(ctx context.Context, cache *footer.Cache, o Options, fp *FilePlan, e predicate.Expr, local map[string]*tierCounter, fc *fileContext) error {
-	for rg := range fp.RowGroups {
-		rgp := &fp.RowGroups[rg]
-		if fp.Footer.RowGroupRows(rg) == 0 {
-			rgp.Skip, rgp.SkipTier = true, TierFooter
+	fc.skippedIn = slices.Grow(fc.skippedIn[:0], len(fa.rowGroups))[:len(fa.rowGroups)]
+	for i := range fc.skippedIn {
+		fc.skippedIn[i] = -1
+	}
+	verdictsDone := false
+	for i, s := range steps {
+		if s.needsPredicate && !hasPredicate {
 			continue
 		}
+		if !s.verdict && !verdictsDone {
+			verdictsDone = true
+			if hasPredicate {
+				fc.afterVerdicts(fp, side)
+			}
+		}
 		t0 := time.Now()
-		if !o.Disable[TierFooter] && fc.PruneRowGroupByStats(rg, e) == prune.CannotMatch {
-			rgp.Skip, rgp.SkipTier = true, TierFooter
+		if err := s.tier.Narrow(ctx, fc, fa); err != nil {
+			return err
 		}
-		local[TierFooter].dur += time.Since(t0)
-		if !rgp.Skip && !o.Disable[TierBloom] {
-			t0 = time.Now()
-			v, err := fc.PruneRowGroupByBloom(ctx, cache, rg, e)
-			if err != nil {
-				return err
-			}
-			if v == prune.CannotMatch {
-				rgp.Skip, rgp.SkipTier = true, TierBloom
-			}
-			local[TierBloom].dur += time.Since(t0)
-		}
-		if !rgp.Skip && !o.Disable[TierPageIndex] {
-			t0 = time.Now()
-			rows, err := fc.SelectRowsByPageIndex(ctx, rg, e)
-			if err != nil {
-				return err
-			}
-			if rows != nil && len(rows) == 0 {
-				rgp.Skip, rgp.SkipTier = true, TierPageIndex
-			} else {
-				rgp.Rows = rows
-			}
-			local[TierPageIndex].dur += time.Since(t0)
-		}
+		local[s.name].dur += time.Since(t0)
+		fc.countPrunes(fa, i, steps, local)
 	}
 	return nil
 }
 
-// countSkips counts the row groups of fp each footer tier pruned, and the
-// file for the tier that pruned its last row group when none is left.
-func countSkips(fp *FilePlan, local map[string]*tierCounter) {
-	alive, lastTier := len(fp.RowGroups), ""
-	for i := range fp.RowGroups {
-		if rgp := &fp.RowGroups[i]; rgp.Skip {
-			local[rgp.SkipTier].rowGroups++
-			alive--
-			lastTier = rgp.SkipTier
+// afterVerdicts memoizes the footer tiers' answers on fp's file state and
+// notes what they used and missed (a memo hit: its notes).
+func (fc *fileContext) afterVerdicts(fp *FilePlan, side int32) {
+	if fc.verdicts != nil {
+		fc.verdicts.addNotes(fp)
+		return
+	}
+	if req := fc.req; req.verdictKey != 0 && req.storeVerdicts && !fc.volatile {
+		fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.rowGroups))
+	}
+	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+	fp.Used = fc.noteStrings(fp.Used, fc.used)
+}
+
+// countPrunes counts the row groups step i of steps skipped, each under
+// the tier that skipped it, and the file under the tier of its last row
+// group skipped when the step left none: the footer tiers' steps count as
+// one (their verdicts are memoized together), so a memoized plan counts
+// as an evaluated one.
+func (fc *fileContext) countPrunes(fa *FileAccess, i int, steps []tierStep, local map[string]*tierCounter) {
+	newly, alive := 0, 0
+	for rg := range fa.rowGroups {
+		switch {
+		case !fa.rowGroups[rg].Skip:
+			alive++
+		case fc.skippedIn[rg] < 0:
+			fc.skippedIn[rg] = int16(i)
+			local[fa.rowGroups[rg].SkipTier].rowGroups++
+			newly++
 		}
 	}
-	if alive == 0 && lastTier != "" {
-		local[lastTier].files++
+	if newly == 0 || alive > 0 {
+		return
+	}
+	from := i // the first step whose skips count for the file
+	for from > 0 && steps[i].verdict && steps[from-1].verdict {
+		from--
+	}
+	for rg := len(fa.rowGroups) - 1; rg >= 0; rg-- {
+		if int(fc.skippedIn[rg]) >= from {
+			local[fa.rowGroups[rg].SkipTier].files++
+			return
+		}
 	}
 }
 
-// newTierCounters are one worker's counters of the footer tiers.
+// newTierCounters are one worker's counters of the file tiers.
 func newTierCounters() map[string]*tierCounter {
 	local := map[string]*tierCounter{}
 	for _, t := range Tiers[1:] {
 		local[t] = &tierCounter{}
 	}
 	return local
-}
-
-// applyDeletes runs the deletes tier over a file's row groups.
-func (p *Planner) applyDeletes(fp *FilePlan, local map[string]*tierCounter) error {
-	if fp.Deleted == nil || fp.Deleted.IsEmpty() {
-		return nil
-	}
-	narrowRowGroups(fp, local[TierDeletes], func(rgp *RowGroupPlan, first, n int64) { PruneByDeletes(rgp, fp.Deleted, first, n) })
-	return nil
-}
-
-// narrowRowGroups runs one file-level tier over a file's row groups
-// (prune gets each row group's plan, first file position and row count)
-// and counts what it pruned.
-func narrowRowGroups(fp *FilePlan, c *tierCounter, prune func(rgp *RowGroupPlan, first, n int64)) {
-	t0 := time.Now()
-	md := fp.Footer.Meta
-	var first int64
-	var pruned int64
-	alive := 0
-	for rg := 0; rg < md.NumRowGroups(); rg++ {
-		n := fp.Footer.RowGroupRows(rg)
-		rgp := &fp.RowGroups[rg]
-		wasSkipped := rgp.Skip
-		prune(rgp, first, n)
-		if rgp.Skip && !wasSkipped {
-			pruned++
-		}
-		if !rgp.Skip {
-			alive++
-		}
-		first += n
-	}
-	c.rowGroups += pruned
-	if alive == 0 && pruned > 0 {
-		c.files++
-	}
-	c.dur += time.Since(t0)
 }
 
 // computeDeletes asks src for the deleted positions of the files that have
@@ -596,7 +584,7 @@ func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (De
 		return st, perr.New(perr.Internal, "delete source returned %d bitmaps for %d files", len(bms), len(files))
 	}
 	for i, fp := range plans {
-		fp.Deleted = bms[i]
+		fp.addDeleted(bms[i])
 	}
 	return st, nil
 }
@@ -758,7 +746,7 @@ func skippedPlan(plans []*FilePlan, projectedIDs map[int]bool, scan int64, tiers
 		st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
 		st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
 		total += fp.File.RecordCount
-		if fp.Skip {
+		if fp.skip {
 			st.FilesPruned++
 			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
 		} else {

@@ -89,7 +89,7 @@ func (out *fileOutput) plannedFile(fp *FilePlan, slab *slab[pushdown_pb.PlannedF
 func fillPlannedFile(pf *pushdown_pb.PlannedFile, fp *FilePlan, out *fileOutput) {
 	pf.File, pf.SizeBytes, pf.RecordCount = fp.File.Path, fp.File.Size, fp.File.RecordCount
 	pf.FooterOffset, pf.FooterLength = fp.Footer.TrailerOffset(), fp.Footer.TrailerLength()
-	pf.RowGroupsTotal, pf.RowGroupsPlanned = int32(len(fp.RowGroups)), int32(out.rowGroupsLeft)
+	pf.RowGroupsTotal, pf.RowGroupsPlanned = int32(len(fp.rowGroups)), int32(out.rowGroupsLeft)
 	pf.HasPageIndex, pf.Identity = fp.Footer.HasNativePageIndex(), fp.Footer.IdentityDir()
 }
 
@@ -121,7 +121,7 @@ func (out *fileOutput) shareMessages(fp *FilePlan) *fileOutput {
 // from the file state.
 func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64, positions bool) *fileOutput {
 	skipped, whole := 0, 0
-	for _, rg := range fp.RowGroups {
+	for _, rg := range fp.rowGroups {
 		switch {
 		case rg.Skip:
 			skipped++
@@ -129,8 +129,8 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64, positi
 			whole++
 		}
 	}
-	allSkipped := skipped == len(fp.RowGroups)
-	if (!allSkipped && whole < len(fp.RowGroups)) || (!allSkipped && fp.Deleted != nil) || fp.File.Path != fp.Footer.ID.Path {
+	allSkipped := skipped == len(fp.rowGroups)
+	if (!allSkipped && whole < len(fp.rowGroups)) || (!allSkipped && fp.deleted != nil) || fp.File.Path != fp.Footer.ID.Path {
 		return buildFileOf(fp, fieldIDs, idsKey, gap, positions)
 	}
 	side := fp.Footer.SidePageColumns() // the page counts change when side page indexes attach
@@ -181,7 +181,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 	}
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
 		numRows := fp.Footer.RowGroupRows(rg)
-		rgp := fp.RowGroups[rg]
+		rgp := fp.rowGroups[rg]
 		var index *footer.RowGroupIndex
 		if fp.Footer.HasPageIndex() {
 			index, _ = fp.Footer.PageIndex(context.Background(), rg)
@@ -237,7 +237,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			ref := &refs[len(refs)-1]
 			ref.File, ref.RowGroup, ref.FirstRow, ref.RowCount = fp.File.Path, int32(rg), firstRow, numRows
 			ref.RowsExact = rgp.RowsExact
-			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
+			ref.DeletedPositions, _ = deletedIn(fp.deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
 				ref.RowRanges, ref.RowPositions = rowRefsOf(rgp.Rows, positions)
 				out.rowsPlanned += rgp.Rows.Rows()

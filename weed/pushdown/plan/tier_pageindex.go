@@ -10,6 +10,33 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
+// pageIndexTier narrows each row group left to the row ranges whose pages
+// might match (ColumnIndex → row ranges), skipping it when none might.
+type pageIndexTier struct{}
+
+func (pageIndexTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error {
+	if fc.off(TierPageIndex) {
+		return nil
+	}
+	for rg := range fa.rowGroups {
+		if fa.rowGroups[rg].Skip {
+			continue
+		}
+		rows, err := fc.SelectRowsByPageIndex(ctx, rg, fc.e)
+		switch {
+		case err != nil:
+			return err
+		case rows != nil && len(rows) == 0:
+			fa.skipRowGroup(rg, TierPageIndex)
+		case rows != nil:
+			if err := fa.narrowRowGroup(rg, fc.footer.RowGroupRows(rg), RowGroupAccess{Rows: rows}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // SelectRowsByPageIndex narrows row group rg to the row ranges whose pages
 // might match. nil means "every row" (no usable page index for the
 // predicate's columns).

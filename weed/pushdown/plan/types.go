@@ -141,29 +141,14 @@ type Request struct {
 	storeVerdicts bool   // an earlier plan had the same key: memoize
 }
 
-// RowGroupPlan is the access plan of one row group.
-type RowGroupPlan struct {
-	Skip     bool
-	SkipTier string
-	// Rows are the row ranges that might match (row-group-local); nil means
-	// every row.
-	Rows RowSet
-	// RowsExact: Rows (nil: every row) are exactly the rows matching the
-	// predicate, deleted ones aside (side indexes answered it exactly).
-	RowsExact bool
-}
-
-// FilePlan is the access plan of one file.
+// FilePlan is one file planned: its access (FileAccess, what the tiers
+// narrowed) and what the tiers learned on the way.
 type FilePlan struct {
-	File      *DataFile
-	Footer    *footer.Footer
-	Columns   *ColumnMap
-	state     *fileState // the footer's per-file state (set with Columns)
-	Skip      bool
-	SkipTier  string
-	RowGroups []RowGroupPlan
-	// Deleted are the file's deleted positions (file-absolute); nil = none.
-	Deleted *roaring64.Bitmap
+	FileAccess
+	File    *DataFile
+	Footer  *footer.Footer
+	Columns *ColumnMap
+	state   *fileState // the footer's per-file state (set with Columns)
 	// SideIndex are the positions the side indexes say might match
 	// (file-absolute); nil = they say nothing.
 	SideIndex *roaring64.Bitmap
@@ -183,15 +168,6 @@ type FilePlan struct {
 	// limitCertain are the rows the plan holds certain to match, counted
 	// under a LIMIT (tier_limit.go).
 	limitCertain int64
-}
-
-func (fp *FilePlan) allSkipped() bool {
-	for i := range fp.RowGroups {
-		if !fp.RowGroups[i].Skip {
-			return false
-		}
-	}
-	return true
 }
 
 // Clock is swappable for tests.
