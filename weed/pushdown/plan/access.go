@@ -189,4 +189,3 @@ func describeRows(rows RowSet, n int64) string {
 	}
 	return fmt.Sprintf("%d rows in %d ranges", rows.Rows(), len(rows))
 }
-
