@@ -140,6 +140,39 @@ func (a *FileAccess) narrowRowGroup(rg int, n int64, to RowGroupAccess) error {
 	return nil
 }
 
+// intersectRowGroup narrows row group rg (of n rows) to what both its
+// access and to say: skipped if either is, else the rows of both, marked
+// exact as to says; no row left, it is skipped by tier.
+func (a *FileAccess) intersectRowGroup(rg int, n int64, to RowGroupAccess, tier string) error {
+	from := a.rowGroups[rg]
+	if from.Skip || to.Skip || from.Rows == nil {
+		return a.narrowRowGroup(rg, n, to)
+	}
+	if to.Rows != nil {
+		to.Rows = Intersect(from.Rows, to.Rows)
+	} else {
+		to.Rows = from.Rows
+	}
+	if len(to.Rows) == 0 {
+		a.skipRowGroup(rg, tier)
+		return nil
+	}
+	return a.narrowRowGroup(rg, n, to)
+}
+
+// eachRowGroupLeft calls f with every row group not skipped, in order,
+// until it fails.
+func (a *FileAccess) eachRowGroupLeft(f func(rg int) error) error {
+	for rg := range a.rowGroups {
+		if !a.rowGroups[rg].Skip {
+			if err := f(rg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // narrowRowGroups hands every row group left (its access, first file
 // position and row count) to narrow and keeps what it returns, which may
 // only narrow it (narrowRowGroup). first is the file position of row
@@ -160,6 +193,9 @@ func (a *FileAccess) narrowRowGroups(rows func(rg int) int64, narrow func(rg int
 
 // within says rows (nil: all n) lie inside of (nil: all n).
 func within(rows, of RowSet, n int64) bool {
+	if len(rows) > 0 && len(rows) == len(of) && &rows[0] == &of[0] {
+		return true // the same rows
+	}
 	if of == nil || of.Covers(n) {
 		for _, r := range rows {
 			if r.Start < 0 || r.End > n {

@@ -469,6 +469,17 @@ func randomPredicate(r *rand.Rand, s *iceberg.Schema, df *decodedFile, depth int
 	return l
 }
 
+// randomBoundPredicate is randomPredicate bound to s.
+func randomBoundPredicate(t testing.TB, r *rand.Rand, s *iceberg.Schema, df *decodedFile) predicate.Expr {
+	t.Helper()
+	raw := randomPredicate(r, s, df, 2)
+	e, err := predicate.Bind(raw, s, predicate.DefaultLimits)
+	if err != nil {
+		t.Fatalf("bind %s: %v", raw, err)
+	}
+	return e
+}
+
 type diffFile struct {
 	name string
 	data []byte
@@ -509,11 +520,7 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 	tierPrunes := map[string]int64{}
 	for i := 0; i < n; i++ {
 		f := files[i%len(files)]
-		raw := randomPredicate(r, schema, f.df, 2)
-		e, err := predicate.Bind(raw, schema, predicate.DefaultLimits)
-		if err != nil {
-			t.Fatalf("bind %s: %v", raw, err)
-		}
+		e := randomBoundPredicate(t, r, schema, f.df)
 		var proj []int
 		if r.IntN(2) == 0 {
 			proj = []int{1 + r.IntN(19)}

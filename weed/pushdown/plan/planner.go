@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,6 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
@@ -37,7 +35,9 @@ type tierCounter struct {
 	dur                     time.Duration
 }
 
-// Plan runs every tier over every file and assembles the response.
+// Plan narrows one FileAccess per file by every tier (the manifest tier
+// over the files, the file tiers' loop over each file, the limit tier
+// over the files) and builds the response from them.
 func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPushdownResponse, []*FilePlan, error) {
 	start := Clock()
 	o := req.Options
@@ -68,16 +68,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	workers := max(1, runtime.GOMAXPROCS(0))
 	plans := make([]*FilePlan, len(req.Files))
 	planSlab := make([]FilePlan, len(req.Files)) // one allocation for every file's plan
-	manifestOn := hasPredicate && !o.Disable[TierManifest]
-	forEachIndex(len(req.Files), workers, func(i int) {
-		f := &req.Files[i]
-		fp := &planSlab[i]
-		fp.File = f
-		plans[i] = fp
-		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
-			fp.skipFile(TierManifest)
-		}
-	})
+	for i := range plans {
+		plans[i] = &planSlab[i]
+		plans[i].File = &req.Files[i]
+	}
+	if hasPredicate && !o.Disable[TierManifest] {
+		narrowFilesByManifest(&req.Table, e, plans, workers)
+	}
 	live := make([]*FilePlan, 0, len(plans))
 	ids := make([]footer.Identity, 0, len(plans))
 	for _, fp := range plans {
@@ -195,9 +192,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		tiers[TierSideIndex].dur += time.Since(t0)
 	}
 
-	// b-d. footer tiers: CPU work, one worker per core over the files (I/O
-	// for page indexes and bloom filters happens on first use only).
-	// The response pieces of each file are built by the same worker.
+	// b-f. the file tiers (planFile's loop): CPU work, one worker per core
+	// over the files (I/O for page indexes and bloom filters happens on
+	// first use only). The response pieces of each file are built from
+	// its FileAccess by the same worker.
 	tierWorkers := workers
 	if cold != nil {
 		tierWorkers = o.Concurrency
@@ -260,9 +258,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		return nil, nil, err
 	}
 	addWallShares(tiers, parallel, time.Since(phase))
-	past := filesPastLimit(live, req.Limit)
+	t0 = time.Now()
+	past := narrowFilesByLimit(live, req.Limit, tiers[TierLimit])
+	tiers[TierLimit].dur += time.Since(t0)
 	for _, i := range past {
-		skipFile(live[i], tiers[TierLimit])
 		if outs[i] != nil {
 			outs[i] = fileOutputOf(live[i], fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 		}
@@ -283,125 +282,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.output = outs[i]
 	}
 
-	// One allocation for the FileRanges of every file not sharing its own.
-	nranges, nshared := 0, 0
-	for _, out := range outs {
-		if out != nil && out.rowGroupsLeft > 0 {
-			if out.fileRanges != nil {
-				nshared += len(out.fileRanges)
-			} else {
-				nranges += len(out.ranges)
-			}
-		}
-	}
-	rangeSlab := make([]pushdown_pb.FileRange, nranges)
-	nranges += nshared
-	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
-		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
-		FileRanges: make([]*pushdown_pb.FileRange, 0, nranges)}
-	st := resp.Stats
-	used, missing := map[string]bool{}, map[string]int{}
-	var rowsPlanned, rowsTotal, survivingFileBytes int64
-	// Files mostly carry the same notes (the same strings, see
-	// noteStrings): a run of equal lists is counted once.
-	var lastUsed, lastMissing []string
-	missingRun := 0
-	li := -1 // index in live
-	for _, fp := range plans {
-		st.FilesTotal++
-		rowsTotal += fp.File.RecordCount
-		out := fp.output
-		if fp.skip { // pruned by the manifest tier
-			st.FilesPruned++
-			st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
-			st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
-			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
-			continue
-		}
-		li++
-		nrg := len(fp.rowGroups)
-		st.RowGroupsTotal += int64(nrg)
-		st.BytesTotal += out.bytesTotal
-		st.BytesPlainScan += out.bytesTotal
-		st.PagesTotal += out.pagesTotal
-		st.PagesPruned += out.pagesTotal - out.pagesPlanned
-		st.RowGroupsPruned += int64(nrg - out.rowGroupsLeft)
-		if !slices.Equal(fp.Used, lastUsed) {
-			for _, u := range fp.Used {
-				used[u] = true
-			}
-			lastUsed = fp.Used
-		}
-		if !slices.Equal(fp.Missing, lastMissing) {
-			for _, m := range lastMissing {
-				missing[m] += missingRun
-			}
-			lastMissing, missingRun = fp.Missing, 0
-		}
-		missingRun++
-		if out.rowGroupsLeft == 0 {
-			st.FilesPruned++
-			continue
-		}
-		survivingFileBytes += fp.File.Size
-		rowsPlanned += out.rowsPlanned
-		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
-		resp.Pages = append(resp.Pages, out.pages...)
-		if out.fileRanges != nil {
-			resp.FileRanges = append(resp.FileRanges, out.fileRanges...)
-			st.BytesPlanned += out.bytesPlanned
-		} else {
-			for _, r := range out.ranges {
-				fr := &rangeSlab[0]
-				rangeSlab = rangeSlab[1:]
-				fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
-				resp.FileRanges = append(resp.FileRanges, fr)
-				st.BytesPlanned += r.Len
-			}
-		}
-		resp.Files = append(resp.Files, planned[li])
-	}
-	for _, m := range lastMissing {
-		missing[m] += missingRun
-	}
-	for _, t := range Tiers {
-		c := tiers[t]
-		st.Tiers = append(st.Tiers, &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, RowGroupsPruned: c.rowGroups, Micros: c.dur.Microseconds()})
-	}
-	// Pages pruned are attributed to the page index tier (row groups
-	// skipped earlier drop their pages too; those count with their tier's
-	// row groups).
-	st.Tiers[3].PagesPruned = st.PagesPruned // page_index
-	if rowsTotal > 0 {
-		st.EstimatedSelectivity = float64(rowsPlanned) / float64(rowsTotal)
-	} else {
-		st.EstimatedSelectivity = 0
-	}
-	for u := range used {
-		st.IndexesUsed = append(st.IndexesUsed, u)
-	}
-	for m, n := range missing {
-		st.IndexesMissing = append(st.IndexesMissing, fmt.Sprintf("%s (%d of %d files)", m, n, len(live)))
-	}
-	sort.Strings(st.IndexesUsed)
-	sort.Strings(st.IndexesMissing)
-	st.ResidualPredicates = predicate.Residuals(e)
-	st.FooterCacheHits, st.FooterCacheMisses = hits, misses
-	st.DeleteFilesApplied, st.DeleteBitmapCacheHits, st.DeleteBitmapCacheMisses = delStats.FilesApplied, delStats.CacheHits, delStats.CacheMisses
-	for _, fp := range live {
-		if fp.deleted != nil {
-			st.RowsDeleted += int64(fp.deleted.GetCardinality())
-		}
-	}
-	for _, d := range delStats.Degraded {
-		st.IndexesMissing = append(st.IndexesMissing, d)
-	}
-	if req.RowIDs {
-		addRowRefs(resp, plans, req.MaxRowIDs)
-	}
-	projectionPrunes := survivingFileBytes > 0 && float64(st.BytesPlanned) < 0.8*float64(survivingFileBytes)
-	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
-	st.PlanMicros = time.Since(start).Microseconds()
+	resp := buildResponse(&responseInputs{req: &req, o: o, e: e, hasPredicate: hasPredicate, plans: plans, live: live,
+		outs: outs, planned: planned, projectedIDs: projectedIDs, tiers: tiers, hits: hits, misses: misses, delStats: delStats, start: start})
 	return resp, plans, nil
 }
 
@@ -754,10 +636,7 @@ func skippedPlan(plans []*FilePlan, projectedIDs map[int]bool, scan int64, tiers
 		}
 	}
 	st.EstimatedSelectivity = fraction(rows, total)
-	for _, t := range Tiers {
-		c := tiers[t]
-		st.Tiers = append(st.Tiers, &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, Micros: c.dur.Microseconds()})
-	}
+	st.Tiers = tierStats(tiers, 0)
 	st.PlanMicros = time.Since(start).Microseconds()
 	return &pushdown_pb.ParquetPushdownResponse{Stats: st}
 }

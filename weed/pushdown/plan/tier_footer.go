@@ -88,19 +88,13 @@ func (bloomTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) er
 	if fc.off(TierBloom) {
 		return nil
 	}
-	for rg := range fa.rowGroups {
-		if fa.rowGroups[rg].Skip {
-			continue
-		}
+	return fa.eachRowGroupLeft(func(rg int) error {
 		v, err := fc.PruneRowGroupByBloom(ctx, fc.cache, rg, fc.e)
-		if err != nil {
-			return err
-		}
-		if v == prune.CannotMatch {
+		if v == prune.CannotMatch && err == nil {
 			fa.skipRowGroup(rg, TierBloom)
 		}
-	}
-	return nil
+		return err
+	})
 }
 
 // noteStrings appends the strings of notes to dst (from the worker's

@@ -98,6 +98,16 @@ func (l *rowLimit) certain(limit int64) int64 {
 	return limit - max(0, l.need)
 }
 
+// narrowFilesByLimit skips the live files past the limit (filesPastLimit),
+// counting them into c, and returns their indexes.
+func narrowFilesByLimit(live []*FilePlan, limit int64, c *tierCounter) []int {
+	past := filesPastLimit(live, limit)
+	for _, i := range past {
+		skipFile(live[i], c)
+	}
+	return past
+}
+
 // filesPastLimit are the indexes of live files after the one whose plan
 // brings the rows certain to match to limit; their plans hold nothing the
 // LIMIT needs.

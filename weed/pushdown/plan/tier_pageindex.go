@@ -11,17 +11,15 @@ import (
 )
 
 // pageIndexTier narrows each row group left to the row ranges whose pages
-// might match (ColumnIndex → row ranges), skipping it when none might.
+// might match (ColumnIndex → row ranges; within those it was given),
+// skipping it when none might.
 type pageIndexTier struct{}
 
 func (pageIndexTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error {
 	if fc.off(TierPageIndex) {
 		return nil
 	}
-	for rg := range fa.rowGroups {
-		if fa.rowGroups[rg].Skip {
-			continue
-		}
+	return fa.eachRowGroupLeft(func(rg int) error {
 		rows, err := fc.SelectRowsByPageIndex(ctx, rg, fc.e)
 		switch {
 		case err != nil:
@@ -29,12 +27,10 @@ func (pageIndexTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess
 		case rows != nil && len(rows) == 0:
 			fa.skipRowGroup(rg, TierPageIndex)
 		case rows != nil:
-			if err := fa.narrowRowGroup(rg, fc.footer.RowGroupRows(rg), RowGroupAccess{Rows: rows}); err != nil {
-				return err
-			}
+			return fa.intersectRowGroup(rg, fc.footer.RowGroupRows(rg), RowGroupAccess{Rows: rows}, TierPageIndex)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // SelectRowsByPageIndex narrows row group rg to the row ranges whose pages

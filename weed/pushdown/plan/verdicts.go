@@ -95,7 +95,7 @@ func (fc *fileContext) newTierVerdicts(key uint64, side int32, rgs []RowGroupAcc
 
 // memoizedVerdictsTier stands for the footer tiers when their answers
 // for this predicate are memoized on the file state (fc.verdicts): it
-// narrows the access to them.
+// narrows the access to them (a fresh access: it takes them as they are).
 type memoizedVerdictsTier struct{}
 
 func (memoizedVerdictsTier) Narrow(_ context.Context, fc *fileContext, fa *FileAccess) error {
@@ -105,7 +105,7 @@ func (memoizedVerdictsTier) Narrow(_ context.Context, fc *fileContext, fa *FileA
 		if rg > 0 {
 			to = v.rest[rg-1]
 		}
-		if err := fa.narrowRowGroup(rg, fc.footer.RowGroupRows(rg), to); err != nil {
+		if err := fa.intersectRowGroup(rg, fc.footer.RowGroupRows(rg), to, TierPageIndex); err != nil {
 			return err
 		}
 	}
