@@ -323,20 +323,34 @@ type tierStep struct {
 	// verdict: one of the footer tiers, whose answers are memoized per
 	// predicate together (verdicts.go)
 	verdict bool
+	// idle says the step has nothing to do on this file (nil: never): it
+	// is neither run nor timed (a clock read costs about a microsecond
+	// here, a warm plan of many files a few per file)
+	idle func(fc *fileContext, fa *FileAccess) bool
 }
 
 // fileTiers are the tiers run over each file, cheapest first; a file
 // whose footer tiers' answers are memoized runs memoFileTiers instead.
 var (
 	fileTiers = []tierStep{
-		{TierFooter, footerStatsTier{}, true, true},
-		{TierBloom, bloomTier{}, true, true},
-		{TierPageIndex, pageIndexTier{}, true, true},
-		{TierSideIndex, sideIndexTier{}, true, false},
-		{TierDeletes, deletesTier{}, false, false},
+		{TierFooter, footerStatsTier{}, true, true, nil},
+		{TierBloom, bloomTier{}, true, true, idleWhen(TierBloom, noRowGroupLeft)},
+		{TierPageIndex, pageIndexTier{}, true, true, idleWhen(TierPageIndex, noRowGroupLeft)},
+		{TierSideIndex, sideIndexTier{}, true, false, idleWhen(TierSideIndex, func(fc *fileContext, _ *FileAccess) bool { return fc.plan.SideIndex == nil })},
+		{TierDeletes, deletesTier{}, false, false, func(_ *fileContext, fa *FileAccess) bool {
+			return fa.deleted == nil || fa.deleted.IsEmpty() || fa.allSkipped()
+		}},
 	}
-	memoFileTiers = append([]tierStep{{TierFooter, memoizedVerdictsTier{}, true, true}}, fileTiers[3:]...)
+	memoFileTiers = append([]tierStep{{TierFooter, memoizedVerdictsTier{}, true, true, nil}}, fileTiers[3:]...)
 )
+
+// idleWhen is idle when tier is switched off or when nothing does.
+func idleWhen(tier string, nothing func(*fileContext, *FileAccess) bool) func(*fileContext, *FileAccess) bool {
+	return func(fc *fileContext, fa *FileAccess) bool { return fc.off(tier) || nothing(fc, fa) }
+}
+
+// noRowGroupLeft: every row group is skipped.
+func noRowGroupLeft(_ *fileContext, fa *FileAccess) bool { return fa.allSkipped() }
 
 // planFile runs the file tiers over one file, cheapest first, each timed
 // and its prunes counted into local (the calling worker's counters).
@@ -375,6 +389,9 @@ func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e pr
 			if hasPredicate {
 				fc.afterVerdicts(fp, side)
 			}
+		}
+		if s.idle != nil && s.idle(fc, fa) {
+			continue
 		}
 		t0 := time.Now()
 		if err := s.tier.Narrow(ctx, fc, fa); err != nil {
