@@ -100,7 +100,7 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 	stats := &pushdown_pb.VectorSearchStats{Nprobe: vq.GetNprobe()}
 	missing := 0
 	for _, fp := range plans {
-		if fp.Skip || !planned[fp.File.Path] {
+		if fp.Skipped() || !planned[fp.File.Path] {
 			continue
 		}
 		f := &pushdown_pb.VectorSearchFile{Path: fp.File.Path, SizeBytes: fp.File.Size, RecordCount: fp.File.RecordCount}
@@ -114,8 +114,8 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 		f.Filter = filter
 		candidates := int64(-1)
 		if mask != nil {
-			if fp.Deleted != nil {
-				mask.AndNot(fp.Deleted)
+			if fp.Deleted() != nil {
+				mask.AndNot(fp.Deleted())
 			}
 			mask.RunOptimize()
 			var buf bytes.Buffer
@@ -238,7 +238,7 @@ func (s *Service) planVectors(ctx context.Context, req *pushdown_pb.ParquetPushd
 func vectorMask(t *plan.Table, fp *plan.FilePlan, e predicate.Expr, filtered bool) (mask *roaring64.Bitmap, filter, searched bool, err error) {
 	switch {
 	case !filtered:
-		if fp.Deleted != nil && !fp.Deleted.IsEmpty() {
+		if fp.Deleted() != nil && !fp.Deleted().IsEmpty() {
 			mask = roaring64.New()
 			mask.AddRange(0, uint64(fp.File.RecordCount))
 		}
@@ -273,11 +273,12 @@ func vectorMask(t *plan.Table, fp *plan.FilePlan, e predicate.Expr, filtered boo
 // candidates.
 func plannedRows(fp *plan.FilePlan) *roaring64.Bitmap {
 	m := roaring64.New()
-	if fp.Footer == nil || len(fp.RowGroups) != fp.Footer.Meta.NumRowGroups() {
+	if fp.Footer == nil || fp.NumRowGroups() != fp.Footer.Meta.NumRowGroups() {
 		m.AddRange(0, uint64(fp.File.RecordCount))
 	} else {
 		first := int64(0)
-		for i, rg := range fp.RowGroups {
+		for i := range fp.NumRowGroups() {
+			rg := fp.RowGroup(i)
 			n := fp.Footer.Meta.RowGroup(i).NumRows()
 			switch {
 			case rg.Skip:

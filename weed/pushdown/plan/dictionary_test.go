@@ -84,8 +84,8 @@ func TestDictionaryPagesPruneRowGroupsOfChunksWithoutBloomFiltersExactly(t *test
 	}
 	for _, c := range cases {
 		fp := planOne(t, data, ManifestStats{}, c.e, TierBloom)
-		for i, r := range fp.RowGroups {
-			if kept := !r.Skip && !fp.Skip; kept != c.want[i] {
+		for i, r := range fp.rowGroups {
+			if kept := !r.Skip && !fp.skip; kept != c.want[i] {
 				t.Errorf("%s: row group %d kept=%v, brute force says it holds a match=%v", c.name, i, kept, c.want[i])
 			}
 		}
@@ -128,7 +128,7 @@ func TestDictionaryPagesDoNotPruneWhenTheWriterFellBackToPlainPages(t *testing.T
 	for _, v := range []int64{7 * 4990, 7 * 19998} { // late rows of their row groups: past the fallback
 		fp := planOne(t, data, ManifestStats{}, xEq(v), TierBloom)
 		want := rowGroupsHolding(n, rg, v)
-		for i, r := range fp.RowGroups {
+		for i, r := range fp.rowGroups {
 			if want[i] && r.Skip {
 				t.Fatalf("x = %d after a PLAIN fallback: row group %d, which holds it, was pruned", v, i)
 			}

@@ -469,6 +469,17 @@ func randomPredicate(r *rand.Rand, s *iceberg.Schema, df *decodedFile, depth int
 	return l
 }
 
+// randomBoundPredicate is randomPredicate bound to s.
+func randomBoundPredicate(t testing.TB, r *rand.Rand, s *iceberg.Schema, df *decodedFile) predicate.Expr {
+	t.Helper()
+	raw := randomPredicate(r, s, df, 2)
+	e, err := predicate.Bind(raw, s, predicate.DefaultLimits)
+	if err != nil {
+		t.Fatalf("bind %s: %v", raw, err)
+	}
+	return e
+}
+
 type diffFile struct {
 	name string
 	data []byte
@@ -509,11 +520,7 @@ func TestPlansNeverDropAMatchingRowOnGeneratedFiles(t *testing.T) {
 	tierPrunes := map[string]int64{}
 	for i := 0; i < n; i++ {
 		f := files[i%len(files)]
-		raw := randomPredicate(r, schema, f.df, 2)
-		e, err := predicate.Bind(raw, schema, predicate.DefaultLimits)
-		if err != nil {
-			t.Fatalf("bind %s: %v", raw, err)
-		}
+		e := randomBoundPredicate(t, r, schema, f.df)
 		var proj []int
 		if r.IntN(2) == 0 {
 			proj = []int{1 + r.IntN(19)}
@@ -588,7 +595,7 @@ func checkPagesCoverRows(t testing.TB, name string, e predicate.Expr, fp *FilePl
 		}
 	}
 	for k, refs := range pages {
-		rgp := fp.RowGroups[k.rg]
+		rgp := fp.rowGroups[k.rg]
 		if rgp.Rows == nil {
 			t.Fatalf("%s: pages listed for row group %d which is not narrowed", name, k.rg)
 		}
@@ -638,7 +645,7 @@ func checkContinuedPagesPlanned(t testing.TB, name string, e predicate.Expr, fp 
 	}
 	for i, pg := range all {
 		r := byPage[int32(i)]
-		if pg.StartsInsideRow && fp.RowGroups[rg].Rows.Overlaps(pg.FirstRow-1, pg.FirstRow) && r == nil {
+		if pg.StartsInsideRow && fp.rowGroups[rg].Rows.Overlaps(pg.FirstRow-1, pg.FirstRow) && r == nil {
 			t.Fatalf("%s: %s: row %d of row group %d is planned, page %d of column %d continuing it is not", name, e, pg.FirstRow-1, rg, i, col)
 		}
 		if r != nil && (r.StartsInsideRow != pg.StartsInsideRow || r.EndsInsideRow != (i+1 < len(all) && all[i+1].StartsInsideRow)) {

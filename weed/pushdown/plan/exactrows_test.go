@@ -161,7 +161,7 @@ func TestASideIndexAnswerNarrowsARowGroupAsARowByRowWalkDoes(t *testing.T) {
 	for name, positions := range answers {
 		for _, planned := range []RowSet{nil, {{0, 1_000}, {20_000, 35_000}}} {
 			for _, exact := range []bool{true, false} {
-				rgp := &RowGroupPlan{Rows: planned}
+				rgp := &RowGroupAccess{Rows: planned}
 				budget := MaxExactRanges
 				pruneBySideIndex(rgp, positions, first, n, exact, &budget)
 				rows := planned
@@ -205,7 +205,7 @@ func TestAFilesRowGroupsShareOneBudgetOfExactRanges(t *testing.T) {
 	budget := MaxExactRanges
 	var exact []bool
 	for rg := int64(0); rg < 4; rg++ {
-		rgp := &RowGroupPlan{}
+		rgp := &RowGroupAccess{}
 		pruneBySideIndex(rgp, positions, rg*n, n, true, &budget)
 		exact = append(exact, rgp.RowsExact)
 		if want := 3_000; rgp.RowsExact && len(rgp.Rows) != want {
@@ -235,7 +235,7 @@ func TestAnAnswerMoreScatteredThanOneRangePerEightRowsIsPlannedAsCandidates(t *t
 			positions.Add(uint64(row))
 		}
 		budget := MaxExactRanges
-		rgp := &RowGroupPlan{}
+		rgp := &RowGroupAccess{}
 		pruneBySideIndex(rgp, positions, 0, n, true, &budget)
 		ranges := int((n + c.every - 1) / c.every)
 		switch {

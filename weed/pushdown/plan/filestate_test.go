@@ -72,7 +72,7 @@ func TestAFileRewrittenInPlaceIsNotPlannedFromTheOldFilesState(t *testing.T) {
 		t.Fatalf("version 2 (rows 1000..1099) holds x = 1050, but the plan keeps %d row groups", len(resp.RowGroups))
 	}
 	// the page index narrows to the page holding 1050
-	if rows := plans[0].RowGroups[0].Rows; rows == nil || !rows.Overlaps(50, 51) || rows.Covers(100) {
+	if rows := plans[0].rowGroups[0].Rows; rows == nil || !rows.Overlaps(50, 51) || rows.Covers(100) {
 		t.Fatalf("version 2's page index planned rows %v, want a strict subset holding row 50", rows)
 	}
 }

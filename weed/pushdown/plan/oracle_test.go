@@ -56,15 +56,15 @@ func checkPlan(t testing.TB, name string, e predicate.Expr, df *decodedFile, fp 
 	t.Helper()
 	var matching int64
 	for _, i := range df.Matching(e) {
-		if fp.Deleted != nil && fp.Deleted.Contains(uint64(i)) {
+		if fp.deleted != nil && fp.deleted.Contains(uint64(i)) {
 			continue // deleted rows need not be planned
 		}
 		matching++
-		if fp.Skip {
-			t.Fatalf("%s: %s: row %d matches but the file was pruned by %s", name, e, i, fp.SkipTier)
+		if fp.skip {
+			t.Fatalf("%s: %s: row %d matches but the file was pruned by %s", name, e, i, fp.skipTier)
 		}
 		rg := df.RowGroupOf(i)
-		rgp := fp.RowGroups[rg]
+		rgp := fp.rowGroups[rg]
 		if rgp.Skip {
 			t.Fatalf("%s: %s: row %d (row group %d) matches but the row group was pruned by %s", name, e, i, rg, rgp.SkipTier)
 		}
@@ -74,8 +74,8 @@ func checkPlan(t testing.TB, name string, e predicate.Expr, df *decodedFile, fp 
 		}
 	}
 	var planned int64
-	if !fp.Skip {
-		for rg, rgp := range fp.RowGroups {
+	if !fp.skip {
+		for rg, rgp := range fp.rowGroups {
 			if rgp.Skip {
 				continue
 			}
@@ -133,9 +133,9 @@ func checkDeletedPositions(t testing.TB, name string, fp *FilePlan, resp *pushdo
 		}
 		lo, hi := uint64(ref.FirstRow), uint64(ref.FirstRow+ref.RowCount)
 		want := roaring64.New()
-		if fp.Deleted != nil {
+		if fp.deleted != nil {
 			want.AddRange(lo, hi)
-			want.And(fp.Deleted)
+			want.And(fp.deleted)
 		}
 		got := roaring64.New()
 		if len(ref.DeletedPositions) > 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,6 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/prune"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
@@ -37,7 +35,9 @@ type tierCounter struct {
 	dur                     time.Duration
 }
 
-// Plan runs every tier over every file and assembles the response.
+// Plan narrows one FileAccess per file by every tier (the manifest tier
+// over the files, the file tiers' loop over each file, the limit tier
+// over the files) and builds the response from them.
 func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPushdownResponse, []*FilePlan, error) {
 	start := Clock()
 	o := req.Options
@@ -68,20 +68,17 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	workers := max(1, runtime.GOMAXPROCS(0))
 	plans := make([]*FilePlan, len(req.Files))
 	planSlab := make([]FilePlan, len(req.Files)) // one allocation for every file's plan
-	manifestOn := hasPredicate && !o.Disable[TierManifest]
-	forEachIndex(len(req.Files), workers, func(i int) {
-		f := &req.Files[i]
-		fp := &planSlab[i]
-		fp.File = f
-		plans[i] = fp
-		if manifestOn && PruneByManifest(&req.Table, f, e) == prune.CannotMatch {
-			fp.Skip, fp.SkipTier = true, TierManifest
-		}
-	})
+	for i := range plans {
+		plans[i] = &planSlab[i]
+		plans[i].File = &req.Files[i]
+	}
+	if hasPredicate && !o.Disable[TierManifest] {
+		narrowFilesByManifest(&req.Table, e, plans, workers)
+	}
 	live := make([]*FilePlan, 0, len(plans))
 	ids := make([]footer.Identity, 0, len(plans))
 	for _, fp := range plans {
-		if fp.Skip {
+		if fp.skip {
 			tiers[TierManifest].files++
 			continue
 		}
@@ -195,9 +192,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		tiers[TierSideIndex].dur += time.Since(t0)
 	}
 
-	// b-d. footer tiers: CPU work, one worker per core over the files (I/O
-	// for page indexes and bloom filters happens on first use only).
-	// The response pieces of each file are built by the same worker.
+	// b-f. the file tiers (planFile's loop): CPU work, one worker per core
+	// over the files (I/O for page indexes and bloom filters happens on
+	// first use only). The response pieces of each file are built from
+	// its FileAccess by the same worker.
 	tierWorkers := workers
 	if cold != nil {
 		tierWorkers = o.Concurrency
@@ -242,7 +240,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 					if err := p.planFile(gctx, &req, fp, e, hasPredicate, local, fc); err != nil {
 						return err
 					}
-					if fp.Skip || fp.sideIndexSkipped {
+					if fp.skip || fp.sideIndexSkipped {
 						// a file the side indexes were not asked about is
 						// most likely past the limit: its pieces wait for it
 						continue
@@ -260,9 +258,10 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		return nil, nil, err
 	}
 	addWallShares(tiers, parallel, time.Since(phase))
-	past := filesPastLimit(live, req.Limit)
+	t0 = time.Now()
+	past := narrowFilesByLimit(live, req.Limit, tiers[TierLimit])
+	tiers[TierLimit].dur += time.Since(t0)
 	for _, i := range past {
-		skipFile(live[i], tiers[TierLimit])
 		if outs[i] != nil {
 			outs[i] = fileOutputOf(live[i], fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 		}
@@ -272,7 +271,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 	var fc fileContext
 	fc.planned.chunk = 8 // few: a file whose indexes were skipped is rarely planned
 	for i, fp := range live {
-		if fp.sideIndexSkipped && !fp.Skip && outs[i] == nil {
+		if fp.sideIndexSkipped && !fp.skip && outs[i] == nil {
 			outs[i] = fileOutputOf(fp, fieldIDs, idsKey, o.CoalesceGap, req.RowPositions)
 			if !fp.allSkipped() && outs[i].rowGroupsLeft > 0 {
 				planned[i] = outs[i].plannedFile(fp, &fc.planned)
@@ -283,125 +282,8 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*pushdown_pb.ParquetPu
 		fp.output = outs[i]
 	}
 
-	// One allocation for the FileRanges of every file not sharing its own.
-	nranges, nshared := 0, 0
-	for _, out := range outs {
-		if out != nil && out.rowGroupsLeft > 0 {
-			if out.fileRanges != nil {
-				nshared += len(out.fileRanges)
-			} else {
-				nranges += len(out.ranges)
-			}
-		}
-	}
-	rangeSlab := make([]pushdown_pb.FileRange, nranges)
-	nranges += nshared
-	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
-		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
-		FileRanges: make([]*pushdown_pb.FileRange, 0, nranges)}
-	st := resp.Stats
-	used, missing := map[string]bool{}, map[string]int{}
-	var rowsPlanned, rowsTotal, survivingFileBytes int64
-	// Files mostly carry the same notes (the same strings, see
-	// noteStrings): a run of equal lists is counted once.
-	var lastUsed, lastMissing []string
-	missingRun := 0
-	li := -1 // index in live
-	for _, fp := range plans {
-		st.FilesTotal++
-		rowsTotal += fp.File.RecordCount
-		out := fp.output
-		if fp.Skip { // pruned by the manifest tier
-			st.FilesPruned++
-			st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
-			st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
-			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
-			continue
-		}
-		li++
-		nrg := len(fp.RowGroups)
-		st.RowGroupsTotal += int64(nrg)
-		st.BytesTotal += out.bytesTotal
-		st.BytesPlainScan += out.bytesTotal
-		st.PagesTotal += out.pagesTotal
-		st.PagesPruned += out.pagesTotal - out.pagesPlanned
-		st.RowGroupsPruned += int64(nrg - out.rowGroupsLeft)
-		if !slices.Equal(fp.Used, lastUsed) {
-			for _, u := range fp.Used {
-				used[u] = true
-			}
-			lastUsed = fp.Used
-		}
-		if !slices.Equal(fp.Missing, lastMissing) {
-			for _, m := range lastMissing {
-				missing[m] += missingRun
-			}
-			lastMissing, missingRun = fp.Missing, 0
-		}
-		missingRun++
-		if out.rowGroupsLeft == 0 {
-			st.FilesPruned++
-			continue
-		}
-		survivingFileBytes += fp.File.Size
-		rowsPlanned += out.rowsPlanned
-		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
-		resp.Pages = append(resp.Pages, out.pages...)
-		if out.fileRanges != nil {
-			resp.FileRanges = append(resp.FileRanges, out.fileRanges...)
-			st.BytesPlanned += out.bytesPlanned
-		} else {
-			for _, r := range out.ranges {
-				fr := &rangeSlab[0]
-				rangeSlab = rangeSlab[1:]
-				fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
-				resp.FileRanges = append(resp.FileRanges, fr)
-				st.BytesPlanned += r.Len
-			}
-		}
-		resp.Files = append(resp.Files, planned[li])
-	}
-	for _, m := range lastMissing {
-		missing[m] += missingRun
-	}
-	for _, t := range Tiers {
-		c := tiers[t]
-		st.Tiers = append(st.Tiers, &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, RowGroupsPruned: c.rowGroups, Micros: c.dur.Microseconds()})
-	}
-	// Pages pruned are attributed to the page index tier (row groups
-	// skipped earlier drop their pages too; those count with their tier's
-	// row groups).
-	st.Tiers[3].PagesPruned = st.PagesPruned // page_index
-	if rowsTotal > 0 {
-		st.EstimatedSelectivity = float64(rowsPlanned) / float64(rowsTotal)
-	} else {
-		st.EstimatedSelectivity = 0
-	}
-	for u := range used {
-		st.IndexesUsed = append(st.IndexesUsed, u)
-	}
-	for m, n := range missing {
-		st.IndexesMissing = append(st.IndexesMissing, fmt.Sprintf("%s (%d of %d files)", m, n, len(live)))
-	}
-	sort.Strings(st.IndexesUsed)
-	sort.Strings(st.IndexesMissing)
-	st.ResidualPredicates = predicate.Residuals(e)
-	st.FooterCacheHits, st.FooterCacheMisses = hits, misses
-	st.DeleteFilesApplied, st.DeleteBitmapCacheHits, st.DeleteBitmapCacheMisses = delStats.FilesApplied, delStats.CacheHits, delStats.CacheMisses
-	for _, fp := range live {
-		if fp.Deleted != nil {
-			st.RowsDeleted += int64(fp.Deleted.GetCardinality())
-		}
-	}
-	for _, d := range delStats.Degraded {
-		st.IndexesMissing = append(st.IndexesMissing, d)
-	}
-	if req.RowIDs {
-		addRowRefs(resp, plans, req.MaxRowIDs)
-	}
-	projectionPrunes := survivingFileBytes > 0 && float64(st.BytesPlanned) < 0.8*float64(survivingFileBytes)
-	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
-	st.PlanMicros = time.Since(start).Microseconds()
+	resp := buildResponse(&responseInputs{req: &req, o: o, e: e, hasPredicate: hasPredicate, plans: plans, live: live,
+		outs: outs, planned: planned, projectedIDs: projectedIDs, tiers: tiers, hits: hits, misses: misses, delStats: delStats, start: start})
 	return resp, plans, nil
 }
 
@@ -426,149 +308,154 @@ func isTrue(e predicate.Expr) bool {
 	return ok && c.Value
 }
 
-// planFile runs the footer tiers over one file, counting into local (the
-// calling worker's counters).
+// fileTier is one tier's step over a file: Narrow narrows fa, the access
+// of fc's file, through FileAccess's methods, which cannot widen it.
+type fileTier interface {
+	Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error
+}
+
+// tierStep is a file tier as the tier loop runs it.
+type tierStep struct {
+	name string
+	tier fileTier
+	// needsPredicate: the tier has nothing to say without a predicate
+	needsPredicate bool
+	// verdict: one of the footer tiers, whose answers are memoized per
+	// predicate together (verdicts.go)
+	verdict bool
+	// idle says the step has nothing to do on this file (nil: never): it
+	// is neither run nor timed (a clock read costs about a microsecond
+	// here, a warm plan of many files a few per file)
+	idle func(fc *fileContext, fa *FileAccess) bool
+}
+
+// fileTiers are the tiers run over each file, cheapest first; a file
+// whose footer tiers' answers are memoized runs memoFileTiers instead.
+var (
+	fileTiers = []tierStep{
+		{TierFooter, footerStatsTier{}, true, true, nil},
+		{TierBloom, bloomTier{}, true, true, idleWhen(TierBloom, noRowGroupLeft)},
+		{TierPageIndex, pageIndexTier{}, true, true, idleWhen(TierPageIndex, noRowGroupLeft)},
+		{TierSideIndex, sideIndexTier{}, true, false, idleWhen(TierSideIndex, func(fc *fileContext, _ *FileAccess) bool { return fc.plan.SideIndex == nil })},
+		{TierDeletes, deletesTier{}, false, false, func(_ *fileContext, fa *FileAccess) bool {
+			return fa.deleted == nil || fa.deleted.IsEmpty() || fa.allSkipped()
+		}},
+	}
+	memoFileTiers = append([]tierStep{{TierFooter, memoizedVerdictsTier{}, true, true, nil}}, fileTiers[3:]...)
+)
+
+// idleWhen is idle when tier is switched off or when nothing does.
+func idleWhen(tier string, nothing func(*fileContext, *FileAccess) bool) func(*fileContext, *FileAccess) bool {
+	return func(fc *fileContext, fa *FileAccess) bool { return fc.off(tier) || nothing(fc, fa) }
+}
+
+// noRowGroupLeft: every row group is skipped.
+func noRowGroupLeft(_ *fileContext, fa *FileAccess) bool { return fa.allSkipped() }
+
+// planFile runs the file tiers over one file, cheapest first, each timed
+// and its prunes counted into local (the calling worker's counters).
 // fc is the worker's file context, reset for this file.
 func (p *Planner) planFile(ctx context.Context, req *Request, fp *FilePlan, e predicate.Expr, hasPredicate bool, local map[string]*tierCounter, fc *fileContext) error {
 	md := fp.Footer.Meta
 	fp.state = fileStateOf(fp.Footer, req.Table.NameMapping, req.Table.nameMappingKey)
 	fp.Columns = fp.state.columns
 	fc.reset(&req.Table, fp.Footer, fp.state)
+	fc.req, fc.plan, fc.e, fc.cache = req, fp, e, p.Cache
 	if !fp.state.mapped {
 		fp.Missing = append(fp.Missing, "field ids (no Parquet field ids and no name mapping)")
 	}
-	fp.RowGroups = fc.rowGroups.take(md.NumRowGroups())
-	if !hasPredicate {
-		return p.applyDeletes(fp, local)
-	}
-	t0 := time.Now()
+	fa := &fp.FileAccess
+	fa.shape(fc.rowGroups.take(md.NumRowGroups()))
+	steps := fileTiers
 	side := fp.Footer.SidePageColumns()
-	if v := fp.state.verdictsOf(req.verdictKey, side); v != nil {
-		// this predicate's verdicts on this file, memoized by an earlier plan
-		v.copyTo(fp)
-		local[TierFooter].dur += time.Since(t0)
-	} else {
-		if err := evaluateRowGroups(ctx, p.Cache, req.Options, fp, e, local, fc); err != nil {
-			return err
-		}
-		if req.verdictKey != 0 && req.storeVerdicts && !fc.volatile {
-			fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.RowGroups))
-		}
-		fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
-		fp.Used = fc.noteStrings(fp.Used, fc.used)
-	}
-	countSkips(fp, local)
-	if !req.Options.Disable[TierSideIndex] {
-		if err := p.applySideIndex(ctx, req.SideIndex, fp, local, req.Limit); err != nil {
-			return err
+	fc.verdicts = nil
+	if hasPredicate {
+		if fc.verdicts = fp.state.verdictsOf(req.verdictKey, side); fc.verdicts != nil {
+			// this predicate's verdicts on this file, memoized by an earlier plan
+			steps = memoFileTiers
 		}
 	}
-	return p.applyDeletes(fp, local)
-}
-
-// evaluateRowGroups runs the footer tiers (zone maps, bloom filters and
-// dictionaries, page index) over every row group of fp.
-func evaluateRowGroups(ctx context.Context, cache *footer.Cache, o Options, fp *FilePlan, e predicate.Expr, local map[string]*tierCounter, fc *fileContext) error {
-	for rg := range fp.RowGroups {
-		rgp := &fp.RowGroups[rg]
-		if fp.Footer.RowGroupRows(rg) == 0 {
-			rgp.Skip, rgp.SkipTier = true, TierFooter
+	fc.skippedIn = slices.Grow(fc.skippedIn[:0], len(fa.rowGroups))[:len(fa.rowGroups)]
+	for i := range fc.skippedIn {
+		fc.skippedIn[i] = -1
+	}
+	verdictsDone := false
+	for i, s := range steps {
+		if s.needsPredicate && !hasPredicate {
+			continue
+		}
+		if !s.verdict && !verdictsDone {
+			verdictsDone = true
+			if hasPredicate {
+				fc.afterVerdicts(fp, side)
+			}
+		}
+		if s.idle != nil && s.idle(fc, fa) {
 			continue
 		}
 		t0 := time.Now()
-		if !o.Disable[TierFooter] && fc.PruneRowGroupByStats(rg, e) == prune.CannotMatch {
-			rgp.Skip, rgp.SkipTier = true, TierFooter
+		if err := s.tier.Narrow(ctx, fc, fa); err != nil {
+			return err
 		}
-		local[TierFooter].dur += time.Since(t0)
-		if !rgp.Skip && !o.Disable[TierBloom] {
-			t0 = time.Now()
-			v, err := fc.PruneRowGroupByBloom(ctx, cache, rg, e)
-			if err != nil {
-				return err
-			}
-			if v == prune.CannotMatch {
-				rgp.Skip, rgp.SkipTier = true, TierBloom
-			}
-			local[TierBloom].dur += time.Since(t0)
-		}
-		if !rgp.Skip && !o.Disable[TierPageIndex] {
-			t0 = time.Now()
-			rows, err := fc.SelectRowsByPageIndex(ctx, rg, e)
-			if err != nil {
-				return err
-			}
-			if rows != nil && len(rows) == 0 {
-				rgp.Skip, rgp.SkipTier = true, TierPageIndex
-			} else {
-				rgp.Rows = rows
-			}
-			local[TierPageIndex].dur += time.Since(t0)
-		}
+		local[s.name].dur += time.Since(t0)
+		fc.countPrunes(fa, i, steps, local)
 	}
 	return nil
 }
 
-// countSkips counts the row groups of fp each footer tier pruned, and the
-// file for the tier that pruned its last row group when none is left.
-func countSkips(fp *FilePlan, local map[string]*tierCounter) {
-	alive, lastTier := len(fp.RowGroups), ""
-	for i := range fp.RowGroups {
-		if rgp := &fp.RowGroups[i]; rgp.Skip {
-			local[rgp.SkipTier].rowGroups++
-			alive--
-			lastTier = rgp.SkipTier
+// afterVerdicts memoizes the footer tiers' answers on fp's file state and
+// notes what they used and missed (a memo hit: its notes).
+func (fc *fileContext) afterVerdicts(fp *FilePlan, side int32) {
+	if fc.verdicts != nil {
+		fc.verdicts.addNotes(fp)
+		return
+	}
+	if req := fc.req; req.verdictKey != 0 && req.storeVerdicts && !fc.volatile {
+		fp.state.storeVerdicts(fc.newTierVerdicts(req.verdictKey, side, fp.rowGroups))
+	}
+	fp.Missing = fc.noteStrings(fp.Missing, fc.missing)
+	fp.Used = fc.noteStrings(fp.Used, fc.used)
+}
+
+// countPrunes counts the row groups step i of steps skipped, each under
+// the tier that skipped it, and the file under the tier of its last row
+// group skipped when the step left none: the footer tiers' steps count as
+// one (their verdicts are memoized together), so a memoized plan counts
+// as an evaluated one.
+func (fc *fileContext) countPrunes(fa *FileAccess, i int, steps []tierStep, local map[string]*tierCounter) {
+	newly, alive := 0, 0
+	for rg := range fa.rowGroups {
+		switch {
+		case !fa.rowGroups[rg].Skip:
+			alive++
+		case fc.skippedIn[rg] < 0:
+			fc.skippedIn[rg] = int16(i)
+			local[fa.rowGroups[rg].SkipTier].rowGroups++
+			newly++
 		}
 	}
-	if alive == 0 && lastTier != "" {
-		local[lastTier].files++
+	if newly == 0 || alive > 0 {
+		return
+	}
+	from := i // the first step whose skips count for the file
+	for from > 0 && steps[i].verdict && steps[from-1].verdict {
+		from--
+	}
+	for rg := len(fa.rowGroups) - 1; rg >= 0; rg-- {
+		if int(fc.skippedIn[rg]) >= from {
+			local[fa.rowGroups[rg].SkipTier].files++
+			return
+		}
 	}
 }
 
-// newTierCounters are one worker's counters of the footer tiers.
+// newTierCounters are one worker's counters of the file tiers.
 func newTierCounters() map[string]*tierCounter {
 	local := map[string]*tierCounter{}
 	for _, t := range Tiers[1:] {
 		local[t] = &tierCounter{}
 	}
 	return local
-}
-
-// applyDeletes runs the deletes tier over a file's row groups.
-func (p *Planner) applyDeletes(fp *FilePlan, local map[string]*tierCounter) error {
-	if fp.Deleted == nil || fp.Deleted.IsEmpty() {
-		return nil
-	}
-	narrowRowGroups(fp, local[TierDeletes], func(rgp *RowGroupPlan, first, n int64) { PruneByDeletes(rgp, fp.Deleted, first, n) })
-	return nil
-}
-
-// narrowRowGroups runs one file-level tier over a file's row groups
-// (prune gets each row group's plan, first file position and row count)
-// and counts what it pruned.
-func narrowRowGroups(fp *FilePlan, c *tierCounter, prune func(rgp *RowGroupPlan, first, n int64)) {
-	t0 := time.Now()
-	md := fp.Footer.Meta
-	var first int64
-	var pruned int64
-	alive := 0
-	for rg := 0; rg < md.NumRowGroups(); rg++ {
-		n := fp.Footer.RowGroupRows(rg)
-		rgp := &fp.RowGroups[rg]
-		wasSkipped := rgp.Skip
-		prune(rgp, first, n)
-		if rgp.Skip && !wasSkipped {
-			pruned++
-		}
-		if !rgp.Skip {
-			alive++
-		}
-		first += n
-	}
-	c.rowGroups += pruned
-	if alive == 0 && pruned > 0 {
-		c.files++
-	}
-	c.dur += time.Since(t0)
 }
 
 // computeDeletes asks src for the deleted positions of the files that have
@@ -596,7 +483,7 @@ func computeDeletes(ctx context.Context, src DeleteSource, live []*FilePlan) (De
 		return st, perr.New(perr.Internal, "delete source returned %d bitmaps for %d files", len(bms), len(files))
 	}
 	for i, fp := range plans {
-		fp.Deleted = bms[i]
+		fp.addDeleted(bms[i])
 	}
 	return st, nil
 }
@@ -758,7 +645,7 @@ func skippedPlan(plans []*FilePlan, projectedIDs map[int]bool, scan int64, tiers
 		st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
 		st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
 		total += fp.File.RecordCount
-		if fp.Skip {
+		if fp.skip {
 			st.FilesPruned++
 			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
 		} else {
@@ -766,10 +653,7 @@ func skippedPlan(plans []*FilePlan, projectedIDs map[int]bool, scan int64, tiers
 		}
 	}
 	st.EstimatedSelectivity = fraction(rows, total)
-	for _, t := range Tiers {
-		c := tiers[t]
-		st.Tiers = append(st.Tiers, &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, Micros: c.dur.Microseconds()})
-	}
+	st.Tiers = tierStats(tiers, 0)
 	st.PlanMicros = time.Since(start).Microseconds()
 	return &pushdown_pb.ParquetPushdownResponse{Stats: st}
 }

@@ -3,10 +3,14 @@ package plan
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"sort"
+	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
 
 // byteRange is [Off, Off+Len) of one file.
@@ -89,7 +93,7 @@ func (out *fileOutput) plannedFile(fp *FilePlan, slab *slab[pushdown_pb.PlannedF
 func fillPlannedFile(pf *pushdown_pb.PlannedFile, fp *FilePlan, out *fileOutput) {
 	pf.File, pf.SizeBytes, pf.RecordCount = fp.File.Path, fp.File.Size, fp.File.RecordCount
 	pf.FooterOffset, pf.FooterLength = fp.Footer.TrailerOffset(), fp.Footer.TrailerLength()
-	pf.RowGroupsTotal, pf.RowGroupsPlanned = int32(len(fp.RowGroups)), int32(out.rowGroupsLeft)
+	pf.RowGroupsTotal, pf.RowGroupsPlanned = int32(len(fp.rowGroups)), int32(out.rowGroupsLeft)
 	pf.HasPageIndex, pf.Identity = fp.Footer.HasNativePageIndex(), fp.Footer.IdentityDir()
 }
 
@@ -121,7 +125,7 @@ func (out *fileOutput) shareMessages(fp *FilePlan) *fileOutput {
 // from the file state.
 func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64, positions bool) *fileOutput {
 	skipped, whole := 0, 0
-	for _, rg := range fp.RowGroups {
+	for _, rg := range fp.rowGroups {
 		switch {
 		case rg.Skip:
 			skipped++
@@ -129,8 +133,8 @@ func fileOutputOf(fp *FilePlan, fieldIDs []int, idsKey string, gap int64, positi
 			whole++
 		}
 	}
-	allSkipped := skipped == len(fp.RowGroups)
-	if (!allSkipped && whole < len(fp.RowGroups)) || (!allSkipped && fp.Deleted != nil) || fp.File.Path != fp.Footer.ID.Path {
+	allSkipped := skipped == len(fp.rowGroups)
+	if (!allSkipped && whole < len(fp.rowGroups)) || (!allSkipped && fp.deleted != nil) || fp.File.Path != fp.Footer.ID.Path {
 		return buildFileOf(fp, fieldIDs, idsKey, gap, positions)
 	}
 	side := fp.Footer.SidePageColumns() // the page counts change when side page indexes attach
@@ -181,7 +185,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 	}
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
 		numRows := fp.Footer.RowGroupRows(rg)
-		rgp := fp.RowGroups[rg]
+		rgp := fp.rowGroups[rg]
 		var index *footer.RowGroupIndex
 		if fp.Footer.HasPageIndex() {
 			index, _ = fp.Footer.PageIndex(context.Background(), rg)
@@ -237,7 +241,7 @@ func buildFile(fp *FilePlan, projected []int, fieldOf func(col int) *pushdown_pb
 			ref := &refs[len(refs)-1]
 			ref.File, ref.RowGroup, ref.FirstRow, ref.RowCount = fp.File.Path, int32(rg), firstRow, numRows
 			ref.RowsExact = rgp.RowsExact
-			ref.DeletedPositions, _ = deletedIn(fp.Deleted, uint64(firstRow), uint64(firstRow+numRows))
+			ref.DeletedPositions, _ = deletedIn(fp.deleted, uint64(firstRow), uint64(firstRow+numRows))
 			if rgp.Rows != nil {
 				ref.RowRanges, ref.RowPositions = rowRefsOf(rgp.Rows, positions)
 				out.rowsPlanned += rgp.Rows.Rows()
@@ -267,4 +271,160 @@ func rowRefsOf(rows RowSet, positions bool) ([]*pushdown_pb.RowRange, []byte) {
 		out[i] = &msgs[i]
 	}
 	return out, nil
+}
+
+// responseInputs are what the response is built from: every file's plan
+// (its FileAccess as the tiers left it) and output, and the plan's figures.
+type responseInputs struct {
+	req          *Request
+	o            Options
+	e            predicate.Expr
+	hasPredicate bool
+	plans, live  []*FilePlan
+	outs         []*fileOutput              // index-aligned with live (nil: not built)
+	planned      []*pushdown_pb.PlannedFile // index-aligned with live (nil: nothing planned)
+	projectedIDs map[int]bool
+	tiers        map[string]*tierCounter
+	hits, misses int64
+	delStats     DeleteStats
+	start        time.Time
+}
+
+// buildResponse makes the wire response of a plan, once, from the files'
+// access and outputs: the planned files, row groups, pages and coalesced
+// byte ranges in file order, the per-tier figures of the tier loop, and
+// the cost model's verdict.
+func buildResponse(in *responseInputs) *pushdown_pb.ParquetPushdownResponse {
+	req, o, e, hasPredicate := in.req, in.o, in.e, in.hasPredicate
+	plans, live, outs, planned, projectedIDs := in.plans, in.live, in.outs, in.planned, in.projectedIDs
+	tiers, hits, misses, delStats, start := in.tiers, in.hits, in.misses, in.delStats, in.start
+	// One allocation for the FileRanges of every file not sharing its own.
+	nranges, nshared := 0, 0
+	for _, out := range outs {
+		if out != nil && out.rowGroupsLeft > 0 {
+			if out.fileRanges != nil {
+				nshared += len(out.fileRanges)
+			} else {
+				nranges += len(out.ranges)
+			}
+		}
+	}
+	rangeSlab := make([]pushdown_pb.FileRange, nranges)
+	nranges += nshared
+	resp := &pushdown_pb.ParquetPushdownResponse{Stats: &pushdown_pb.PushdownStats{},
+		Files: make([]*pushdown_pb.PlannedFile, 0, len(live)), RowGroups: make([]*pushdown_pb.RowGroupRef, 0, len(live)),
+		FileRanges: make([]*pushdown_pb.FileRange, 0, nranges)}
+	st := resp.Stats
+	used, missing := map[string]bool{}, map[string]int{}
+	var rowsPlanned, rowsTotal, survivingFileBytes int64
+	// Files mostly carry the same notes (the same strings, see
+	// noteStrings): a run of equal lists is counted once.
+	var lastUsed, lastMissing []string
+	missingRun := 0
+	li := -1 // index in live
+	for _, fp := range plans {
+		st.FilesTotal++
+		rowsTotal += fp.File.RecordCount
+		out := fp.output
+		if fp.skip { // pruned by the manifest tier
+			st.FilesPruned++
+			st.BytesTotal += manifestProjectedBytes(fp.File, projectedIDs)
+			st.RowGroupsTotal += int64(len(fp.File.SplitOffsets))
+			st.RowGroupsPruned += int64(len(fp.File.SplitOffsets))
+			continue
+		}
+		li++
+		nrg := len(fp.rowGroups)
+		st.RowGroupsTotal += int64(nrg)
+		st.BytesTotal += out.bytesTotal
+		st.BytesPlainScan += out.bytesTotal
+		st.PagesTotal += out.pagesTotal
+		st.PagesPruned += out.pagesTotal - out.pagesPlanned
+		st.RowGroupsPruned += int64(nrg - out.rowGroupsLeft)
+		if !slices.Equal(fp.Used, lastUsed) {
+			for _, u := range fp.Used {
+				used[u] = true
+			}
+			lastUsed = fp.Used
+		}
+		if !slices.Equal(fp.Missing, lastMissing) {
+			for _, m := range lastMissing {
+				missing[m] += missingRun
+			}
+			lastMissing, missingRun = fp.Missing, 0
+		}
+		missingRun++
+		if out.rowGroupsLeft == 0 {
+			st.FilesPruned++
+			continue
+		}
+		survivingFileBytes += fp.File.Size
+		rowsPlanned += out.rowsPlanned
+		resp.RowGroups = append(resp.RowGroups, out.rowGroups...)
+		resp.Pages = append(resp.Pages, out.pages...)
+		if out.fileRanges != nil {
+			resp.FileRanges = append(resp.FileRanges, out.fileRanges...)
+			st.BytesPlanned += out.bytesPlanned
+		} else {
+			for _, r := range out.ranges {
+				fr := &rangeSlab[0]
+				rangeSlab = rangeSlab[1:]
+				fr.File, fr.Offset, fr.Length = fp.File.Path, r.Off, r.Len
+				resp.FileRanges = append(resp.FileRanges, fr)
+				st.BytesPlanned += r.Len
+			}
+		}
+		resp.Files = append(resp.Files, planned[li])
+	}
+	for _, m := range lastMissing {
+		missing[m] += missingRun
+	}
+	st.Tiers = tierStats(tiers, st.PagesPruned)
+	if rowsTotal > 0 {
+		st.EstimatedSelectivity = float64(rowsPlanned) / float64(rowsTotal)
+	} else {
+		st.EstimatedSelectivity = 0
+	}
+	for u := range used {
+		st.IndexesUsed = append(st.IndexesUsed, u)
+	}
+	for m, n := range missing {
+		st.IndexesMissing = append(st.IndexesMissing, fmt.Sprintf("%s (%d of %d files)", m, n, len(live)))
+	}
+	sort.Strings(st.IndexesUsed)
+	sort.Strings(st.IndexesMissing)
+	st.ResidualPredicates = predicate.Residuals(e)
+	st.FooterCacheHits, st.FooterCacheMisses = hits, misses
+	st.DeleteFilesApplied, st.DeleteBitmapCacheHits, st.DeleteBitmapCacheMisses = delStats.FilesApplied, delStats.CacheHits, delStats.CacheMisses
+	for _, fp := range live {
+		if fp.deleted != nil {
+			st.RowsDeleted += int64(fp.deleted.GetCardinality())
+		}
+	}
+	for _, d := range delStats.Degraded {
+		st.IndexesMissing = append(st.IndexesMissing, d)
+	}
+	if req.RowIDs {
+		addRowRefs(resp, plans, req.MaxRowIDs)
+	}
+	projectionPrunes := survivingFileBytes > 0 && float64(st.BytesPlanned) < 0.8*float64(survivingFileBytes)
+	st.PushdownRecommended, st.CostReason = decideCost(o, hasPredicate, st.BytesPlanned, st.BytesTotal, len(resp.Files), int(st.FilesTotal), st.EstimatedSelectivity, projectionPrunes)
+	st.PlanMicros = time.Since(start).Microseconds()
+	return resp
+}
+
+// tierStats are the tiers' figures in planning order. Pages pruned are
+// attributed to the page index tier (row groups skipped earlier drop
+// their pages too; those count with their tier's row groups).
+func tierStats(tiers map[string]*tierCounter, pagesPruned int64) []*pushdown_pb.TierStats {
+	out := make([]*pushdown_pb.TierStats, 0, len(Tiers))
+	for _, t := range Tiers {
+		c := tiers[t]
+		ts := &pushdown_pb.TierStats{Tier: t, FilesPruned: c.files, RowGroupsPruned: c.rowGroups, Micros: c.dur.Microseconds()}
+		if t == TierPageIndex {
+			ts.PagesPruned = pagesPruned
+		}
+		out = append(out, ts)
+	}
+	return out
 }

@@ -26,7 +26,7 @@ func addRowRefs(resp *pushdown_pb.ParquetPushdownResponse, plans []*FilePlan, ma
 	}
 	byPath := map[string]*FilePlan{}
 	for _, fp := range plans {
-		if !fp.Skip {
+		if !fp.skip {
 			byPath[fp.File.Path] = fp
 		}
 	}
@@ -43,9 +43,9 @@ func addRowRefs(resp *pushdown_pb.ParquetPushdownResponse, plans []*FilePlan, ma
 			continue
 		}
 		pos := fp.SideIndex
-		if fp.Deleted != nil && !fp.Deleted.IsEmpty() {
+		if fp.deleted != nil && !fp.deleted.IsEmpty() {
 			pos = pos.Clone()
-			pos.AndNot(fp.Deleted)
+			pos.AndNot(fp.deleted)
 		}
 		md := fp.Footer.Meta
 		firsts := make([]int64, md.NumRowGroups()+1)

@@ -26,6 +26,20 @@ type DeleteStats struct {
 	Degraded []string
 }
 
+// deletesTier narrows each row group left by the file's deleted positions
+// (PruneByDeletes).
+type deletesTier struct{}
+
+func (deletesTier) Narrow(_ context.Context, fc *fileContext, fa *FileAccess) error {
+	if fa.deleted == nil || fa.deleted.IsEmpty() {
+		return nil
+	}
+	return fa.narrowRowGroups(fc.footer.RowGroupRows, func(_ int, r RowGroupAccess, first, n int64) RowGroupAccess {
+		PruneByDeletes(&r, fa.deleted, first, n)
+		return r
+	})
+}
+
 // MinDeletedRun is the shortest run of deleted rows that splits a planned
 // row range: shorter runs stay inside the range (the reader drops them by
 // the delete mask), so row ranges stay few.
@@ -35,7 +49,7 @@ const MinDeletedRun = 256
 // (row-group-local [0, n) after subtracting first): a row group whose
 // planned rows are all deleted is skipped; runs of at least MinDeletedRun
 // deleted rows are cut out of the planned ranges. It only ever narrows.
-func PruneByDeletes(rgp *RowGroupPlan, deleted *roaring64.Bitmap, first, n int64) {
+func PruneByDeletes(rgp *RowGroupAccess, deleted *roaring64.Bitmap, first, n int64) {
 	if rgp.Skip || deleted == nil || n <= 0 {
 		return
 	}

@@ -32,7 +32,7 @@ func TestDeletesTierSkipsWhollyDeletedRowGroupsAndCutsOnlyLongDeletedRuns(t *tes
 		{"planned ranges are cut too", RowSet{{0, 100}, {400, 1000}}, bm([2]uint64{1400, 1700}), false, RowSet{{0, 100}, {700, 1000}}},
 	}
 	for _, c := range cases {
-		rgp := RowGroupPlan{Rows: c.rows}
+		rgp := RowGroupAccess{Rows: c.rows}
 		PruneByDeletes(&rgp, c.deleted, first, n)
 		if rgp.Skip != c.skip {
 			t.Errorf("%s: skip = %v, want %v", c.name, rgp.Skip, c.skip)

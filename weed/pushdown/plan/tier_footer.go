@@ -44,11 +44,57 @@ type fileContext struct {
 	// files' row group plans and note lists are cut from
 	strs      map[note]string
 	allRows   RowSet // SelectRowsByPageIndex's scratch
-	rowGroups slab[RowGroupPlan]
+	rowGroups slab[RowGroupAccess]
 	strSlab   slab[string]
 	planned   slab[pushdown_pb.PlannedFile]
 	// the notes of the last verdicts the worker memoized (see notesOf)
 	lastNotes *verdictNotes
+	// the file being planned: its request and plan (the tiers' evidence
+	// besides the footer), predicate, footer cache, memoized verdicts of
+	// its footer tiers (nil: evaluated), and the tier loop's scratch:
+	// skippedIn[rg] the step that skipped row group rg (-1: none)
+	req       *Request
+	plan      *FilePlan
+	e         predicate.Expr
+	cache     *footer.Cache
+	verdicts  *tierVerdicts
+	skippedIn []int16
+}
+
+// off says tier is switched off for this plan.
+func (fc *fileContext) off(tier string) bool {
+	return fc.req != nil && fc.req.Options.Disable[tier]
+}
+
+// footerStatsTier skips the row groups whose footer zone maps say cannot
+// match, and the row groups of no rows.
+type footerStatsTier struct{}
+
+func (footerStatsTier) Narrow(_ context.Context, fc *fileContext, fa *FileAccess) error {
+	stats := !fc.off(TierFooter)
+	for rg := range fa.rowGroups {
+		if fc.footer.RowGroupRows(rg) == 0 || stats && fc.PruneRowGroupByStats(rg, fc.e) == prune.CannotMatch {
+			fa.skipRowGroup(rg, TierFooter)
+		}
+	}
+	return nil
+}
+
+// bloomTier skips the row groups whose bloom filters (or dictionaries)
+// hold none of an = or IN leaf's values.
+type bloomTier struct{}
+
+func (bloomTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error {
+	if fc.off(TierBloom) {
+		return nil
+	}
+	return fa.eachRowGroupLeft(func(rg int) error {
+		v, err := fc.PruneRowGroupByBloom(ctx, fc.cache, rg, fc.e)
+		if v == prune.CannotMatch && err == nil {
+			fa.skipRowGroup(rg, TierBloom)
+		}
+		return err
+	})
 }
 
 // noteStrings appends the strings of notes to dst (from the worker's

@@ -39,7 +39,7 @@ func (l *rowLimit) reached() bool { return l != nil && l.need <= 0 }
 // still needed (plus the row group's deleted ones, any of which might be
 // among them), so the side index tier walks only that prefix, and counts
 // the rows kept that are certain to match.
-func (l *rowLimit) truncate(rgp *RowGroupPlan, positions, deleted *roaring64.Bitmap, first, n int64) {
+func (l *rowLimit) truncate(rgp *RowGroupAccess, positions, deleted *roaring64.Bitmap, first, n int64) {
 	if l == nil || rgp.Skip {
 		return
 	}
@@ -79,8 +79,9 @@ func (l *rowLimit) truncate(rgp *RowGroupPlan, positions, deleted *roaring64.Bit
 	l.need -= max(0, found-deletedHere)
 }
 
-// skipRest skips rgp when the limit was reached before it.
-func (l *rowLimit) skipRest(rgp *RowGroupPlan) bool {
+// skipRest skips rgp when the limit was reached before it (a nil limit
+// never is).
+func (l *rowLimit) skipRest(rgp *RowGroupAccess) bool {
 	if !l.reached() || rgp.Skip {
 		return false
 	}
@@ -95,6 +96,16 @@ func (l *rowLimit) certain(limit int64) int64 {
 		return 0
 	}
 	return limit - max(0, l.need)
+}
+
+// narrowFilesByLimit skips the live files past the limit (filesPastLimit),
+// counting them into c, and returns their indexes.
+func narrowFilesByLimit(live []*FilePlan, limit int64, c *tierCounter) []int {
+	past := filesPastLimit(live, limit)
+	for _, i := range past {
+		skipFile(live[i], c)
+	}
+	return past
 }
 
 // filesPastLimit are the indexes of live files after the one whose plan
@@ -122,9 +133,9 @@ func filesPastLimit(live []*FilePlan, limit int64) []int {
 // counting them under the limit tier.
 func skipFile(fp *FilePlan, c *tierCounter) {
 	skipped := 0
-	for i := range fp.RowGroups {
-		if !fp.RowGroups[i].Skip {
-			fp.RowGroups[i].Skip, fp.RowGroups[i].SkipTier = true, TierLimit
+	for i := range fp.rowGroups {
+		if !fp.rowGroups[i].Skip {
+			fp.skipRowGroup(i, TierLimit)
 			skipped++
 		}
 	}

@@ -130,13 +130,13 @@ func TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch(t *testing.T) {
 		holds := func(resp *pushdown_pb.ParquetPushdownResponse, plans []*FilePlan) (found int64) {
 			for k, fp := range plans {
 				f := files[pick[k]]
-				if fp.Skip {
+				if fp.skip {
 					if !side[f.file.Path].IsEmpty() {
-						t.Fatalf("%s: %s: the %s tier pruned a file holding matching rows", f.name, e, fp.SkipTier)
+						t.Fatalf("%s: %s: the %s tier pruned a file holding matching rows", f.name, e, fp.skipTier)
 					}
 					continue
 				}
-				for rg, rgp := range fp.RowGroups {
+				for rg, rgp := range fp.rowGroups {
 					if rgp.Skip {
 						if rgp.SkipTier == TierLimit {
 							limitPrunes++
@@ -151,7 +151,7 @@ func TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch(t *testing.T) {
 					for _, rr := range set {
 						for local := rr.Start; local < rr.End; local++ {
 							pos := start + local
-							if fp.Deleted != nil && fp.Deleted.Contains(uint64(pos)) {
+							if fp.deleted != nil && fp.deleted.Contains(uint64(pos)) {
 								continue
 							}
 							matches := side[f.file.Path].Contains(uint64(pos))
@@ -200,11 +200,11 @@ func TestALimitPlanHoldsLimitMatchingRowsOrEveryMatch(t *testing.T) {
 		}
 		for k, fp := range plans {
 			cfp := cplans[k]
-			if fp.Skip != cfp.Skip || len(fp.RowGroups) != len(cfp.RowGroups) {
-				t.Fatalf("%s limit %d, %s: from cut answers the file is skipped %v (%d row groups), from whole answers %v (%d)", e, req.Limit, files[pick[k]].name, cfp.Skip, len(cfp.RowGroups), fp.Skip, len(fp.RowGroups))
+			if fp.skip != cfp.skip || len(fp.rowGroups) != len(cfp.rowGroups) {
+				t.Fatalf("%s limit %d, %s: from cut answers the file is skipped %v (%d row groups), from whole answers %v (%d)", e, req.Limit, files[pick[k]].name, cfp.skip, len(cfp.rowGroups), fp.skip, len(fp.rowGroups))
 			}
-			for rg := range fp.RowGroups {
-				a, b := fp.RowGroups[rg], cfp.RowGroups[rg]
+			for rg := range fp.rowGroups {
+				a, b := fp.rowGroups[rg], cfp.rowGroups[rg]
 				if a.Skip && b.Skip {
 					continue // by one tier or another (a skipped file's by the limit)
 				}

@@ -13,6 +13,16 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
+// narrowFilesByManifest skips the files whose manifest entry says they
+// cannot match (pure CPU per file, spread over workers goroutines).
+func narrowFilesByManifest(t *Table, e predicate.Expr, plans []*FilePlan, workers int) {
+	forEachIndex(len(plans), workers, func(i int) {
+		if fp := plans[i]; PruneByManifest(t, fp.File, e) == prune.CannotMatch {
+			fp.skipFile(TierManifest)
+		}
+	})
+}
+
 // PruneByManifest decides a whole file from its manifest entry: column
 // bounds, null/NaN/value counts and partition values.
 func PruneByManifest(t *Table, f *DataFile, e predicate.Expr) prune.Verdict {

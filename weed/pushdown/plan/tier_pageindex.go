@@ -10,6 +10,29 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
+// pageIndexTier narrows each row group left to the row ranges whose pages
+// might match (ColumnIndex → row ranges; within those it was given),
+// skipping it when none might.
+type pageIndexTier struct{}
+
+func (pageIndexTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error {
+	if fc.off(TierPageIndex) {
+		return nil
+	}
+	return fa.eachRowGroupLeft(func(rg int) error {
+		rows, err := fc.SelectRowsByPageIndex(ctx, rg, fc.e)
+		switch {
+		case err != nil:
+			return err
+		case rows != nil && len(rows) == 0:
+			fa.skipRowGroup(rg, TierPageIndex)
+		case rows != nil:
+			return fa.intersectRowGroup(rg, fc.footer.RowGroupRows(rg), RowGroupAccess{Rows: rows}, TierPageIndex)
+		}
+		return nil
+	})
+}
+
 // SelectRowsByPageIndex narrows row group rg to the row ranges whose pages
 // might match. nil means "every row" (no usable page index for the
 // predicate's columns).

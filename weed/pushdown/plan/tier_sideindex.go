@@ -53,7 +53,7 @@ const MinSideIndexGap = 64
 // (positions, file-absolute): a row group none of whose planned rows might
 // match is skipped; runs of at least MinSideIndexGap rows that cannot
 // match are cut out of the planned ranges. It only ever narrows.
-func PruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64) {
+func PruneBySideIndex(rgp *RowGroupAccess, positions *roaring64.Bitmap, first, n int64) {
 	pruneBySideIndex(rgp, positions, first, n, false, nil)
 }
 
@@ -84,7 +84,7 @@ const exactRangeShare = 8
 // (gaps of any length) and marked exact, as long as they fit in the file's
 // budget of exact ranges (*budget, what is left of MaxExactRanges), which
 // they take from it, and are no more than one per exactRangeShare rows.
-func pruneBySideIndex(rgp *RowGroupPlan, positions *roaring64.Bitmap, first, n int64, exact bool, budget *int) {
+func pruneBySideIndex(rgp *RowGroupAccess, positions *roaring64.Bitmap, first, n int64, exact bool, budget *int) {
 	if rgp.Skip || positions == nil || n <= 0 {
 		return
 	}
@@ -266,16 +266,24 @@ var (
 	rangeWords      = sync.Pool{New: func() any { return new([]uint64) }}
 )
 
-// applySideIndex runs the side_index tier over a file's row groups.
+// sideIndexTier narrows each row group left to the rows the side indexes
+// say might match (exactly, when they answered the whole predicate).
 // Under a LIMIT (limit > 0) an exact answer is walked only as far as the
-// limit's rows (tier_limit.go).
-func (p *Planner) applySideIndex(ctx context.Context, src SideIndexSource, fp *FilePlan, local map[string]*tierCounter, limit int64) error {
+// limit's rows, the row groups after them skipped by the limit tier
+// (tier_limit.go): the walk and the exact-range budget are one pass.
+type sideIndexTier struct{}
+
+func (sideIndexTier) Narrow(ctx context.Context, fc *fileContext, fa *FileAccess) error {
+	if fc.off(TierSideIndex) {
+		return nil
+	}
+	fp, limit := fc.plan, fc.req.Limit
 	if fp.SideIndex != nil && fp.SideIndexCut && !limitReachedWithin(fp, limit) {
 		// The first positions asked for end before the limit's rows (deleted
 		// rows among them): the whole answer is needed after all (none, if
 		// it cannot be had).
 		fp.SideIndex, fp.SideIndexExact, fp.SideIndexCut = nil, false, false
-		if err := computeSideIndex(ctx, src, []*FilePlan{fp}, 0); err != nil {
+		if err := computeSideIndex(ctx, fc.req.SideIndex, []*FilePlan{fp}, 0); err != nil {
 			return err
 		}
 	}
@@ -284,32 +292,20 @@ func (p *Planner) applySideIndex(ctx context.Context, src SideIndexSource, fp *F
 	}
 	budget := MaxExactRanges
 	lim := newRowLimit(fp, limit)
-	var past []*RowGroupPlan
-	narrowRowGroups(fp, local[TierSideIndex], func(rgp *RowGroupPlan, first, n int64) {
-		if lim.reached() {
-			past = append(past, rgp)
-			return
+	err := fa.narrowRowGroups(fp.Footer.RowGroupRows, func(_ int, r RowGroupAccess, first, n int64) RowGroupAccess {
+		if lim.skipRest(&r) {
+			return r
 		}
-		lim.truncate(rgp, fp.SideIndex, fp.Deleted, first, n)
-		pruneBySideIndex(rgp, fp.SideIndex, first, n, fp.SideIndexExact, &budget)
+		lim.truncate(&r, fp.SideIndex, fa.deleted, first, n)
+		pruneBySideIndex(&r, fp.SideIndex, first, n, fp.SideIndexExact, &budget)
+		return r
 	})
 	fp.limitCertain = lim.certain(limit)
-	if len(past) > 0 {
-		c := local[TierLimit]
-		for _, rgp := range past {
-			if lim.skipRest(rgp) {
-				c.rowGroups++
-			}
-		}
-		if fp.allSkipped() {
-			c.files++
-		}
-	}
-	return nil
+	return err
 }
 
 // limitReachedWithin says the limit tier, walking fp's row groups as
-// applySideIndex does, finds the limit's rows among fp.SideIndex's
+// sideIndexTier does, finds the limit's rows among fp.SideIndex's
 // positions: only then is an answer cut to its first positions the same
 // plan as the whole answer (every row after the prefix is skipped).
 func limitReachedWithin(fp *FilePlan, limit int64) bool {
@@ -318,10 +314,10 @@ func limitReachedWithin(fp *FilePlan, limit int64) bool {
 		return false
 	}
 	var first int64
-	for rg := range fp.RowGroups {
+	for rg := range fp.rowGroups {
 		n := fp.Footer.RowGroupRows(rg)
-		rgp := fp.RowGroups[rg] // truncate replaces Rows, never writes into them
-		sim.truncate(&rgp, fp.SideIndex, fp.Deleted, first, n)
+		rgp := fp.rowGroups[rg] // truncate replaces Rows, never writes into them
+		sim.truncate(&rgp, fp.SideIndex, fp.deleted, first, n)
 		if sim.reached() {
 			return true
 		}
@@ -335,7 +331,7 @@ func limitReachedWithin(fp *FilePlan, limit int64) bool {
 // A LIMIT's plan asks only the first `first` positions of each exact
 // answer (first > 0: the limit and Options.LimitSlack): the limit tier
 // never plans past them when the file holds the limit's rows, and
-// applySideIndex asks the whole answer of a file where it would.
+// sideIndexTier asks the whole answer of a file where it would.
 func computeSideIndex(ctx context.Context, src SideIndexSource, live []*FilePlan, first int64) error {
 	if src == nil || len(live) == 0 {
 		return nil

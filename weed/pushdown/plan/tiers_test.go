@@ -85,11 +85,11 @@ func planOne(t *testing.T, data []byte, stats ManifestStats, e predicate.Expr, o
 }
 
 func keptRowGroups(fp *FilePlan) int {
-	if fp.Skip {
+	if fp.skip {
 		return 0
 	}
 	n := 0
-	for _, rg := range fp.RowGroups {
+	for _, rg := range fp.rowGroups {
 		if !rg.Skip {
 			n++
 		}
@@ -106,7 +106,7 @@ func int64Bound(v int64) []byte {
 func TestManifestTierPrunesOnBoundsAndKeepsWhenMetricsAreMissingOrUnreadable(t *testing.T) {
 	data := sortedFile(t, 1000, 250, false, false, true)
 	good := ManifestStats{Lower: map[int][]byte{1: int64Bound(0)}, Upper: map[int][]byte{1: int64Bound(999)}}
-	if fp := planOne(t, data, good, xEq(5000), TierManifest); !fp.Skip || fp.SkipTier != TierManifest {
+	if fp := planOne(t, data, good, xEq(5000), TierManifest); !fp.skip || fp.skipTier != TierManifest {
 		t.Fatalf("x = 5000 outside [0, 999]: the manifest tier must prune the file")
 	}
 	for name, st := range map[string]ManifestStats{
@@ -116,7 +116,7 @@ func TestManifestTierPrunesOnBoundsAndKeepsWhenMetricsAreMissingOrUnreadable(t *
 		"undecodable bound":        {Lower: map[int][]byte{1: {1, 2, 3}}, Upper: map[int][]byte{1: int64Bound(999)}},
 		"inverted (corrupt) bound": {Lower: map[int][]byte{1: int64Bound(9000)}, Upper: map[int][]byte{1: int64Bound(1)}},
 	} {
-		if fp := planOne(t, data, st, xEq(5000), TierManifest); fp.Skip {
+		if fp := planOne(t, data, st, xEq(5000), TierManifest); fp.skip {
 			t.Errorf("%s: the manifest tier pruned a file it knows nothing about", name)
 		}
 	}
@@ -183,13 +183,13 @@ func TestBloomTierPrunesAbsentValuesAndSaysMaybeWithoutAReadableFilter(t *testin
 func TestPageIndexTierNarrowsRowsAndFallsBackToRowGroupsWithoutAnIndex(t *testing.T) {
 	data := sortedFile(t, 1000, 1000, true, false, true)
 	fp := planOne(t, data, ManifestStats{}, xBetween(300, 320), TierPageIndex)
-	rows := fp.RowGroups[0].Rows
+	rows := fp.rowGroups[0].Rows
 	if rows == nil || rows.Rows() >= 200 || !rows.Overlaps(300, 321) {
 		t.Fatalf("page index should narrow x in [300, 320] to a few pages, got %v", rows)
 	}
 	noIndex := sortedFile(t, 1000, 1000, false, false, true)
-	if fp := planOne(t, noIndex, ManifestStats{}, xBetween(300, 320), TierPageIndex); fp.RowGroups[0].Rows != nil || fp.RowGroups[0].Skip {
-		t.Fatalf("without a page index the row group must be kept whole, got %+v", fp.RowGroups[0])
+	if fp := planOne(t, noIndex, ManifestStats{}, xBetween(300, 320), TierPageIndex); fp.rowGroups[0].Rows != nil || fp.rowGroups[0].Skip {
+		t.Fatalf("without a page index the row group must be kept whole, got %+v", fp.rowGroups[0])
 	}
 	// Corrupt the column index bytes: the tier must fall back, not prune.
 	rdr, err := file.NewParquetReader(bytes.NewReader(data))
@@ -202,8 +202,8 @@ func TestPageIndexTierNarrowsRowsAndFallsBackToRowGroupsWithoutAnIndex(t *testin
 	for i := int64(0); i < int64(loc.Length); i++ {
 		corrupt[loc.Offset+i] = 0x17
 	}
-	if fp := planOne(t, corrupt, ManifestStats{}, xBetween(300, 320), TierPageIndex); fp.RowGroups[0].Rows != nil || fp.RowGroups[0].Skip {
-		t.Fatalf("corrupt column index must keep the row group whole, got %+v", fp.RowGroups[0])
+	if fp := planOne(t, corrupt, ManifestStats{}, xBetween(300, 320), TierPageIndex); fp.rowGroups[0].Rows != nil || fp.rowGroups[0].Skip {
+		t.Fatalf("corrupt column index must keep the row group whole, got %+v", fp.rowGroups[0])
 	}
 }
 

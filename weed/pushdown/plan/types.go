@@ -1,29 +1,35 @@
 // Package plan turns a query (projection + bound predicate) over a set of
-// Iceberg data files into one access plan per file, refined by tiers that
-// can only narrow it, cheapest first (Tiers lists them in this order):
+// Iceberg data files into one access plan per file, a FileAccess
+// (access.go: per row group skip / scan / row selection, exact or
+// candidate, and the deleted positions), which tiers can only narrow. One
+// loop runs the tiers over each file, cheapest first (Tiers lists them in
+// this order), timing each and counting what it pruned:
 //
-//	                    ┌ file ─────────────────────────────────────────────┐
-//	a. manifest   ──────┤ partition values, manifest bounds/null/NaN counts │ skip file
-//	                    └───────────────────────────────────────────────────┘
-//	                      │ footer (FooterCache)      ┌ meanwhile, beside the data ┐
-//	b. footer stats ─────▶ row group zone maps        │ f. deletes: DeleteSource   │
-//	c. bloom filters ────▶ = / IN on chunks           │ e. side indexes:           │
-//	                      │  with a filter            │    SideIndexSource (btree, │
-//	                      │                           │    bitmap, bloom, ngram …) │
-//	                      ▼                           └────────────┬───────────────┘
-//	d. page index ───────▶ ColumnIndex → row ranges → OffsetIndex pages of
-//	                       every projected column (+ dictionary regions)
-//	e. side index ───────▶ row positions that might match: row groups and
-//	                       pages narrowed, exact answers marked
-//	f. deletes ──────────▶ deleted positions: emptied row groups skipped
-//	g. limit ────────────▶ LIMIT without ORDER BY: once exact rows reach it,
-//	                       later row groups and files skipped
-//	                      │
-//	                      ▼
-//	         RowGroups, Pages, coalesced FileRanges, per-tier stats, cost
+//	files ──a. manifest (narrowFilesByManifest) ────────▶ files skipped
+//	        │ footers (FooterCache)   ┌ meanwhile, beside the data ──┐
+//	        │                         │ deletes: DeleteSource        │
+//	        │                         │ side indexes: SideIndexSource│
+//	        ▼                         └──────────────┬───────────────┘
+//	FileAccess (fresh: read everything) ◀────────────┘ evidence in fileContext
+//	   │ for step in fileTiers: step.Narrow(ctx, fc, &access), timed, counted
+//	   │   b. footer_stats  row group zone maps (and empty row groups)
+//	   │   c. bloom_filter  = / IN on chunks with a filter or dictionary
+//	   │   d. page_index    ColumnIndex → row selection
+//	   │      (b–d memoized per predicate: memoizedVerdictsTier)
+//	   │   e. side_index    positions that might match; exact answers
+//	   │                    marked; a LIMIT's walk stops at its rows (g)
+//	   │   f. deletes       emptied row groups skipped, long runs cut
+//	   ▼
+//	g. limit (narrowFilesByLimit): files past a LIMIT's rows skipped
+//	   │
+//	   ▼ buildResponse (response.go), once, from the FileAccess values
+//	RowGroups, Pages (row selection × OffsetIndex of each projected
+//	column), coalesced FileRanges, per-tier stats, cost
 //
-// Every tier answers "might match" for anything it does not fully
-// understand (missing, unreadable, malformed, unknown type or order).
+// FileAccess's methods refuse a widening (a skip undone, rows outside
+// those planned), so a tier can cost speed, never rows. Every tier
+// answers "might match" for anything it does not fully understand
+// (missing, unreadable, malformed, unknown type or order).
 package plan
 
 import (
@@ -141,29 +147,14 @@ type Request struct {
 	storeVerdicts bool   // an earlier plan had the same key: memoize
 }
 
-// RowGroupPlan is the access plan of one row group.
-type RowGroupPlan struct {
-	Skip     bool
-	SkipTier string
-	// Rows are the row ranges that might match (row-group-local); nil means
-	// every row.
-	Rows RowSet
-	// RowsExact: Rows (nil: every row) are exactly the rows matching the
-	// predicate, deleted ones aside (side indexes answered it exactly).
-	RowsExact bool
-}
-
-// FilePlan is the access plan of one file.
+// FilePlan is one file planned: its access (FileAccess, what the tiers
+// narrowed) and what the tiers learned on the way.
 type FilePlan struct {
-	File      *DataFile
-	Footer    *footer.Footer
-	Columns   *ColumnMap
-	state     *fileState // the footer's per-file state (set with Columns)
-	Skip      bool
-	SkipTier  string
-	RowGroups []RowGroupPlan
-	// Deleted are the file's deleted positions (file-absolute); nil = none.
-	Deleted *roaring64.Bitmap
+	FileAccess
+	File    *DataFile
+	Footer  *footer.Footer
+	Columns *ColumnMap
+	state   *fileState // the footer's per-file state (set with Columns)
 	// SideIndex are the positions the side indexes say might match
 	// (file-absolute); nil = they say nothing.
 	SideIndex *roaring64.Bitmap
@@ -183,15 +174,6 @@ type FilePlan struct {
 	// limitCertain are the rows the plan holds certain to match, counted
 	// under a LIMIT (tier_limit.go).
 	limitCertain int64
-}
-
-func (fp *FilePlan) allSkipped() bool {
-	for i := range fp.RowGroups {
-		if !fp.RowGroups[i].Skip {
-			return false
-		}
-	}
-	return true
 }
 
 // Clock is swappable for tests.

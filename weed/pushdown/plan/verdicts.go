@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -43,8 +44,8 @@ type tierVerdicts struct {
 	side int32  // the footer's SidePageColumns when evaluated
 	// the row group plans: the first inline, the others in rest; shared by
 	// every plan copying them (RowSets are replaced, never changed in place)
-	first RowGroupPlan
-	rest  []RowGroupPlan
+	first RowGroupAccess
+	rest  []RowGroupAccess
 	notes *verdictNotes
 }
 
@@ -83,7 +84,7 @@ func (s *fileState) storeVerdicts(v *tierVerdicts) {
 }
 
 // newTierVerdicts memoizes a file's row group plans and the worker's notes.
-func (fc *fileContext) newTierVerdicts(key uint64, side int32, rgs []RowGroupPlan) *tierVerdicts {
+func (fc *fileContext) newTierVerdicts(key uint64, side int32, rgs []RowGroupAccess) *tierVerdicts {
 	v := &tierVerdicts{key: key, side: side, notes: fc.notesOf()}
 	if len(rgs) > 0 {
 		v.first = rgs[0]
@@ -92,12 +93,27 @@ func (fc *fileContext) newTierVerdicts(key uint64, side int32, rgs []RowGroupPla
 	return v
 }
 
-// copyTo copies the memoized plans into fp's and adds their notes.
-func (v *tierVerdicts) copyTo(fp *FilePlan) {
-	if len(fp.RowGroups) > 0 {
-		fp.RowGroups[0] = v.first
-		copy(fp.RowGroups[1:], v.rest)
+// memoizedVerdictsTier stands for the footer tiers when their answers
+// for this predicate are memoized on the file state (fc.verdicts): it
+// narrows the access to them (a fresh access: it takes them as they are).
+type memoizedVerdictsTier struct{}
+
+func (memoizedVerdictsTier) Narrow(_ context.Context, fc *fileContext, fa *FileAccess) error {
+	v := fc.verdicts
+	for rg := range fa.rowGroups {
+		to := v.first
+		if rg > 0 {
+			to = v.rest[rg-1]
+		}
+		if err := fa.intersectRowGroup(rg, fc.footer.RowGroupRows(rg), to, TierPageIndex); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// addNotes adds the memoized notes to fp's.
+func (v *tierVerdicts) addNotes(fp *FilePlan) {
 	fp.Missing = appendNotes(fp.Missing, v.notes.missingStrs)
 	fp.Used = appendNotes(fp.Used, v.notes.usedStrs)
 }

@@ -172,7 +172,7 @@ func TestVerdictsOfAFieldTheFilesLackFollowTheTablesDefault(t *testing.T) {
 func TestFileStateKeepsTheVerdictsOfItsMostRecentPredicates(t *testing.T) {
 	s := &fileState{}
 	store := func(key uint64, side int32) {
-		s.storeVerdicts(&tierVerdicts{key: key, side: side, notes: &verdictNotes{}, first: RowGroupPlan{SkipTier: fmt.Sprint(key, side)}})
+		s.storeVerdicts(&tierVerdicts{key: key, side: side, notes: &verdictNotes{}, first: RowGroupAccess{SkipTier: fmt.Sprint(key, side)}})
 	}
 	for k := uint64(1); k <= 6; k++ {
 		store(k, 0)
