@@ -131,7 +131,7 @@ func Array(rng *rand.Rand, kind, n int) Column {
 			g.Lits = append(g.Lits, value.OfFloat(f))
 		}
 	case 11, 12, 13, 14:
-		words := []string{"", "a", "ab", "abc", "b", "ba", "\xff", "a\x00"}
+		words := []string{"", "a", "ab", "abc", "b", "ba", "\xff", "a\x00", "€", "a€b", "\xe2\x82", "a%_\\"}
 		var b interface {
 			AppendNull()
 			Release()
@@ -214,11 +214,13 @@ const Kinds = 17
 // negated or not).
 func Leaf(rng *rand.Rand, id int, g Column) *predicate.Leaf {
 	ops := []predicate.Op{predicate.OpEq, predicate.OpLt, predicate.OpLtEq, predicate.OpGt, predicate.OpGtEq,
-		predicate.OpIn, predicate.OpIsNull, predicate.OpIsNaN, predicate.OpStartsWith}
+		predicate.OpIn, predicate.OpIsNull, predicate.OpIsNaN, predicate.OpStartsWith, predicate.OpLike, predicate.OpILike}
 	l := &predicate.Leaf{FieldID: id, Op: ops[rng.Intn(len(ops))], Negated: rng.Intn(3) == 0, Type: g.Type}
 	lit := func() value.Value { return g.Lits[rng.Intn(len(g.Lits))] }
 	switch l.Op {
 	case predicate.OpIsNull, predicate.OpIsNaN:
+	case predicate.OpLike, predicate.OpILike:
+		l.Lits = []value.Value{value.OfBytes(likePattern(rng))}
 	case predicate.OpIn:
 		for k := rng.Intn(7) + 1; k > 0; k-- {
 			l.Lits = append(l.Lits, lit())
@@ -227,6 +229,17 @@ func Leaf(rng *rand.Rand, id int, g Column) *predicate.Leaf {
 		l.Lits = []value.Value{lit()}
 	}
 	return l
+}
+
+// likePattern is a LIKE pattern of literal runs, wildcards, escapes (a
+// trailing one too), multi-byte runes and invalid UTF-8.
+func likePattern(rng *rand.Rand) []byte {
+	pieces := []string{"%", "%", "_", "a", "b", "ab", "ba", "A", "€", "\\%", "\\_", "\\", "\xff", "\x82", "\x00"}
+	var p []byte
+	for k := rng.Intn(5); k > 0; k-- {
+		p = append(p, pieces[rng.Intn(len(pieces))]...)
+	}
+	return p
 }
 
 // Expr is a random predicate over cols (field i+1 is cols[i]): And, Or,
