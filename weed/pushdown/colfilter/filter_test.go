@@ -102,14 +102,11 @@ func TestOneLeafTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.
 // rowWiseValue is g's value at position p as the row-wise reading gives it.
 func rowWiseValue(t *testing.T, seed int64, g colfiltertest.Column, p int) (value.Value, bool) {
 	t.Helper()
-	if g.Arr.IsNull(p) {
-		return value.Value{}, true
-	}
-	v, err := value.FromArrow(g.Arr, p, g.Type)
+	v, null, err := colfiltertest.RowValue(g, p)
 	if err != nil {
 		t.Fatalf("seed %d: oracle: %v", seed, err)
 	}
-	return v, false
+	return v, null
 }
 
 // An And of leaves tested in place (the dense shortcut) keeps exactly the

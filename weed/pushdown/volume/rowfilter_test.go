@@ -70,15 +70,11 @@ func TestTheVolumesRowFilterKeepsExactlyTheCandidatesRowWiseEvalFindsTrue(t *tes
 				break
 			}
 			row := func(id int) (value.Value, bool) {
-				g := gens[id-1]
-				if g.Arr.IsNull(int(r)) {
-					return value.Value{}, true
-				}
-				v, err := value.FromArrow(g.Arr, int(r), g.Type)
+				v, null, err := colfiltertest.RowValue(gens[id-1], int(r))
 				if err != nil {
 					t.Fatalf("seed %d: oracle: %v", seed, err)
 				}
-				return v, false
+				return v, null
 			}
 			if predicate.Eval(e, row, predicate.IEEE) == predicate.True {
 				want.Add(uint64(first + r))

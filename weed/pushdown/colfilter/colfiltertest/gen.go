@@ -267,3 +267,13 @@ func Expr(rng *rand.Rand, cols []Column, depth int) predicate.Expr {
 	}
 	return predicate.Or{Kids: kids}
 }
+
+// RowValue is g's value at position p as a row-wise reading gives it (the
+// oracle's side of a differential test): NULL, or value.FromArrow's.
+func RowValue(g Column, p int) (v value.Value, null bool, err error) {
+	if g.Arr.IsNull(p) {
+		return value.Value{}, true, nil
+	}
+	v, err = value.FromArrow(g.Arr, p, g.Type)
+	return v, false, err
+}
