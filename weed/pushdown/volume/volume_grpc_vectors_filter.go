@@ -31,7 +31,8 @@ import (
 // vectorFilter is the predicate of a filtered SearchVectors call, decoded
 // and bound once: the files with filter set search only the candidates it
 // matches, evaluated exactly as a reader evaluates a bound predicate
-// (predicate.Eval under IEEE semantics, TRUE keeps the row).
+// (predicate.Eval under IEEE semantics, TRUE keeps the row; vectorized by
+// colfilter).
 //
 //	candidates ─▶ row groups holding one ─▶ decode the predicate's columns (pqarrow)
 //	      ─▶ windows of ≤ 4,096 candidates ─▶ colfilter (vectorized, agrees with
