@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -84,11 +85,11 @@ func BenchmarkVolumeRowFilter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			chunks, err := footer.Layout(pf.MetaData(), int64(len(data)))
+			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
 			if err != nil {
 				b.Fatal(err)
 			}
-			ft := &footer.Footer{Meta: pf.MetaData(), Chunks: chunks}
+			ft := &footer.Footer{Meta: pf.MetaData()}
 			cm := plan.NewColumnMap(pf.MetaData().Schema, nil)
 			vf := &vectorFilter{e: q.e, ids: predicate.FieldIDs(q.e)}
 			types := map[int]iceberg.Type{}
@@ -109,7 +110,7 @@ func BenchmarkVolumeRowFilter(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				out := roaring64.New()
-				if err := evaluateRowGroup(context.Background(), pf, ft, cm, 0, rows, 0, leaves, vf, types, mask, out); err != nil {
+				if err := evaluateRowGroup(context.Background(), fr, ft, cm, 0, rows, 0, leaves, vf, types, mask, out); err != nil {
 					b.Fatal(err)
 				}
 				kept = out.GetCardinality()

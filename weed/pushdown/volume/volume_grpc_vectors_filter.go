@@ -12,10 +12,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
@@ -145,6 +142,10 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "%v", err)
 	}
+	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "%v", err)
+	}
 	first := int64(0)
 	for rg := range ft.Meta.NumRowGroups() {
 		n := ft.Meta.RowGroup(rg).NumRows()
@@ -172,7 +173,7 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := evaluateRowGroup(ctx, rdr, ft, cm, rg, n, lo, leaves, vf, types, rows, out); err != nil {
+		if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, lo, leaves, vf, types, rows, out); err != nil {
 			return nil, err
 		}
 	}
@@ -181,23 +182,10 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 
 // evaluateRowGroup evaluates the predicate on rows (row-group-local; nil:
 // every row) of row group rg and adds the file positions it keeps to out.
-// A string or binary column whose chunk is dictionary-encoded throughout
-// decodes as an Arrow dictionary: its values once, its rows as indices
-// (colfilter evaluates a leaf once per dictionary value).
-func evaluateRowGroup(ctx context.Context, rdr *file.Reader, ft *footer.Footer, cm *plan.ColumnMap, rg int, n, first int64, leaves []int,
+func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, n, first int64, leaves []int,
 	vf *vectorFilter, types map[int]iceberg.Type, rows []int64, out *roaring64.Bitmap) error {
 	cols := map[int]*chunkedColumn{}
 	if len(leaves) > 0 {
-		props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
-		for _, leaf := range leaves {
-			if readsAsDictionary(ft, rg, leaf) {
-				props.SetReadDict(leaf, true)
-			}
-		}
-		fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
-		if err != nil {
-			return perr.New(perr.Corrupt, "%v", err)
-		}
 		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
 		if err != nil {
 			if perr.IsContext(err) {
@@ -219,26 +207,6 @@ func evaluateRowGroup(ctx context.Context, rdr *file.Reader, ft *footer.Footer, 
 		}
 	}
 	return selectCandidates(vf, cols, types, n, first, rows, out)
-}
-
-// readsAsDictionary reports whether leaf decodes as an Arrow dictionary
-// in row group rg: a top-level string or binary column whose data pages
-// are all dictionary-encoded (a chunk whose writer fell back to PLAIN
-// pages decodes as plain values: read as a dictionary, arrow-go would
-// hash every value into a new one).
-func readsAsDictionary(ft *footer.Footer, rg, leaf int) bool {
-	if rg >= len(ft.Chunks) || leaf >= len(ft.Chunks[rg]) || !ft.Chunks[rg][leaf].DictionaryOnly {
-		return false
-	}
-	c := ft.Meta.Schema.Column(leaf)
-	if c.PhysicalType() != parquet.Types.ByteArray || len(c.ColumnPath()) != 1 || c.MaxRepetitionLevel() != 0 {
-		return false
-	}
-	switch c.LogicalType().(type) {
-	case schema.StringLogicalType, *schema.StringLogicalType, schema.NoLogicalType, *schema.NoLogicalType:
-		return c.ConvertedType() == schema.ConvertedTypes.UTF8 || c.ConvertedType() == schema.ConvertedTypes.None
-	}
-	return false
 }
 
 // evalWindowRows is how many candidates colfilter evaluates at a time: a
