@@ -100,8 +100,8 @@ const (
 	scanMinBytesLocal    = 1 << 20
 	// time terms (see the file comment). scanVolumeNsPerRow: the CPU a
 	// candidate row costs the volume's filter, BenchmarkVolumeRowFilter
-	// (weed/pushdown/volume) cpu-ns/row: 40–80 on dictionary-encoded
-	// equalities, 350–480 on a LIKE over a plain string column (the
+	// (weed/pushdown/volume) cpu-ns/row: 80–170 on equalities of
+	// dictionary-encoded columns, 350–480 on a LIKE over a plain string column (the
 	// decode of the strings is most of it); 200–1,330 before the filter
 	// was vectorized (colfilter)
 	scanVolumeNsPerRow   = 400
