@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
 )
 
 // decodeMem is the allocator of everything the connector decodes: column
@@ -92,33 +92,9 @@ func (a *pooledAllocator) Free(b []byte) {
 	a.classes[c].Put(&b)
 }
 
-// Scratch slices of the filter and project stages (candidate rows, their
-// positions in decoded columns, selections, three-valued results): one
-// set per row group in flight, reused instead of collected. Not zeroed:
-// every user writes each element before reading it.
+// Scratch slices of the filter and project stages: colfilter's pools,
+// shared with the filter (its selections and positions come from them).
 var (
-	rowScratch scratchPool[int64]
-	posScratch scratchPool[int32]
-	triScratch scratchPool[predicate.Tri]
+	rowScratch = &colfilter.RowScratch
+	posScratch = &colfilter.PosScratch
 )
-
-// scratchPool keeps released slices of at least minScratch elements.
-type scratchPool[T any] struct{ p sync.Pool }
-
-const minScratch = 1024
-
-// get returns a slice of n elements (arbitrary contents).
-func (s *scratchPool[T]) get(n int) []T {
-	if v, ok := s.p.Get().(*[]T); ok && cap(*v) >= n {
-		return (*v)[:n]
-	}
-	return make([]T, n, max(n, minScratch))
-}
-
-// put releases b: its caller must not use it (or a slice of it) again.
-func (s *scratchPool[T]) put(b []T) {
-	if cap(b) >= minScratch {
-		b = b[:0]
-		s.p.Put(&b)
-	}
-}

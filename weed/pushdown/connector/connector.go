@@ -46,6 +46,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
@@ -931,8 +932,8 @@ func filterRecord(ctx context.Context, rec arrow.RecordBatch, p *prepared, limit
 	for i, f := range rec.Schema().Fields() {
 		byName[f.Name] = i
 	}
-	f := &filter{expr: p.expr}
-	sel, err := f.selectRows(recordBatch(rec, p.schema, p.q.Table))
+	f := &colfilter.Filter{Expr: p.expr}
+	sel, err := f.SelectRows(recordBatch(rec, p.schema, p.q.Table))
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 	}
 	fl, n := f.fl, f.need
 	all := candidates(r)
-	defer rowScratch.put(all)
+	defer rowScratch.Put(all)
 	if len(all) == 0 {
 		return nil, false, nil
 	}

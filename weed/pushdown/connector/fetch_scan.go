@@ -29,12 +29,15 @@ package connector
 // there then saves no network, only this process's CPU) and the pages
 // are over 64 KiB (1 MiB on this host): smaller pages cost about a round
 // trip and the range cache serves them again to the next query — and
-// when it is also the faster site by time: the volume evaluates row by
-// row (about 2 µs a candidate row, measured by BENCH=scan) where this
-// process decodes pages vectorized (about 0.2 µs), so the volume wins
-// only where the link is the bottleneck: here = pages ÷ link bandwidth
-// (100 MB/s assumed for a remote holder, none for one on this host) +
-// candidates × 0.2 µs; volume = candidates × 2 µs + rows' bytes ÷ link.
+// when it is also the faster site by time: the volume decodes the
+// predicate's columns and evaluates them with colfilter, the vectorized
+// evaluator this process uses too (about 0.4 µs of CPU a candidate row on
+// a string column, BenchmarkVolumeRowFilter in weed/pushdown/volume;
+// 2 µs when it evaluated row by row), where this process decodes pages
+// vectorized (about 0.2 µs), so the volume wins only where the link is
+// the bottleneck: here = pages ÷ link bandwidth (100 MB/s assumed for a
+// remote holder, none for one on this host) + candidates × 0.2 µs;
+// volume = candidates × 0.4 µs + rows' bytes ÷ link.
 // On one host (and for narrow rows anywhere) auto thus reads here;
 // -filterAt volume overrides.
 
@@ -95,8 +98,13 @@ const (
 	scanRatioLocal       = 8
 	scanMinBytesRemote   = 64 << 10
 	scanMinBytesLocal    = 1 << 20
-	// time terms (see the file comment)
-	scanVolumeNsPerRow   = 2000
+	// time terms (see the file comment). scanVolumeNsPerRow: the CPU a
+	// candidate row costs the volume's filter, BenchmarkVolumeRowFilter
+	// (weed/pushdown/volume) cpu-ns/row: 80–170 on equalities of
+	// dictionary-encoded columns, 350–480 on a LIKE over a plain string column (the
+	// decode of the strings is most of it); 200–1,330 before the filter
+	// was vectorized (colfilter)
+	scanVolumeNsPerRow   = 400
 	scanHereNsPerRow     = 200
 	scanRemoteBytesPerNs = 0.1 // 100 MB/s
 )
@@ -136,7 +144,7 @@ func chooseFilterSite(in filterSiteInput) (volume bool, reason string) {
 		volumeNs += float64(result) / scanRemoteBytesPerNs
 	}
 	if volumeNs >= hereNs {
-		return false, fmt.Sprintf("here: %s; faster here (%.1f ms) than filtering row by row beside the data (%.1f ms)", desc, hereNs/1e6, volumeNs/1e6)
+		return false, fmt.Sprintf("here: %s; faster here (%.1f ms) than filtering beside the data (%.1f ms)", desc, hereNs/1e6, volumeNs/1e6)
 	}
 	return true, fmt.Sprintf("volume: %s; rows at most 1/%d of the pages", desc, ratio)
 }

@@ -32,9 +32,9 @@ func TestTheCostModelAsksTheVolumeOnlyWhenItsRowsAreFewerBytesThanThePages(t *te
 		{"just at half the pages", filterSiteInput{PlannedBytes: 40000000, Candidates: 100000, RowBytes: 400, Selectivity: 0.5}, true},
 		{"just over half the pages", filterSiteInput{PlannedBytes: 39999999, Candidates: 100000, RowBytes: 400, Selectivity: 0.5}, false},
 		{"small pages", filterSiteInput{PlannedBytes: 64 << 10, Candidates: 1000, RowBytes: 40, Selectivity: 0.001}, false},
-		// narrow rows (42 B of pages a candidate): filtering row by row beside the data costs more than the link saves
-		{"selective but narrow, remote", filterSiteInput{PlannedBytes: 4 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.01}, false},
-		// on one host the volume's row-wise filter is never the faster site
+		// narrow rows (16 B of pages a candidate): filtering beside the data costs more than the link saves
+		{"selective but narrow, remote", filterSiteInput{PlannedBytes: 3 << 19, Candidates: 100000, RowBytes: 40, Selectivity: 0.01}, false},
+		// on one host the volume's filter is never the faster site
 		{"selective, on this host", filterSiteInput{PlannedBytes: 64 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.01, Local: true}, false},
 		{"under a MiB on this host", filterSiteInput{PlannedBytes: 1 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.0001, Local: true}, false},
 		{"dense but a LIMIT", filterSiteInput{PlannedBytes: 64 << 20, Candidates: 100000, RowBytes: 40, Selectivity: 0.9, Limit: 10}, true},

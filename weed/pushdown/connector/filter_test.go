@@ -3,298 +3,21 @@ package connector
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/big"
 	"math/rand"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter/colfiltertest"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
-
-// genColumn is a generated Arrow array with the Iceberg type it is read as
-// and a pool of values (as literals) it holds or nearly holds.
-type genColumn struct {
-	arr  arrow.Array
-	typ  iceberg.Type
-	lits []value.Value
-}
-
-var floatSpecials = []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1.5, -1.5, 3}
-
-func genArray(rng *rand.Rand, kind, n int) genColumn {
-	mem := memory.DefaultAllocator
-	null := func() bool { return rng.Intn(5) == 0 }
-	small := func() int64 { return int64(rng.Intn(7) - 3) }
-	var g genColumn
-	ints := func(b interface {
-		AppendNull()
-		Release()
-		NewArray() arrow.Array
-	}, add func(v int64), lit func(v int64) value.Value) {
-		for i := 0; i < n; i++ {
-			if null() {
-				b.AppendNull()
-			} else {
-				add(small())
-			}
-		}
-		g.arr = b.NewArray()
-		b.Release()
-		for v := int64(-4); v <= 4; v++ {
-			g.lits = append(g.lits, lit(v))
-		}
-	}
-	asInt := func(v int64) value.Value { return value.OfInt(v) }
-	switch kind {
-	case 0:
-		b := array.NewInt8Builder(mem)
-		g.typ = iceberg.PrimitiveTypes.Int32
-		ints(b, func(v int64) { b.Append(int8(v)) }, asInt)
-	case 1:
-		b := array.NewUint16Builder(mem)
-		g.typ = iceberg.PrimitiveTypes.Int32
-		ints(b, func(v int64) { b.Append(uint16(v + 3)) }, asInt)
-	case 2:
-		b := array.NewInt32Builder(mem)
-		g.typ = iceberg.PrimitiveTypes.Int32
-		ints(b, func(v int64) { b.Append(int32(v)) }, asInt)
-	case 3:
-		b := array.NewInt64Builder(mem)
-		g.typ = iceberg.PrimitiveTypes.Int64
-		ints(b, func(v int64) { b.Append(v * 1e12) }, func(v int64) value.Value { return value.OfInt(v * 1e12) })
-	case 4:
-		b := array.NewDate32Builder(mem)
-		g.typ = iceberg.PrimitiveTypes.Date
-		ints(b, func(v int64) { b.Append(arrow.Date32(v)) }, asInt)
-	case 5:
-		unit := []arrow.TimeUnit{arrow.Second, arrow.Millisecond}[rng.Intn(2)]
-		b := array.NewTime32Builder(mem, &arrow.Time32Type{Unit: unit})
-		g.typ = iceberg.PrimitiveTypes.Time
-		mul := map[arrow.TimeUnit]int64{arrow.Second: 1e6, arrow.Millisecond: 1e3}[unit]
-		ints(b, func(v int64) { b.Append(arrow.Time32(v)) }, func(v int64) value.Value { return value.OfInt(v*mul + small()) })
-	case 6:
-		unit := []arrow.TimeUnit{arrow.Microsecond, arrow.Nanosecond}[rng.Intn(2)]
-		b := array.NewTime64Builder(mem, &arrow.Time64Type{Unit: unit})
-		g.typ = iceberg.PrimitiveTypes.Time
-		ints(b, func(v int64) { b.Append(arrow.Time64(v * 1500)) }, func(v int64) value.Value { return value.OfInt(v * 1500) })
-	case 7:
-		unit := arrow.TimeUnit(rng.Intn(4))
-		b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: unit})
-		g.typ = []iceberg.Type{iceberg.PrimitiveTypes.Timestamp, iceberg.PrimitiveTypes.TimestampNs}[rng.Intn(2)]
-		// values around zero (negative nanoseconds floor to microseconds)
-		ints(b, func(v int64) { b.Append(arrow.Timestamp(v*999 + small())) }, func(v int64) value.Value { return value.OfInt(v*999 + small()) })
-	case 8:
-		b := array.NewBooleanBuilder(mem)
-		g.typ = iceberg.PrimitiveTypes.Bool
-		ints(b, func(v int64) { b.Append(v > 0) }, func(v int64) value.Value { return value.OfBool(v > 0) })
-	case 9, 10:
-		g.typ = iceberg.PrimitiveTypes.Float64
-		pick := func() float64 { return floatSpecials[rng.Intn(len(floatSpecials))] }
-		if kind == 9 {
-			b := array.NewFloat32Builder(mem)
-			g.typ = iceberg.PrimitiveTypes.Float32
-			for i := 0; i < n; i++ {
-				if null() {
-					b.AppendNull()
-				} else {
-					b.Append(float32(pick()))
-				}
-			}
-			g.arr = b.NewArray()
-			b.Release()
-		} else {
-			b := array.NewFloat64Builder(mem)
-			for i := 0; i < n; i++ {
-				if null() {
-					b.AppendNull()
-				} else {
-					b.Append(pick())
-				}
-			}
-			g.arr = b.NewArray()
-			b.Release()
-		}
-		for _, f := range floatSpecials {
-			g.lits = append(g.lits, value.OfFloat(f))
-		}
-	case 11, 12, 13, 14:
-		words := []string{"", "a", "ab", "abc", "b", "ba", "\xff", "a\x00"}
-		var b interface {
-			AppendNull()
-			Release()
-			NewArray() arrow.Array
-		}
-		var add func(string)
-		switch kind {
-		case 11:
-			sb := array.NewStringBuilder(mem)
-			b, add, g.typ = sb, sb.Append, iceberg.PrimitiveTypes.String
-		case 12:
-			sb := array.NewLargeStringBuilder(mem)
-			b, add, g.typ = sb, sb.Append, iceberg.PrimitiveTypes.String
-		case 13:
-			bb := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-			b, add, g.typ = bb, func(s string) { bb.Append([]byte(s)) }, iceberg.PrimitiveTypes.Binary
-		case 14:
-			fb := array.NewFixedSizeBinaryBuilder(mem, &arrow.FixedSizeBinaryType{ByteWidth: 2})
-			words = []string{"aa", "ab", "ba", "\x00\xff", "\xff\x00"}
-			b, add, g.typ = fb, func(s string) { fb.Append([]byte(s)) }, iceberg.FixedTypeOf(2)
-		}
-		for i := 0; i < n; i++ {
-			if null() {
-				b.AppendNull()
-			} else {
-				add(words[rng.Intn(len(words))])
-			}
-		}
-		g.arr = b.NewArray()
-		b.Release()
-		for _, w := range append(words, "zz", "a\x00\x00") {
-			g.lits = append(g.lits, value.OfString(w))
-		}
-	case 15:
-		scale := int32(rng.Intn(3))
-		dt := &arrow.Decimal128Type{Precision: 20, Scale: scale}
-		b := array.NewDecimal128Builder(mem, dt)
-		for i := 0; i < n; i++ {
-			if null() {
-				b.AppendNull()
-			} else {
-				b.Append(decimal128.FromI64(small() * 50))
-			}
-		}
-		g.arr = b.NewArray()
-		b.Release()
-		g.typ = iceberg.DecimalTypeOf(20, int(scale))
-		for v := int64(-4); v <= 4; v++ {
-			// literals at other scales compare by value
-			g.lits = append(g.lits, value.OfDecimal(big.NewInt(v*50), scale), value.OfDecimal(big.NewInt(v*5), scale-1+int32(rng.Intn(3))))
-		}
-	case 16:
-		// dictionary-encoded strings: int16 or (as pqarrow decodes them)
-		// int32 indices, NULLs or none
-		index := []arrow.DataType{arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32}[rng.Intn(2)]
-		db := array.NewDictionaryBuilder(mem, &arrow.DictionaryType{IndexType: index, ValueType: arrow.BinaryTypes.String}).(*array.BinaryDictionaryBuilder)
-		words := []string{"ok", "error", "warn", ""}
-		noNulls := rng.Intn(3) == 0
-		for i := 0; i < n; i++ {
-			if !noNulls && null() {
-				db.AppendNull()
-			} else {
-				_ = db.AppendString(words[rng.Intn(len(words))])
-			}
-		}
-		g.arr = db.NewArray()
-		db.Release()
-		g.typ = iceberg.PrimitiveTypes.String
-		for _, w := range append(words, "e", "zz") {
-			g.lits = append(g.lits, value.OfString(w))
-		}
-	}
-	return g
-}
-
-const genKinds = 17
-
-func genLeaf(rng *rand.Rand, id int, g genColumn) *predicate.Leaf {
-	ops := []predicate.Op{predicate.OpEq, predicate.OpLt, predicate.OpLtEq, predicate.OpGt, predicate.OpGtEq,
-		predicate.OpIn, predicate.OpIsNull, predicate.OpIsNaN, predicate.OpStartsWith}
-	l := &predicate.Leaf{FieldID: id, Op: ops[rng.Intn(len(ops))], Negated: rng.Intn(3) == 0, Type: g.typ}
-	lit := func() value.Value { return g.lits[rng.Intn(len(g.lits))] }
-	switch l.Op {
-	case predicate.OpIsNull, predicate.OpIsNaN:
-	case predicate.OpIn:
-		for k := rng.Intn(7) + 1; k > 0; k-- {
-			l.Lits = append(l.Lits, lit())
-		}
-	default:
-		l.Lits = []value.Value{lit()}
-	}
-	return l
-}
-
-func genExpr(rng *rand.Rand, cols []genColumn, depth int) predicate.Expr {
-	if depth <= 0 || rng.Intn(3) == 0 {
-		switch rng.Intn(12) {
-		case 0:
-			return predicate.Const{Value: rng.Intn(2) == 0}
-		case 1:
-			return predicate.Residual{Reason: "test"}
-		}
-		i := rng.Intn(len(cols))
-		return genLeaf(rng, i+1, cols[i])
-	}
-	kids := make([]predicate.Expr, rng.Intn(3)+1)
-	for i := range kids {
-		kids[i] = genExpr(rng, cols, depth-1)
-	}
-	switch rng.Intn(5) {
-	case 0:
-		return predicate.Not{Kid: kids[0]}
-	case 1, 2:
-		return predicate.And{Kids: kids}
-	}
-	return predicate.Or{Kids: kids}
-}
-
-// The vectorized residual selects exactly the rows predicate.Eval (IEEE)
-// finds TRUE, over random predicates (three-valued And/Or/Not, negated
-// leaves, IN, IS NULL, IS NAN, STARTS_WITH, constants, residuals) on
-// generated arrays of every kernel's type — NULLs, NaN, ±0, ±Inf, empty
-// and non-UTF-8 strings, decimals with literals at other scales,
-// timestamps of every unit read as micro- and nanoseconds, dictionaries —
-// and on candidates that are a scattered subset of the array.
-func TestVectorizedResidualSelectsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.T) {
-	for seed := int64(0); seed < 3000; seed++ {
-		rng := rand.New(rand.NewSource(seed))
-		n := rng.Intn(40) + 1
-		cols := make([]genColumn, rng.Intn(3)+1)
-		for i := range cols {
-			cols[i] = genArray(rng, rng.Intn(genKinds), n)
-		}
-		// candidates: a random ascending subset of the positions
-		var pos []int32
-		for p := 0; p < n; p++ {
-			if rng.Intn(4) != 0 {
-				pos = append(pos, int32(p))
-			}
-		}
-		e := genExpr(rng, cols, 3)
-		b := &batch{n: len(pos), vector: func(id int) *vector {
-			return &vector{typ: cols[id-1].typ, arr: cols[id-1].arr, pos: pos, errAt: func(i int, err error) error { return err }}
-		}}
-		got, err := (&filter{expr: e}).selectRows(b)
-		if err != nil {
-			t.Fatalf("seed %d: %s: %v", seed, e, err)
-		}
-		var want []int32
-		for i, p := range pos {
-			row := func(id int) (value.Value, bool) { return rowWiseValue(t, seed, cols[id-1], int(p)) }
-			if predicate.Eval(e, row, predicate.IEEE) == predicate.True {
-				want = append(want, int32(i))
-			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			vals := ""
-			for i := range cols {
-				vals += fmt.Sprintf("\n  field %d (%s as %s): %v", i+1, cols[i].arr.DataType(), cols[i].typ, cols[i].arr)
-			}
-			t.Fatalf("seed %d: %s over positions %v:%s\nvectorized %v\nrow-wise   %v", seed, e, pos, vals, got, want)
-		}
-		for _, c := range cols {
-			c.arr.Release()
-		}
-	}
-}
 
 // Over the decoded columns of a file with a struct, fields the file lacks
 // (with and without initial-defaults, under a stored struct and under a
@@ -330,7 +53,7 @@ func TestVectorizedResidualOnDecodedColumnsAgreesWithTheRowWiseReading(t *testin
 		if rng.Intn(4) == 0 {
 			rb.Field(2).(*array.Float64Builder).AppendNull()
 		} else {
-			rb.Field(2).(*array.Float64Builder).Append(floatSpecials[rng.Intn(len(floatSpecials))])
+			rb.Field(2).(*array.Float64Builder).Append(colfiltertest.FloatSpecials[rng.Intn(len(colfiltertest.FloatSpecials))])
 		}
 	}
 	rec := rb.NewRecordBatch()
@@ -358,22 +81,22 @@ func TestVectorizedResidualOnDecodedColumnsAgreesWithTheRowWiseReading(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	gens := map[int]genColumn{}
+	gens := map[int]colfiltertest.Column{}
 	for _, id := range []int{1, 3, 4, 5, 6, 7, 9} {
 		f, _ := sc.FindFieldByID(id)
-		g := genColumn{typ: f.Type}
+		g := colfiltertest.Column{Type: f.Type}
 		switch id {
 		case 4, 9:
 			for _, w := range []string{"", "x", "xy", "y", "z"} {
-				g.lits = append(g.lits, value.OfString(w))
+				g.Lits = append(g.Lits, value.OfString(w))
 			}
 		case 6:
-			for _, f := range floatSpecials {
-				g.lits = append(g.lits, value.OfFloat(f))
+			for _, f := range colfiltertest.FloatSpecials {
+				g.Lits = append(g.Lits, value.OfFloat(f))
 			}
 		default:
 			for v := int64(-1); v <= 5; v++ {
-				g.lits = append(g.lits, value.OfInt(v))
+				g.Lits = append(g.Lits, value.OfInt(v))
 			}
 		}
 		gens[id] = g
@@ -408,13 +131,13 @@ func TestVectorizedResidualOnDecodedColumnsAgreesWithTheRowWiseReading(t *testin
 			}
 		}
 		// the expression over fields of the file, of a stored struct and missing ones
-		var leafCols []genColumn
+		var leafCols []colfiltertest.Column
 		for _, id := range ids {
 			leafCols = append(leafCols, gens[id])
 		}
-		e := genExpr(rng, leafCols, 3)
+		e := colfiltertest.Expr(rng, leafCols, 3)
 		predicate.Walk(e, func(l *predicate.Leaf) { l.FieldID = ids[l.FieldID-1] })
-		got, gerr := (&filter{expr: e}).selectRows(decodedBatch(fl, 0, cols, sc, parents, rows))
+		got, gerr := (&colfilter.Filter{Expr: e}).SelectRows(decodedBatch(fl, 0, cols, sc, parents, rows))
 		rs := newRowSource(fl, 0, cols, sc, predicate.FieldIDs(e), fl.defaults, parents)
 		var want []int32
 		for i, r := range rows {
@@ -438,118 +161,5 @@ func TestVectorizedResidualOnDecodedColumnsAgreesWithTheRowWiseReading(t *testin
 	}
 	if errs == 0 {
 		t.Errorf("no case read a row outside the decoded pages: the error path went untested")
-	}
-}
-
-// The filter's in-place test of one leaf over a whole column (the dense
-// shortcut) keeps exactly the positions predicate.Eval (IEEE) finds TRUE,
-// over random leaves on generated arrays of every kernel's type (NULLs,
-// NaN, ±0, negation, IN, IS NULL, dictionaries).
-func TestOneLeafTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.T) {
-	applied := 0
-	for seed := int64(0); seed < 3000; seed++ {
-		rng := rand.New(rand.NewSource(seed))
-		n := rng.Intn(40) + 1
-		g := genArray(rng, rng.Intn(genKinds), n)
-		l := genLeaf(rng, 1, g)
-		got, ok := leafRowsOf(l, g.typ, g.arr)
-		if ok {
-			applied++
-			var want []int64
-			for p := 0; p < n; p++ {
-				row := func(int) (value.Value, bool) { return rowWiseValue(t, seed, g, p) }
-				if predicate.Eval(l, row, predicate.IEEE) == predicate.True {
-					want = append(want, int64(p))
-				}
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("seed %d: %s on %s as %s %v:\nin place %v\nrow-wise %v", seed, l, g.arr.DataType(), g.typ, g.arr, got, want)
-			}
-			rowScratch.put(got)
-		}
-		g.arr.Release()
-	}
-	if applied < 1000 {
-		t.Fatalf("the in-place test applied to %d of 3000 leaves", applied)
-	}
-}
-
-// rowWiseValue is g's value at position p as the row-wise reading gives it.
-func rowWiseValue(t *testing.T, seed int64, g genColumn, p int) (value.Value, bool) {
-	t.Helper()
-	if g.arr.IsNull(p) {
-		return value.Value{}, true
-	}
-	v, err := value.FromArrow(g.arr, p, g.typ)
-	if err != nil {
-		t.Fatalf("seed %d: oracle: %v", seed, err)
-	}
-	return v, false
-}
-
-// An And of leaves tested in place (the dense shortcut) keeps exactly the
-// positions predicate.Eval (IEEE) finds TRUE, over random leaves on
-// generated columns of every kernel's type.
-func TestAnAndOfLeavesTestedInPlaceKeepsExactlyTheRowsRowWiseEvalFindsTrue(t *testing.T) {
-	applied := 0
-	for seed := int64(0); seed < 3000; seed++ {
-		rng := rand.New(rand.NewSource(seed))
-		n := rng.Intn(40) + 1
-		cols := make([]genColumn, rng.Intn(3)+1)
-		leaves := make([]*predicate.Leaf, len(cols))
-		typs := make([]iceberg.Type, len(cols))
-		arrs := make([]arrow.Array, len(cols))
-		kids := make([]predicate.Expr, len(cols))
-		for i := range cols {
-			cols[i] = genArray(rng, rng.Intn(genKinds), n)
-			leaves[i] = genLeaf(rng, i+1, cols[i])
-			typs[i], arrs[i], kids[i] = cols[i].typ, cols[i].arr, leaves[i]
-		}
-		e := predicate.And{Kids: kids}
-		if got, ok := leavesRowsOf(leaves, typs, arrs); ok {
-			applied++
-			var want []int64
-			for p := 0; p < n; p++ {
-				row := func(id int) (value.Value, bool) { return rowWiseValue(t, seed, cols[id-1], p) }
-				if predicate.Eval(e, row, predicate.IEEE) == predicate.True {
-					want = append(want, int64(p))
-				}
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("seed %d: %s:\nin place %v\nrow-wise %v", seed, e, got, want)
-			}
-			rowScratch.put(got)
-		}
-		for _, c := range cols {
-			c.arr.Release()
-		}
-	}
-	if applied < 500 {
-		t.Fatalf("the in-place test applied to %d of 3000 conjunctions", applied)
-	}
-}
-
-// A point lookup's equality on a whole int64 column without NULLs keeps
-// exactly the positions holding the value (every one, none when absent),
-// and its negation the others.
-func TestInt64EqualityOverAWholeColumnKeepsExactlyThePositionsOfTheValue(t *testing.T) {
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	for _, v := range []int64{5, 7, -3, 7, 0, 7, 1 << 40} {
-		b.Append(v)
-	}
-	arr := b.NewArray()
-	defer arr.Release()
-	for _, tc := range []struct {
-		lit     int64
-		negated bool
-		want    string
-	}{{7, false, "[1 3 5]"}, {1 << 40, false, "[6]"}, {8, false, "[]"}, {7, true, "[0 2 4 6]"}} {
-		l := &predicate.Leaf{FieldID: 1, Op: predicate.OpEq, Lits: []value.Value{{K: value.Int, I: tc.lit}}, Negated: tc.negated}
-		got, ok := leafRowsOf(l, iceberg.PrimitiveTypes.Int64, arr)
-		if !ok || fmt.Sprint(got) != tc.want {
-			t.Fatalf("%s: kept %v (ok %v), want %s", l, got, ok, tc.want)
-		}
-		rowScratch.put(got)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
 )
 
 // outputSchema is the result schema in SELECT order with the file's Arrow
@@ -169,7 +171,7 @@ func concatRecords(sch *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBat
 func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array, missing int64, err error) {
 	ctx = compute.WithAllocator(ctx, decodeMem)
 	pos := positions(col, rows)
-	defer posScratch.put(pos) // take's indices wrap it: released before
+	defer posScratch.Put(pos) // take's indices wrap it: released before
 	for i, p := range pos {
 		if p < 0 {
 			return nil, rows[i], nil
@@ -183,7 +185,7 @@ func takeRows(ctx context.Context, col *column, rows []int64) (taken arrow.Array
 		b := array.NewInt32Builder(decodeMem)
 		defer b.Release()
 		b.Reserve(len(pos))
-		index := dictIndex(d)
+		index := colfilter.DictIndex(d)
 		for _, p := range pos {
 			if d.IsNull(int(p)) {
 				b.AppendNull()
@@ -238,7 +240,7 @@ func gatherDictionaryBytes(d *array.Dictionary, pos []int32) (arrow.Array, bool)
 	if ix, ok := d.Indices().(*array.Int32); ok && d.NullN() == 0 && dictValues.NullN() == 0 {
 		return gatherNoNulls(dictValues.DataType(), ix.Int32Values(), pos, valueOffsets, values)
 	}
-	index := dictIndex(d)
+	index := colfilter.DictIndex(d)
 	n := len(pos)
 	var size int64
 	nulls := 0

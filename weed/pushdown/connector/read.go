@@ -34,6 +34,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
@@ -551,7 +552,7 @@ func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRea
 		if err == nil {
 			taken := keep[:min(int64(len(keep)), p.q.Limit-found)] // the rows past the LIMIT are not taken
 			rec, err = project(ctx, p, fl, &w, cols, taken, n.outSchema, n.outTops)
-			rowScratch.put(keep)
+			rowScratch.Put(keep)
 		}
 		releaseColumns(cols)
 		if err != nil {
@@ -583,7 +584,7 @@ func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *r
 	if err != nil {
 		return nil, err
 	}
-	defer rowScratch.put(keep)
+	defer rowScratch.Put(keep)
 	// late columns: fetch and decode the pages of the matching rows
 	if len(r.late) > 0 && len(keep) > 0 {
 		lr := fl.lateRead(sf, r, keep)
@@ -616,13 +617,13 @@ func (c *Connector) keepRows(ctx context.Context, p *prepared, fl *fileLayout, r
 		return keep, nil
 	}
 	rows := candidates(r)
-	defer rowScratch.put(rows)
-	sel, err := (&filter{expr: p.expr, scratch: true}).selectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
+	defer rowScratch.Put(rows)
+	sel, err := (&colfilter.Filter{Expr: p.expr, Scratch: true}).SelectRows(decodedBatch(fl, r.rg, cols, p.schema, p.parents, rows))
 	if err != nil {
 		return nil, err
 	}
-	defer posScratch.put(sel)
-	keep := rowScratch.get(len(sel))
+	defer posScratch.Put(sel)
+	keep := rowScratch.Get(len(sel))
 	for i, j := range sel {
 		keep[i] = rows[j]
 	}
@@ -639,7 +640,7 @@ func candidates(r *rowGroupRead) []int64 {
 	if ranges == nil {
 		ranges = plan.All(r.numRows)
 	}
-	rows := rowScratch.get(int(ranges.Rows()))[:0]
+	rows := rowScratch.Get(int(ranges.Rows()))[:0]
 	for _, rr := range ranges {
 		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
 			if r.deleted == nil || !r.deleted.Contains(uint64(r.firstRow+row)) {

@@ -48,7 +48,7 @@ func TestARowGroupsRowPositionsAreItsPlannedRowsLessTheDeletedOnes(t *testing.T)
 	if !r.exact || !slices.Equal(got, want) {
 		t.Fatalf("candidates %v exact %v, want %v exact", got, r.exact, want)
 	}
-	rowScratch.put(got)
+	rowScratch.Put(got)
 	past, _ := plan.PositionBytes(plan.RowSet{{Start: 5, End: 6}, {Start: n, End: n + 1}})
 	for name, bad := range map[string]*pushdown_pb.RowGroupRef{
 		"past the row group": {File: "mem", RowCount: n, RowPositions: past},

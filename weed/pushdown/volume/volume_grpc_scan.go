@@ -30,7 +30,7 @@ const (
 //	bounds ─▶ caller may read the file ─▶ predicate bound (exactly
 //	evaluable, top-level columns) ─▶ identity re-check ─▶ per row group:
 //	   planned rows − deleted positions ─▶ decode the predicate's columns,
-//	   predicate.Eval (IEEE) == TRUE ─▶ matching rows ─▶ batches of at
+//	   colfilter (= predicate.Eval, IEEE) == TRUE ─▶ matching rows ─▶ batches of at
 //	   most 65,536 rows / ~4 MiB estimated ─▶ projected columns (the row
 //	   group decoded once for its batches; from the shared cache when
 //	   ReadRows or a vector search put it there, never added to it: a

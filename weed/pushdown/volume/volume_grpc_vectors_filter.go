@@ -5,33 +5,35 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
-	"unsafe"
+	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
 // vectorFilter is the predicate of a filtered SearchVectors call, decoded
 // and bound once: the files with filter set search only the candidates it
 // matches, evaluated exactly as a reader evaluates a bound predicate
-// (predicate.Eval under IEEE semantics, TRUE keeps the row).
+// (predicate.Eval under IEEE semantics, TRUE keeps the row; vectorized by
+// colfilter).
 //
 //	candidates ─▶ row groups holding one ─▶ decode the predicate's columns (pqarrow)
-//	      ─▶ value.FromArrow per row ─▶ predicate.Eval == TRUE ─▶ mask ─▶ masked search
+//	      ─▶ windows of ≤ 4,096 candidates ─▶ colfilter (vectorized, agrees with
+//	         predicate.Eval, IEEE) == TRUE ─▶ mask ─▶ masked search
 type vectorFilter struct {
 	e   predicate.Expr
 	ids []int
@@ -149,10 +151,11 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 		n := ft.Meta.RowGroup(rg).NumRows()
 		lo, hi := first, first+n
 		first = hi
-		var rows []int64
-		if mask == nil {
-			rows = nil
-		} else {
+		if n == 0 {
+			continue
+		}
+		var rows []int64 // nil: every row of the row group
+		if mask != nil && !coversRange(mask, uint64(lo), uint64(hi)) {
 			it := mask.Iterator()
 			it.AdvanceIfNeeded(uint64(lo))
 			for it.HasNext() {
@@ -203,56 +206,110 @@ func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 			cols[id] = newChunkedColumn(tbl.Column(idx[0]).Data().Chunks())
 		}
 	}
-	var convErr error
-	var local int64
-	row := func(id int) (value.Value, bool) {
-		c, ok := cols[id]
-		if !ok {
-			return value.Value{}, true
-		}
-		a, i := c.at(local)
-		if a == nil || a.IsNull(i) {
-			return value.Value{}, true
-		}
-		if v, ok := bytesView(a, i); ok {
-			return v, false
-		}
-		v, err := value.FromArrow(a, i, types[id])
-		if err != nil {
-			if convErr == nil {
-				convErr = perr.New(perr.FailedPrecondition, "field %d: %s value as %s: %v", id, a.DataType(), types[id], err)
-			}
-			return value.Value{}, true
-		}
-		return v, false
+	return selectCandidates(vf, cols, types, n, first, rows, out)
+}
+
+// evalWindowRows is how many candidates colfilter evaluates at a time: a
+// LIMIT stops after the window that reached it, and a window's scratch
+// (positions, three-valued results) stays in cache.
+const evalWindowRows = 4096
+
+// selectCandidates evaluates the predicate with colfilter on the
+// candidates rows (row-group-local, ascending; nil: all n) of a row
+// group's decoded columns, in windows that each lie within one chunk of
+// every column, and adds the file positions (first + row) it keeps to
+// out — at most vf.stopAfter of them when that is set. A value that does
+// not convert fails it (FAILED_PRECONDITION, naming the field).
+func selectCandidates(vf *vectorFilter, cols map[int]*chunkedColumn, types map[int]iceberg.Type, n, first int64, rows []int64, out *roaring64.Bitmap) error {
+	total := n
+	cand := func(i int) int64 { return int64(i) }
+	if rows != nil {
+		total = int64(len(rows))
+		cand = func(i int) int64 { return rows[i] }
 	}
-	var kept int64
-	eval := func(r int64) error {
-		local = r
-		if predicate.Eval(vf.e, row, predicate.IEEE) == predicate.True {
+	if keep, ok := denseRows(vf, cols, types, n, rows); ok {
+		for _, r := range keep {
 			out.Add(uint64(first + r))
-			kept++
 		}
-		return convErr
-	}
-	full := func() bool { return vf.stopAfter > 0 && kept >= vf.stopAfter }
-	if rows == nil {
-		for r := int64(0); r < n && !full(); r++ {
-			if err := eval(r); err != nil {
-				return err
-			}
-		}
+		colfilter.RowScratch.Put(keep)
 		return nil
 	}
-	for _, r := range rows {
-		if full() {
-			break
+	f := &colfilter.Filter{Expr: vf.e, Scratch: true}
+	var kept int64
+	for start := 0; start < int(total); {
+		if vf.stopAfter > 0 && kept >= vf.stopAfter {
+			return nil
 		}
-		if err := eval(r); err != nil {
+		end := min(start+evalWindowRows, int(total))
+		// the window ends where a column's chunk does
+		r0 := cand(start)
+		for _, c := range cols {
+			_, _, ce := c.chunkOf(r0)
+			end = start + sort.Search(end-start, func(k int) bool { return cand(start+k) >= ce })
+		}
+		m := end - start
+		b := &colfilter.Batch{N: m}
+		b.Vector = func(id int) *colfilter.Vector {
+			v := &colfilter.Vector{Type: types[id], IsNull: true, ErrAt: func(_ int, err error) error {
+				return perr.New(perr.FailedPrecondition, "field %d: %v", id, err)
+			}}
+			c, ok := cols[id]
+			if !ok {
+				return v // absent from the file: NULL
+			}
+			a, cs, _ := c.chunkOf(r0)
+			v.Arr, v.Pos = a, colfilter.PosScratch.Get(m)
+			for k := range m {
+				v.Pos[k] = int32(cand(start+k) - cs)
+			}
+			return v
+		}
+		sel, err := f.SelectRows(b)
+		if err != nil {
 			return err
 		}
+		for _, k := range sel {
+			if vf.stopAfter > 0 && kept >= vf.stopAfter {
+				break
+			}
+			out.Add(uint64(first + cand(start+int(k))))
+			kept++
+		}
+		colfilter.PosScratch.Put(sel)
+		start = end
 	}
 	return nil
+}
+
+// denseRows is colfilter's in-place test for the commonest shape — one
+// leaf or an And of leaves, every row of the row group a candidate, each
+// column in one chunk, no LIMIT to stop at: the rows (colfilter's
+// RowScratch) where the predicate is TRUE. ok is false otherwise, or when
+// no kernel applies (the windows then evaluate, with their errors).
+func denseRows(vf *vectorFilter, cols map[int]*chunkedColumn, types map[int]iceberg.Type, n int64, rows []int64) (keep []int64, ok bool) {
+	leaves := colfilter.LeavesOf(vf.e)
+	if rows != nil || vf.stopAfter > 0 || leaves == nil {
+		return nil, false
+	}
+	arrs := make([]arrow.Array, len(leaves))
+	typs := make([]iceberg.Type, len(leaves))
+	for i, l := range leaves {
+		c, found := cols[l.FieldID]
+		if !found || len(c.chunks) != 1 || int64(c.chunks[0].Len()) != n {
+			return nil, false
+		}
+		arrs[i], typs[i] = c.chunks[0], types[l.FieldID]
+	}
+	return colfilter.LeavesRowsOf(leaves, typs, arrs)
+}
+
+// coversRange reports whether mask holds every position of [lo, hi).
+func coversRange(mask *roaring64.Bitmap, lo, hi uint64) bool {
+	below := uint64(0)
+	if lo > 0 {
+		below = mask.Rank(lo - 1)
+	}
+	return mask.Rank(hi-1)-below == hi-lo
 }
 
 // chunkedColumn finds row i of a chunked column (rows asked in increasing
@@ -271,7 +328,9 @@ func newChunkedColumn(chunks []arrow.Array) *chunkedColumn {
 	return c
 }
 
-func (c *chunkedColumn) at(i int64) (arrow.Array, int) {
+// chunkOf is the chunk holding row i, its first row and the row after
+// its last (nil when i is past the column).
+func (c *chunkedColumn) chunkOf(i int64) (a arrow.Array, start, end int64) {
 	if c.cur >= len(c.chunks) || i < c.starts[c.cur] {
 		c.cur = 0
 	}
@@ -279,28 +338,7 @@ func (c *chunkedColumn) at(i int64) (arrow.Array, int) {
 		c.cur++
 	}
 	if c.cur >= len(c.chunks) {
-		return nil, 0
+		return nil, c.starts[len(c.chunks)], math.MaxInt64
 	}
-	return c.chunks[c.cur], int(i - c.starts[c.cur])
-}
-
-// bytesView is a string or binary value (dictionary-encoded or not) as
-// value.FromArrow reads it, but viewing the array's bytes instead of
-// copying them: the value lives only while the predicate is evaluated on
-// its row (the copy was a fifth of a scan's evaluation time).
-func bytesView(a arrow.Array, i int) (value.Value, bool) {
-	if d, ok := a.(*array.Dictionary); ok {
-		a, i = d.Dictionary(), d.GetValueIndex(i)
-	}
-	switch x := a.(type) {
-	case *array.String:
-		s := x.Value(i)
-		if len(s) == 0 {
-			return value.OfBytes([]byte{}), true
-		}
-		return value.OfBytes(unsafe.Slice(unsafe.StringData(s), len(s))), true
-	case *array.Binary:
-		return value.OfBytes(x.Value(i)), true
-	}
-	return value.Value{}, false
+	return c.chunks[c.cur], c.starts[c.cur], c.starts[c.cur+1]
 }
