@@ -58,6 +58,15 @@ func (c *IndexCache) Get(key string) (sideindex.Index, bool) {
 	return e.idx, true
 }
 
+// Holds reports whether key is cached and fresh, without counting a hit
+// or a miss or making it recent (a caller deciding whether to decode).
+func (c *IndexCache) Holds(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.lru.Peek(key)
+	return ok && c.Tracker.Fresh(e.payload, e.loaded)
+}
+
 // Add caches idx (of size bytes), opened from the payload at location
 // read at loaded (freshness.Now() before the read), under key; one larger
 // than the whole cache is not kept.

@@ -110,7 +110,7 @@ func BenchmarkVolumeRowFilter(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				out := roaring64.New()
-				if err := evaluateRowGroup(context.Background(), fr, ft, cm, 0, rows, 0, leaves, vf, types, mask, out); err != nil {
+				if err := evaluateRowGroup(context.Background(), fr, ft, cm, 0, rows, 0, leaves, vf, types, mask, out, nil); err != nil {
 					b.Fatal(err)
 				}
 				kept = out.GetCardinality()

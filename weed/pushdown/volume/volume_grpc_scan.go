@@ -1,13 +1,20 @@
 package volume
 
 import (
+	"context"
+	"slices"
+
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
 	"google.golang.org/grpc"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
 )
 
@@ -31,12 +38,15 @@ const (
 //	evaluable, top-level columns) ─▶ identity re-check ─▶ per row group:
 //	   planned rows − deleted positions ─▶ decode the predicate's columns,
 //	   colfilter (= predicate.Eval, IEEE) == TRUE ─▶ matching rows ─▶ batches of at
-//	   most 65,536 rows / ~4 MiB estimated ─▶ projected columns (the row
-//	   group decoded once for its batches; from the shared cache when
+//	   most 65,536 rows / ~4 MiB estimated ─▶ projected columns (decoded
+//	   once for the row group's batches, a column the predicate decoded
+//	   taken from it, not decoded again; from the shared cache when
 //	   ReadRows or a vector search put it there, never added to it: a
 //	   scan's row groups would push out what warm queries use)
 //	   ─▶ Arrow IPC message ─▶ stream.Send
 //	─▶ stops at limit matching rows, or when the caller goes away
+//
+// The file is opened once a call (not once a row group).
 //
 // Memory: one row group's predicate columns and projected columns
 // decoded at a time (none kept after it), one batch encoded at a time; gRPC's flow control
@@ -101,6 +111,11 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 	for rg := range ft.Meta.NumRowGroups() {
 		firsts[rg+1] = firsts[rg] + ft.Meta.RowGroup(rg).NumRows()
 	}
+	leaves, types, err := rowFilterColumns(vf, schema, cm)
+	if err != nil {
+		return fail(err)
+	}
+	var fr *pqarrow.FileReader // opened once, on the first row group with a candidate
 	budget := s.answerBudget("ScanRows")
 	sent := int64(0)
 	for _, g := range req.GetRowGroups() {
@@ -108,18 +123,28 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 		if rg >= ft.Meta.NumRowGroups() {
 			return fail(perr.New(perr.InvalidArgument, "row group %d: the file has %d", rg, ft.Meta.NumRowGroups()))
 		}
-		mask, err := scanCandidates(g, firsts[rg], firsts[rg+1]-firsts[rg])
+		n := firsts[rg+1] - firsts[rg]
+		mask, err := scanCandidates(g, firsts[rg], n)
 		if err != nil {
 			return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 		}
 		evaluated := int64(mask.GetCardinality())
 		matched := roaring64.New()
+		memo := map[int]*decodedRowGroup{} // this row group decoded once for its batches, not cached
 		if evaluated > 0 {
+			if fr == nil {
+				if fr, err = s.openArrowReader(ctx, req.GetPath(), ft); err != nil {
+					return fail(err)
+				}
+			}
 			rf := *vf
 			if req.GetLimit() > 0 {
 				rf.stopAfter = req.GetLimit() - sent // a LIMIT stops the evaluation early
 			}
-			if matched, err = s.evaluateOnRows(ctx, req.GetPath(), ft, cm, schema, &rf, mask); err != nil {
+			// the projection is decoded with the predicate unless the
+			// shared cache holds it (ReadRows or a vector search put it there)
+			cached := s.vectorCache().Holds(projectedKey(req.GetPath(), identity, rg, cols))
+			if err := scanRowGroup(ctx, fr, ft, cm, rg, firsts[rg], n, leaves, types, &rf, mask, cols, len(ids) > 0 && !cached, matched, memo); err != nil {
 				return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 			}
 		}
@@ -134,7 +159,6 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 				batch = int(min(int64(scanBatchRows), max(1, scanBatchTargetBytes/est)))
 			}
 		}
-		memo := map[int]*decodedRowGroup{} // this row group decoded once for its batches, not cached
 		for start := 0; start == 0 || start < len(positions); start += batch {
 			part := positions[start:min(start+batch, len(positions))]
 			msg := &pushdown_pb.ScanRowsResponse{RowGroup: int32(rg), RowCount: int64(len(part))}
@@ -169,6 +193,107 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 		}
 	}
 	return nil
+}
+
+// scanRowGroup evaluates the predicate on the candidates (file positions,
+// all in row group rg of n rows from file position first) and adds the
+// matching positions to matched; when project is set and a row matched,
+// it also decodes the row group's projected columns (leaves cols) into
+// memo[rg] for the batches, each column the predicate's decoding already
+// holds whole (`message` of a LIKE, say) taken from it rather than
+// decoded twice.
+func scanRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, first, n int64,
+	leaves []int, types map[int]iceberg.Type, vf *vectorFilter, mask *roaring64.Bitmap, cols []int, project bool,
+	matched *roaring64.Bitmap, memo map[int]*decodedRowGroup) (err error) {
+	var pred arrow.Table
+	defer func() {
+		if pred != nil {
+			pred.Release()
+		}
+		if p := recover(); p != nil {
+			err = perr.New(perr.Corrupt, "decode: %v", p)
+		}
+	}()
+	rows, any := candidateRows(mask, first, n)
+	if !any {
+		return nil
+	}
+	if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
+		return err
+	}
+	if !project || matched.IsEmpty() || len(cols) == 0 {
+		return nil
+	}
+	g, err := decodeProjection(ctx, fr, ft, rg, cols, leaves, pred)
+	if err != nil {
+		return err
+	}
+	memo[rg] = g
+	return nil
+}
+
+// decodeProjection decodes row group rg's projected columns (leaves cols,
+// ascending), taking each column root pred (the row group's decoded
+// predicate columns, leaves predLeaves; nil: none) holds whole from it
+// instead of decoding it again. Fields are matched by their root name;
+// the schema carries no file metadata (readers match columns by name).
+func decodeProjection(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, rg int, cols, predLeaves []int, pred arrow.Table) (*decodedRowGroup, error) {
+	sch := ft.Meta.Schema
+	byRoot := func(ls []int) ([]string, map[string][]int) {
+		var order []string
+		m := map[string][]int{}
+		for _, l := range ls {
+			name := sch.ColumnRoot(l).Name()
+			if _, ok := m[name]; !ok {
+				order = append(order, name)
+			}
+			m[name] = append(m[name], l)
+		}
+		return order, m
+	}
+	roots, want := byRoot(cols)
+	_, have := byRoot(predLeaves)
+	reuse := map[string]bool{}
+	var rest []int
+	for _, name := range roots {
+		if pred != nil && slices.Equal(want[name], have[name]) && len(pred.Schema().FieldIndices(name)) > 0 {
+			reuse[name] = true
+		} else {
+			rest = append(rest, want[name]...)
+		}
+	}
+	var decoded arrow.Table
+	if len(rest) > 0 {
+		t, err := fr.ReadRowGroups(ctx, rest, []int{rg})
+		if err != nil {
+			if perr.IsContext(err) {
+				return nil, err
+			}
+			return nil, perr.Wrap(perr.Unavailable, err)
+		}
+		defer t.Release()
+		decoded = t
+	}
+	g := &decodedRowGroup{}
+	fields := make([]arrow.Field, 0, len(roots))
+	for _, name := range roots {
+		src := decoded
+		if reuse[name] {
+			src = pred
+		}
+		idx := src.Schema().FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, perr.New(perr.Corrupt, "row group %d: column %s was not decoded", rg, perr.Quote(name))
+		}
+		a, err := oneChunk(src.Column(idx[0]).Data().Chunks())
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, src.Schema().Field(idx[0]))
+		g.cols = append(g.cols, a)
+	}
+	g.schema = arrow.NewSchema(fields, nil)
+	return g, nil
 }
 
 // checkScanRequest bounds a ScanRows request before anything is looked up.

@@ -444,19 +444,27 @@ type decodedRowGroup struct {
 func newDecodedRowGroup(t arrow.Table) (*decodedRowGroup, error) {
 	g := &decodedRowGroup{schema: t.Schema(), cols: make([]arrow.Array, t.NumCols())}
 	for c := range int(t.NumCols()) {
-		chunks := t.Column(c).Data().Chunks()
-		if len(chunks) == 1 {
-			chunks[0].Retain()
-			g.cols[c] = chunks[0]
-			continue
-		}
-		a, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		a, err := oneChunk(t.Column(c).Data().Chunks())
 		if err != nil {
-			return nil, perr.New(perr.Internal, "%v", err)
+			return nil, err
 		}
 		g.cols[c] = a
 	}
 	return g, nil
+}
+
+// oneChunk is a column's chunks as one array (retained: the caller
+// releases it).
+func oneChunk(chunks []arrow.Array) (arrow.Array, error) {
+	if len(chunks) == 1 {
+		chunks[0].Retain()
+		return chunks[0], nil
+	}
+	a, err := array.Concatenate(chunks, memory.DefaultAllocator)
+	if err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	return a, nil
 }
 
 func tableBytes(t arrow.Table) int64 {
@@ -490,6 +498,12 @@ func rowGroupOf(ft *footer.Footer, pos int64) int {
 		first += n
 	}
 	return -1
+}
+
+// projectedKey names row group rg's decoded projected columns (leaves
+// cols) of a file in the shared cache.
+func projectedKey(path, identity string, rg int, cols []int) string {
+	return fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", path, identity, rg, cols)
 }
 
 // sliceRows is the most rows of a segment projectRows takes as slices of
@@ -578,7 +592,7 @@ func (s *Service) projectRows(ctx context.Context, path, identity string, ft *fo
 			g, ok = memo[sg.rg]
 		}
 		if !ok {
-			key := fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", path, identity, sg.rg, cols)
+			key := projectedKey(path, identity, sg.rg, cols)
 			if v, hit := cache.Get(key); hit {
 				g = v.(cachedValue).v.(*decodedRowGroup)
 			} else {

@@ -119,21 +119,56 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 	if mask != nil && mask.IsEmpty() {
 		return out, nil
 	}
-	if !cm.Mapped && len(vf.ids) > 0 {
-		return nil, perr.New(perr.FailedPrecondition, "the file's columns carry no field ids and no name mapping maps them, so the predicate cannot be evaluated on it")
+	leaves, types, err := rowFilterColumns(vf, schema, cm)
+	if err != nil {
+		return nil, err
 	}
-	var leaves []int
-	types := map[int]iceberg.Type{}
+	fr, err := s.openArrowReader(ctx, path, ft)
+	if err != nil {
+		return nil, err
+	}
+	first := int64(0)
+	for rg := range ft.Meta.NumRowGroups() {
+		n := ft.Meta.RowGroup(rg).NumRows()
+		lo := first
+		first += n
+		rows, any := candidateRows(mask, lo, n)
+		if !any {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, lo, leaves, vf, types, rows, out, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rowFilterColumns is what evaluating vf on a file needs: the file's
+// leaves (ascending) of the predicate's columns and the columns' Iceberg
+// types.
+func rowFilterColumns(vf *vectorFilter, schema *iceberg.Schema, cm *plan.ColumnMap) (leaves []int, types map[int]iceberg.Type, err error) {
+	if !cm.Mapped && len(vf.ids) > 0 {
+		return nil, nil, perr.New(perr.FailedPrecondition, "the file's columns carry no field ids and no name mapping maps them, so the predicate cannot be evaluated on it")
+	}
+	types = map[int]iceberg.Type{}
 	for _, id := range vf.ids {
 		field, _ := schema.FindFieldByID(id)
 		types[id] = field.Type
 		if len(cm.Leaves(id)) == 0 && field.InitialDefault != nil {
-			return nil, perr.New(perr.FailedPrecondition, "the predicate's column %s is absent from the file and has an initial-default; the volume does not evaluate defaults", perr.Quote(field.Name))
+			return nil, nil, perr.New(perr.FailedPrecondition, "the predicate's column %s is absent from the file and has an initial-default; the volume does not evaluate defaults", perr.Quote(field.Name))
 		}
 		leaves = append(leaves, cm.Leaves(id)...)
 	}
 	slices.Sort(leaves)
-	leaves = slices.Compact(leaves)
+	return slices.Compact(leaves), types, nil
+}
+
+// openArrowReader opens a data file with arrow-go's Arrow reader over the
+// volume's reader, reusing its parsed footer.
+func (s *Service) openArrowReader(ctx context.Context, path string, ft *footer.Footer) (*pqarrow.FileReader, error) {
 	fh, err := s.Reader.Open(ctx, path)
 	if err != nil {
 		return nil, classifyOpen(err)
@@ -146,44 +181,39 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "%v", err)
 	}
-	first := int64(0)
-	for rg := range ft.Meta.NumRowGroups() {
-		n := ft.Meta.RowGroup(rg).NumRows()
-		lo, hi := first, first+n
-		first = hi
-		if n == 0 {
-			continue
-		}
-		var rows []int64 // nil: every row of the row group
-		if mask != nil && !coversRange(mask, uint64(lo), uint64(hi)) {
-			it := mask.Iterator()
-			it.AdvanceIfNeeded(uint64(lo))
-			for it.HasNext() {
-				p := it.PeekNext()
-				if p >= uint64(hi) {
-					break
-				}
-				rows = append(rows, int64(p)-lo)
-				it.Next()
-			}
-			if len(rows) == 0 {
-				continue
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, lo, leaves, vf, types, rows, out); err != nil {
-			return nil, err
-		}
+	return fr, nil
+}
+
+// candidateRows are mask's positions in the row group of n rows from
+// file position lo, row-group-local and ascending (nil: every row; mask
+// nil means every row of the file); any is false when it holds none.
+func candidateRows(mask *roaring64.Bitmap, lo, n int64) (rows []int64, any bool) {
+	if n == 0 {
+		return nil, false
 	}
-	return out, nil
+	hi := lo + n
+	if mask == nil || coversRange(mask, uint64(lo), uint64(hi)) {
+		return nil, true
+	}
+	it := mask.Iterator()
+	it.AdvanceIfNeeded(uint64(lo))
+	for it.HasNext() {
+		p := it.PeekNext()
+		if p >= uint64(hi) {
+			break
+		}
+		rows = append(rows, int64(p)-lo)
+		it.Next()
+	}
+	return rows, len(rows) > 0
 }
 
 // evaluateRowGroup evaluates the predicate on rows (row-group-local; nil:
 // every row) of row group rg and adds the file positions it keeps to out.
+// keep non-nil receives the decoded predicate columns (the caller
+// releases them) instead of their being released here.
 func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, n, first int64, leaves []int,
-	vf *vectorFilter, types map[int]iceberg.Type, rows []int64, out *roaring64.Bitmap) error {
+	vf *vectorFilter, types map[int]iceberg.Type, rows []int64, out *roaring64.Bitmap, keep *arrow.Table) error {
 	cols := map[int]*chunkedColumn{}
 	if len(leaves) > 0 {
 		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
@@ -193,7 +223,11 @@ func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 			}
 			return perr.Wrap(perr.Unavailable, err)
 		}
-		defer tbl.Release()
+		if keep != nil {
+			*keep = tbl
+		} else {
+			defer tbl.Release()
+		}
 		for _, id := range vf.ids {
 			ls := cm.Leaves(id)
 			if len(ls) == 0 {

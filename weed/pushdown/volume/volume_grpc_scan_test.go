@@ -1,0 +1,152 @@
+package volume
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
+)
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r *bytes.Reader
+	n atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingReaderAt) Seek(off int64, whence int) (int64, error) { return c.r.Seek(off, whence) }
+
+func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(t *testing.T) {
+	const rows = 5000
+	data, sc := demoRowGroup(t, rows)
+	for _, q := range []struct {
+		name    string
+		e       predicate.Expr
+		project []int // field ids
+		match   func(id int64, tenant, status, msg string) bool
+	}{
+		{"a LIKE on a projected column", &predicate.Leaf{FieldID: 4, Op: predicate.OpLike, Lits: []value.Value{value.OfString("%timeout%")}},
+			[]int{1, 2, 3, 4}, func(_ int64, _, _, m string) bool { return strings.Contains(m, "timeout") }},
+		{"an equality on a column not projected", &predicate.Leaf{FieldID: 2, Op: predicate.OpEq, Lits: []value.Value{value.OfString("tenant-042")}},
+			[]int{1, 4}, func(_ int64, tn, _, _ string) bool { return tn == "tenant-042" }},
+		{"an AND over two projected columns", predicate.And{Kids: []predicate.Expr{
+			&predicate.Leaf{FieldID: 3, Op: predicate.OpEq, Lits: []value.Value{value.OfString("error")}},
+			&predicate.Leaf{FieldID: 4, Op: predicate.OpLike, Lits: []value.Value{value.OfString("%retry%")}}}},
+			[]int{3, 4, 1}, func(_ int64, _, st, m string) bool { return st == "error" && strings.Contains(m, "retry") }},
+	} {
+		t.Run(q.name, func(t *testing.T) {
+			src := &countingReaderAt{r: bytes.NewReader(data)}
+			pf, err := file.NewParquetReader(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft := &footer.Footer{Meta: pf.MetaData()}
+			cm := plan.NewColumnMap(pf.MetaData().Schema, nil)
+			vf := &vectorFilter{e: q.e, ids: predicate.FieldIDs(q.e)}
+			leaves, types, err := rowFilterColumns(vf, sc, cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols := cm.Projection(ft.Meta, q.project)
+			// what each column chunk costs to read once
+			want := map[int]bool{}
+			for _, l := range append(append([]int{}, leaves...), cols...) {
+				want[l] = true
+			}
+			var once int64
+			for l := range want {
+				cc, _ := ft.Meta.RowGroup(0).ColumnChunk(l)
+				once += cc.TotalCompressedSize()
+			}
+			before := src.n.Load()
+			matched, memo := roaring64.New(), map[int]*decodedRowGroup{}
+			if err := scanRowGroup(context.Background(), fr, ft, cm, 0, 0, rows, leaves, types, vf, nil, cols, true, matched, memo); err != nil {
+				t.Fatal(err)
+			}
+			if got := src.n.Load() - before; got != once {
+				t.Errorf("read %d bytes; each column chunk once is %d", got, once)
+			}
+			// the oracle: the whole file decoded, the rule applied row by row
+			all, err := fr.ReadTable(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer all.Release()
+			col := func(name string) arrow.Array {
+				return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0)
+			}
+			ids, tenants, statuses, msgs := col("id").(*array.Int64), col("tenant_id").(*array.String), col("status").(*array.String), col("message").(*array.String)
+			var wantRows []uint64
+			for i := range rows {
+				if q.match(ids.Value(i), tenants.Value(i), statuses.Value(i), msgs.Value(i)) {
+					wantRows = append(wantRows, uint64(i))
+				}
+			}
+			if len(wantRows) == 0 {
+				t.Fatal("the test's predicate matches no row")
+			}
+			if got := matched.ToArray(); !equalU64(got, wantRows) {
+				t.Fatalf("matched %d rows, the oracle %d", len(got), len(wantRows))
+			}
+			g := memo[0]
+			if g == nil {
+				t.Fatal("no projection was decoded")
+			}
+			var names []string
+			for _, f := range g.schema.Fields() {
+				names = append(names, f.Name)
+			}
+			wantNames := map[int]string{1: "id", 2: "tenant_id", 3: "status", 4: "message"}
+			if len(names) != len(q.project) {
+				t.Fatalf("projected %v, asked for fields %v", names, q.project)
+			}
+			for c, name := range names {
+				full := col(name)
+				if g.cols[c].Len() != rows || !array.Equal(g.cols[c], full) {
+					t.Errorf("column %s differs from the whole file's", name)
+				}
+				found := false
+				for _, id := range q.project {
+					found = found || wantNames[id] == name
+				}
+				if !found {
+					t.Errorf("column %s was not asked for", name)
+				}
+			}
+		})
+	}
+}
+
+func equalU64(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
