@@ -16,7 +16,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,8 +25,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -72,7 +69,7 @@ func TestAggregateBenchmark(t *testing.T) {
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	files := downloadAll(t, c, name)
+	files := benchutil.DownloadTable(t, c, name)
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -195,44 +192,6 @@ func TestAggregateBenchmark(t *testing.T) {
 	if err := os.WriteFile(filepath.Join("..", "results", out), []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// downloadAll copies the table's data files to a temporary folder.
-func downloadAll(t *testing.T, c *harness.Cluster, name string) []string {
-	t.Helper()
-	ctx := context.Background()
-	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier(strings.Split(name, ".")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, client := t.TempDir(), c.S3(t)
-	var out []string
-	for i, task := range tasks {
-		bucket, key, _ := strings.Cut(strings.TrimPrefix(task.File.FilePath(), "s3://"), "/")
-		obj, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, fmt.Sprintf("f%03d.parquet", i))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.Copy(f, obj.Body)
-		obj.Body.Close()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, path)
-	}
-	return out
 }
 
 // recordBytes is the size of a record's Arrow buffers.

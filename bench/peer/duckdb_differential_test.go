@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
@@ -39,7 +38,7 @@ func TestConnectorAgreesWithDuckDBOnRandomPredicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := mountData(t, c, res.Location)
+	dir, _ := benchutil.MountTableData(t, c, res.Location, "mnt")
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -97,27 +96,6 @@ func requireBenchAsRoot(t *testing.T, why string) {
 		t.Skip("weed mount (FUSE) needs root here")
 	}
 }
-
-// mountData mounts the namespace folder of the table at location
-// read-only with weed mount and returns the table's data directory and the
-// mount.
-func mountData(t *testing.T, c *harness.Cluster, location string) (string, *harness.Process) {
-	mnt := filepath.Join(c.Dir, "mnt")
-	_ = os.MkdirAll(mnt, 0o755)
-	ns, rest, _ := strings.Cut(strings.TrimPrefix(location, "s3://warehouse/"), "/")
-	p := harness.StartProcess(t, c.Dir, "mount", nil, "mount", "-filer="+c.FilerGrpcAddress(), "-dir="+mnt,
-		"-filer.path="+bucketSafeMountPath(ns), "-readOnly", "-cacheDir="+filepath.Join(c.Dir, "mountcache"))
-	waitMounted(t, mnt)
-	t.Cleanup(func() { _ = exec("umount", "-l", mnt) })
-	return filepath.Join(mnt, rest, "data"), p
-}
-
-// bucketSafeMountPath is the filer folder to mount for namespace ns: a
-// folder inside the warehouse bucket, never the bucket itself — weed mount
-// of a bucket root rewrites the bucket's entry (its allow-empty-folders
-// policy) and the table-bucket marker is lost with it, after which the
-// pushdown services rightly refuse the bucket.
-func bucketSafeMountPath(ns string) string { return "/buckets/warehouse/" + ns }
 
 func envInt(k string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {

@@ -39,7 +39,7 @@ func TestIcebergWriterPeerBenchmark(t *testing.T) {
 	for _, col := range strings.Split(benchutil.IcebergGoProjection, ",") {
 		kindq.CreateIndexes(t, c, name, [2]string{col, "page_index"})
 	}
-	dir, _ := mountData(t, c, tbl.Location())
+	dir, _ := benchutil.MountTableData(t, c, tbl.Location(), "mnt")
 	names, wheres, want := benchutil.IcebergGoQueries(rows)
 	sel := strings.Split(benchutil.IcebergGoProjection, ",")
 

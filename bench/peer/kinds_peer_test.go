@@ -46,7 +46,7 @@ func TestKindsPeerBenchmark(t *testing.T) {
 	}
 	defer conn.Close()
 
-	dir, mount := mountData(t, c, res.Location)
+	dir, mount := benchutil.MountTableData(t, c, res.Location, "mnt")
 
 	type figures struct {
 		answer kindq.Answer

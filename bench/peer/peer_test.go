@@ -167,8 +167,8 @@ func TestPeerBenchmark(t *testing.T) {
 		}
 		generation++
 		mount = harness.StartProcess(t, c.Dir, fmt.Sprintf("mount%d", generation), nil, "mount", "-filer="+c.FilerGrpcAddress(), "-dir="+mnt,
-			"-filer.path="+bucketSafeMountPath("peer"), "-readOnly", "-cacheDir="+filepath.Join(c.Dir, fmt.Sprintf("mountcache%d", generation)))
-		waitMounted(t, mnt)
+			"-filer.path="+benchutil.BucketSafeMountPath(c.Warehouse, "peer"), "-readOnly", "-cacheDir="+filepath.Join(c.Dir, fmt.Sprintf("mountcache%d", generation)))
+		benchutil.WaitMounted(t, mnt)
 		if duck != nil {
 			duck.Close()
 			duck = nil
@@ -450,19 +450,6 @@ func checkAgreement(t *testing.T, ms []measurement, limit int64) {
 			t.Errorf("%s %s: %s returned %d rows (id sum %d), %s %d rows (id sum %d)", m.Indexed, m.Query, m.Reader, m.Rows, m.IDSum, ms[0].Reader, ms[0].Rows, ms[0].IDSum)
 		}
 	}
-}
-
-func waitMounted(t *testing.T, dir string) {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile("/proc/mounts"); err == nil && strings.Contains(string(b), dir) {
-			if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-				return
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("weed mount at %s did not come up", dir)
 }
 
 func scrape(t *testing.T, port int, metric string) int64 {
