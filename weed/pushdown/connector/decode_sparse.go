@@ -26,15 +26,12 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
@@ -184,46 +181,7 @@ func decodeSparse(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGro
 		return nil, false, err
 	}
 	maxDef := fl.md.Schema.Column(leaf).MaxDefinitionLevel()
-	var arr arrow.Array
-	switch cr := cr.(type) {
-	case *file.Int32ColumnChunkReader:
-		switch typ.ID() {
-		case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
-			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
-		}
-	case *file.Int64ColumnChunkReader:
-		switch typ.ID() {
-		case arrow.INT64, arrow.UINT64, arrow.TIMESTAMP, arrow.TIME64:
-			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
-		}
-	case *file.Float32ColumnChunkReader:
-		if typ.ID() == arrow.FLOAT32 {
-			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
-		}
-	case *file.Float64ColumnChunkReader:
-		if typ.ID() == arrow.FLOAT64 {
-			arr, err = sparseFixed(cr, typ, runs, nrows, maxDef)
-		}
-	case *file.BooleanColumnChunkReader:
-		if typ.ID() == arrow.BOOL {
-			b := array.NewBooleanBuilder(memory.DefaultAllocator)
-			arr, err = sparseBuilt(cr, b, b.Append, runs, nrows, maxDef)
-		}
-	case *file.ByteArrayColumnChunkReader:
-		switch typ.ID() {
-		case arrow.STRING:
-			b := array.NewStringBuilder(memory.DefaultAllocator)
-			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef)
-		case arrow.BINARY:
-			b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
-			arr, err = sparseBuilt(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef)
-		}
-	case *file.FixedLenByteArrayColumnChunkReader:
-		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == fl.md.Schema.Column(leaf).TypeLength() {
-			b := array.NewFixedSizeBinaryBuilder(memory.DefaultAllocator, ft)
-			arr, err = sparseBuilt(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef)
-		}
-	}
+	arr, err := pagedecode.Runs(cr, typ, fl.md.Schema.Column(leaf).TypeLength(), runs, nrows, maxDef)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
 	}
@@ -366,138 +324,4 @@ func plainImage(fl *fileLayout, top int, sch *schema.Schema, i int) arrow.DataTy
 		return typ
 	}
 	return nil
-}
-
-// batchReader is a typed column chunk reader of arrow-go.
-type batchReader[T any] interface {
-	Skip(nvalues int64) (int64, error)
-	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (int64, int, error)
-}
-
-// readRuns reads the values at the runs (ascending positions) of a
-// non-repeated column of nrows rows: vals are the non-NULL ones in order,
-// valid[i] tells whether the i-th wanted row is not NULL (nil: none is).
-// The pages must hold exactly nrows rows.
-func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef int16) (vals []T, valid []bool, err error) {
-	n := runs.Rows()
-	vals = make([]T, n)
-	var defs []int16
-	if maxDef > 0 {
-		defs = make([]int16, n)
-	}
-	var at, got int64
-	nv := 0
-	for _, run := range runs {
-		if run.Start > at {
-			if _, err := cr.Skip(run.Start - at); err != nil {
-				return nil, nil, err
-			}
-			at = run.Start
-		}
-		for at < run.End {
-			var d []int16
-			if defs != nil {
-				d = defs[got:]
-			}
-			lv, read, err := cr.ReadBatch(run.End-at, vals[nv:], d, nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			if lv == 0 {
-				return nil, nil, fmt.Errorf("the pages end at row %d, before the %d rows they are planned to hold", at, nrows)
-			}
-			at, got, nv = at+lv, got+lv, nv+read
-		}
-	}
-	// the pages hold nrows rows, no more, no fewer: the last row reads,
-	// then nothing
-	var probe [1]T
-	var probeDef [1]int16
-	if at < nrows {
-		if _, err := cr.Skip(nrows - 1 - at); err != nil {
-			return nil, nil, err
-		}
-		if lv, _, err := cr.ReadBatch(1, probe[:], probeDef[:], nil); err != nil || lv != 1 {
-			return nil, nil, fmt.Errorf("the pages hold fewer than the %d rows they are planned to hold", nrows)
-		}
-	}
-	if lv, _, err := cr.ReadBatch(1, probe[:], probeDef[:], nil); err != nil || lv != 0 {
-		return nil, nil, fmt.Errorf("the pages hold more than the %d rows they are planned to hold", nrows)
-	}
-	if defs != nil {
-		valid = make([]bool, n)
-		k := 0
-		for i, d := range defs {
-			if valid[i] = d == maxDef; valid[i] {
-				k++
-			}
-		}
-		if k != nv {
-			return nil, nil, fmt.Errorf("%d values for %d non-NULL rows", nv, k)
-		}
-	} else if int64(nv) != n {
-		return nil, nil, fmt.Errorf("%d values for %d rows", nv, n)
-	}
-	return vals[:nv], valid, nil
-}
-
-// sparseFixed reads the runs of a fixed-width column into an array of typ
-// (whose layout is T's).
-func sparseFixed[T arrow.FixedWidthType](cr batchReader[T], typ arrow.DataType, runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
-	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
-	if err != nil {
-		return nil, err
-	}
-	n := len(vals)
-	var bitmap *memory.Buffer
-	nulls := 0
-	if valid != nil {
-		n = len(valid)
-		spread := make([]T, n)
-		bits := make([]byte, bitutil.BytesForBits(int64(n)))
-		j := 0
-		for i, ok := range valid {
-			if ok {
-				spread[i] = vals[j]
-				j++
-				bitutil.SetBit(bits, i)
-			} else {
-				nulls++
-			}
-		}
-		vals = spread
-		if nulls > 0 {
-			bitmap = memory.NewBufferBytes(bits)
-		}
-	}
-	data := array.NewData(typ, n, []*memory.Buffer{bitmap, memory.NewBufferBytes(arrow.GetBytes(vals))}, nil, nulls, 0)
-	defer data.Release()
-	return array.MakeFromData(data), nil
-}
-
-// sparseBuilt reads the runs of a column into builder b through appendOne.
-func sparseBuilt[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
-	defer b.Release()
-	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
-	if err != nil {
-		return nil, err
-	}
-	if valid == nil {
-		b.Reserve(len(vals))
-		for _, v := range vals {
-			appendOne(v)
-		}
-		return b.NewArray(), nil
-	}
-	b.Reserve(len(valid))
-	j := 0
-	for _, ok := range valid {
-		if !ok {
-			b.AppendNull()
-			continue
-		}
-		appendOne(vals[j])
-		j++
-	}
-	return b.NewArray(), nil
 }

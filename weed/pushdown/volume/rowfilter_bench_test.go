@@ -29,6 +29,12 @@ import (
 // table's (id, tenant_id of 100 tenants, status of 4, a log message), and
 // its table schema.
 func demoRowGroup(b testing.TB, rows int) ([]byte, *iceberg.Schema) {
+	return demoRowGroupWith(b, rows)
+}
+
+// demoRowGroupWith is demoRowGroup written with more writer properties
+// (small pages, say).
+func demoRowGroupWith(b testing.TB, rows int, props ...parquet.WriterProperty) ([]byte, *iceberg.Schema) {
 	md := func(id string) arrow.Metadata { return arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{id}) }
 	as := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Metadata: md("1")},
@@ -50,7 +56,7 @@ func demoRowGroup(b testing.TB, rows int) ([]byte, *iceberg.Schema) {
 	}
 	rec := rb.NewRecordBatch()
 	defer rec.Release()
-	data := harness.WriteParquet(b, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(int64(rows))))
+	data := harness.WriteParquet(b, rec, parquet.NewWriterProperties(append([]parquet.WriterProperty{parquet.WithMaxRowGroupLength(int64(rows))}, props...)...))
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "tenant_id", Type: iceberg.PrimitiveTypes.String, Required: true},

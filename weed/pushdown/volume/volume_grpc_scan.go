@@ -1,11 +1,14 @@
 package volume
 
 import (
+	"bytes"
 	"context"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"google.golang.org/grpc"
@@ -115,7 +118,7 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 	if err != nil {
 		return fail(err)
 	}
-	var fr *pqarrow.FileReader // opened once, on the first row group with a candidate
+	var sf *scanFile // opened once, on the first row group with a candidate
 	budget := s.answerBudget("ScanRows")
 	sent := int64(0)
 	for _, g := range req.GetRowGroups() {
@@ -131,11 +134,14 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 		evaluated := int64(mask.GetCardinality())
 		matched := roaring64.New()
 		memo := map[int]*decodedRowGroup{} // this row group decoded once for its batches, not cached
+		var aligned *decodedRowGroup       // or its matching rows' projected columns, aligned with them
 		if evaluated > 0 {
-			if fr == nil {
-				if fr, err = s.openArrowReader(ctx, req.GetPath(), ft); err != nil {
+			if sf == nil {
+				fr, src, err := s.openArrowReader(ctx, req.GetPath(), ft)
+				if err != nil {
 					return fail(err)
 				}
+				sf = newScanFile(fr, src, ft)
 			}
 			rf := *vf
 			if req.GetLimit() > 0 {
@@ -144,7 +150,7 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 			// the projection is decoded with the predicate unless the
 			// shared cache holds it (ReadRows or a vector search put it there)
 			cached := s.vectorCache().Holds(projectedKey(req.GetPath(), identity, rg, cols))
-			if err := scanRowGroup(ctx, fr, ft, cm, rg, firsts[rg], n, leaves, types, &rf, mask, cols, len(ids) > 0 && !cached, matched, memo); err != nil {
+			if aligned, err = scanRowGroup(ctx, sf, cm, rg, firsts[rg], n, leaves, types, &rf, mask, cols, len(ids) > 0 && !cached, matched, memo); err != nil {
 				return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 			}
 		}
@@ -170,7 +176,12 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 				return err
 			}
 			if len(part) > 0 && len(ids) > 0 {
-				if msg.ColumnsIpc, _, err = s.projectRows(ctx, req.GetPath(), identity, ft, cm, ids, part, memo); err != nil {
+				if aligned != nil {
+					msg.ColumnsIpc, err = alignedIPC(aligned, start, start+len(part))
+				} else {
+					msg.ColumnsIpc, _, err = s.projectRows(ctx, req.GetPath(), identity, ft, cm, ids, part, memo)
+				}
+				if err != nil {
 					return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 				}
 				if n := int64(len(msg.ColumnsIpc)); n > budget.limit {
@@ -197,39 +208,67 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 
 // scanRowGroup evaluates the predicate on the candidates (file positions,
 // all in row group rg of n rows from file position first) and adds the
-// matching positions to matched; when project is set and a row matched,
-// it also decodes the row group's projected columns (leaves cols) into
-// memo[rg] for the batches, each column the predicate's decoding already
-// holds whole (`message` of a LIKE, say) taken from it rather than
-// decoded twice.
-func scanRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, first, n int64,
+// matching positions to matched. When project is set and a row matched,
+// it also decodes the projected columns (leaves cols): few candidates
+// (scanSparse) give them at the matching rows only, aligned with them
+// (aligned); otherwise the row group's columns go into memo[rg] for the
+// batches, each column the predicate's decoding already holds whole
+// (`message` of a LIKE, say) taken from it rather than decoded twice.
+func scanRowGroup(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, first, n int64,
 	leaves []int, types map[int]iceberg.Type, vf *vectorFilter, mask *roaring64.Bitmap, cols []int, project bool,
-	matched *roaring64.Bitmap, memo map[int]*decodedRowGroup) (err error) {
+	matched *roaring64.Bitmap, memo map[int]*decodedRowGroup) (aligned *decodedRowGroup, err error) {
 	var pred arrow.Table
 	defer func() {
 		if pred != nil {
 			pred.Release()
 		}
 		if p := recover(); p != nil {
-			err = perr.New(perr.Corrupt, "decode: %v", p)
+			aligned, err = nil, perr.New(perr.Corrupt, "decode: %v", p)
 		}
 	}()
 	rows, any := candidateRows(mask, first, n)
 	if !any {
-		return nil
+		return nil, nil
 	}
-	if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
-		return err
+	if rows != nil && int64(len(rows))*sparseShare <= n {
+		var ok bool
+		if aligned, ok, err = scanSparse(ctx, sf, cm, rg, first, leaves, types, vf, rows, cols, project, matched); ok || err != nil {
+			return aligned, err
+		}
+	}
+	if err := evaluateRowGroup(ctx, sf.fr, sf.ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
+		return nil, err
 	}
 	if !project || matched.IsEmpty() || len(cols) == 0 {
-		return nil
+		return nil, nil
 	}
-	g, err := decodeProjection(ctx, fr, ft, rg, cols, leaves, pred)
+	g, err := decodeProjection(ctx, sf.fr, sf.ft, rg, cols, leaves, pred)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	memo[rg] = g
-	return nil
+	return nil, nil
+}
+
+// alignedIPC is rows [from, to) of g (columns aligned with a row group's
+// matching rows) as an Arrow IPC stream.
+func alignedIPC(g *decodedRowGroup, from, to int) ([]byte, error) {
+	arrs := make([]arrow.Array, len(g.cols))
+	for c, a := range g.cols {
+		arrs[c] = array.NewSlice(a, int64(from), int64(to))
+		defer arrs[c].Release()
+	}
+	rec := array.NewRecordBatch(g.schema, arrs, int64(to-from))
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(g.schema))
+	if err := w.Write(rec); err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	return buf.Bytes(), nil
 }
 
 // decodeProjection decodes row group rg's projected columns (leaves cols,
@@ -238,21 +277,8 @@ func scanRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer
 // instead of decoding it again. Fields are matched by their root name;
 // the schema carries no file metadata (readers match columns by name).
 func decodeProjection(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, rg int, cols, predLeaves []int, pred arrow.Table) (*decodedRowGroup, error) {
-	sch := ft.Meta.Schema
-	byRoot := func(ls []int) ([]string, map[string][]int) {
-		var order []string
-		m := map[string][]int{}
-		for _, l := range ls {
-			name := sch.ColumnRoot(l).Name()
-			if _, ok := m[name]; !ok {
-				order = append(order, name)
-			}
-			m[name] = append(m[name], l)
-		}
-		return order, m
-	}
-	roots, want := byRoot(cols)
-	_, have := byRoot(predLeaves)
+	roots, want := rootsOf(ft.Meta.Schema, cols)
+	_, have := rootsOf(ft.Meta.Schema, predLeaves)
 	reuse := map[string]bool{}
 	var rest []int
 	for _, name := range roots {

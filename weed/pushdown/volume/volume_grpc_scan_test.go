@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -33,6 +34,14 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (c *countingReaderAt) Seek(off int64, whence int) (int64, error) { return c.r.Seek(off, whence) }
+
+// source is the file as the volume reads it (footer.Source).
+type source struct{ *countingReaderAt }
+
+func (s source) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
+	return s.countingReaderAt.ReadAt(p, off)
+}
+func (s source) Size() int64 { return s.r.Size() }
 
 func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(t *testing.T) {
 	const rows = 5000
@@ -82,7 +91,8 @@ func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(
 			}
 			before := src.n.Load()
 			matched, memo := roaring64.New(), map[int]*decodedRowGroup{}
-			if err := scanRowGroup(context.Background(), fr, ft, cm, 0, 0, rows, leaves, types, vf, nil, cols, true, matched, memo); err != nil {
+			sf := newScanFile(fr, source{src}, ft)
+			if _, err := scanRowGroup(context.Background(), sf, cm, 0, 0, rows, leaves, types, vf, nil, cols, true, matched, memo); err != nil {
 				t.Fatal(err)
 			}
 			if got := src.n.Load() - before; got != once {
@@ -149,4 +159,104 @@ func equalU64(a, b []uint64) bool {
 		}
 	}
 	return true
+}
+
+func TestFewCandidatesDecodeOnlyThePagesHoldingThemAndMatchAWholeDecode(t *testing.T) {
+	const rows = 20000
+	for _, pageIndex := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pages listed from their headers", true: "pages listed by the page index"}[pageIndex], func(t *testing.T) {
+			// id and message unique a row: plain (a dictionary would be most of
+			// their chunks, read for any row)
+			data, sc := demoRowGroupWith(t, rows, parquet.WithDataPageSize(4<<10), parquet.WithPageIndexEnabled(pageIndex), parquet.WithDictionaryFor("message", false), parquet.WithDictionaryFor("id", false))
+			src := &countingReaderAt{r: bytes.NewReader(data)}
+			pf, err := file.NewParquetReader(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft, err := footer.Load(context.Background(), footer.Identity{Path: "f.parquet", Size: int64(len(data))}, source{src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm := plan.NewColumnMap(pf.MetaData().Schema, nil)
+			e := predicate.Or{Kids: []predicate.Expr{
+				&predicate.Leaf{FieldID: 4, Op: predicate.OpLike, Lits: []value.Value{value.OfString("%retry%")}},
+				&predicate.Leaf{FieldID: 3, Op: predicate.OpEq, Lits: []value.Value{value.OfString("error")}}}}
+			vf := &vectorFilter{e: e, ids: predicate.FieldIDs(e)}
+			leaves, types, err := rowFilterColumns(vf, sc, cm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols := cm.Projection(ft.Meta, []int{1, 2, 4})
+			// candidates in three places: the first rows, a run in the
+			// middle, the last row (well under 1/8 of the rows)
+			mask := roaring64.New()
+			for r := uint64(0); r < 300; r += 3 {
+				mask.Add(r)
+			}
+			mask.AddRange(10000, 10400)
+			mask.Add(rows - 1)
+			all, err := fr.ReadTable(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer all.Release()
+			col := func(name string) arrow.Array { return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0) }
+			statuses, msgs := col("status").(*array.String), col("message").(*array.String)
+			var want []int64
+			it := mask.Iterator()
+			for it.HasNext() {
+				r := int64(it.Next())
+				if strings.Contains(msgs.Value(int(r)), "retry") || statuses.Value(int(r)) == "error" {
+					want = append(want, r)
+				}
+			}
+			sf := newScanFile(fr, source{src}, ft)
+			var chunks int64
+			for l := range ft.Meta.Schema.NumColumns() {
+				chunks += ft.Chunks[0][l].Length
+			}
+			for round := range 2 { // the second finds the pages listed
+				before := src.n.Load()
+				matched, memo := roaring64.New(), map[int]*decodedRowGroup{}
+				g, err := scanRowGroup(context.Background(), sf, cm, 0, 0, rows, leaves, types, vf, mask, cols, true, matched, memo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read := src.n.Load() - before
+				if g == nil || len(memo) != 0 {
+					t.Fatalf("round %d: the row group decoded whole", round)
+				}
+				got := matched.ToArray()
+				if len(got) != len(want) {
+					t.Fatalf("round %d: %d rows matched, the oracle %d", round, len(got), len(want))
+				}
+				for i, r := range want {
+					if got[i] != uint64(r) {
+						t.Fatalf("round %d: match %d is row %d, the oracle's %d", round, i, got[i], r)
+					}
+				}
+				if len(g.cols) != 3 {
+					t.Fatalf("round %d: %d columns projected, want 3", round, len(g.cols))
+				}
+				for c, f := range g.schema.Fields() {
+					full := col(f.Name)
+					if g.cols[c].Len() != len(want) {
+						t.Fatalf("round %d: column %s has %d values for %d rows", round, f.Name, g.cols[c].Len(), len(want))
+					}
+					for i, r := range want {
+						if !array.SliceEqual(g.cols[c], int64(i), int64(i+1), full, r, r+1) {
+							t.Fatalf("round %d: column %s at row %d differs from the whole file's", round, f.Name, r)
+						}
+					}
+				}
+				if round == 1 && 4*read > chunks {
+					t.Errorf("read %d bytes of %d in the row group's chunks: not only the pages holding candidates", read, chunks)
+				}
+			}
+		})
+	}
 }

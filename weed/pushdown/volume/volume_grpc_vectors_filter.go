@@ -123,7 +123,7 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 	if err != nil {
 		return nil, err
 	}
-	fr, err := s.openArrowReader(ctx, path, ft)
+	fr, _, err := s.openArrowReader(ctx, path, ft)
 	if err != nil {
 		return nil, err
 	}
@@ -168,20 +168,22 @@ func rowFilterColumns(vf *vectorFilter, schema *iceberg.Schema, cm *plan.ColumnM
 
 // openArrowReader opens a data file with arrow-go's Arrow reader over the
 // volume's reader, reusing its parsed footer.
-func (s *Service) openArrowReader(ctx context.Context, path string, ft *footer.Footer) (*pqarrow.FileReader, error) {
+// The file's bytes are src.
+func (s *Service) openArrowReader(ctx context.Context, path string, ft *footer.Footer) (fr *pqarrow.FileReader, src footer.Source, err error) {
 	fh, err := s.Reader.Open(ctx, path)
 	if err != nil {
-		return nil, classifyOpen(err)
+		return nil, nil, classifyOpen(err)
 	}
-	rdr, err := sideindex.OpenParquet(ctx, path, ft, sourceOf(fh))
+	src = sourceOf(fh)
+	rdr, err := sideindex.OpenParquet(ctx, path, ft, src)
 	if err != nil {
-		return nil, perr.New(perr.Corrupt, "%v", err)
+		return nil, nil, perr.New(perr.Corrupt, "%v", err)
 	}
-	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator)
+	fr, err = pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, perr.New(perr.Corrupt, "%v", err)
+		return nil, nil, perr.New(perr.Corrupt, "%v", err)
 	}
-	return fr, nil
+	return fr, src, nil
 }
 
 // candidateRows are mask's positions in the row group of n rows from

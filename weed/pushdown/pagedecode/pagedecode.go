@@ -1,0 +1,290 @@
+// Package pagedecode decodes chosen rows of a flat (non-repeated) column
+// chunk from chosen pages of it: arrow-go's page and column readers run
+// over the pages' bytes (no Parquet file is built around them), and the
+// values between the wanted rows are skipped, not decoded:
+//
+//	dictionary page + the data pages holding a wanted row (their bytes)
+//	  ─▶ PagesReader: file.NewPageReader ─▶ file.NewColumnReader (typed)
+//	  ─▶ Runs: Skip to each run of wanted rows, ReadBatch the run; the
+//	     pages must then end exactly (fewer or more rows is an error)
+//	  ─▶ an Arrow array of the wanted rows' values, in row order
+//
+// The connector decodes planned pages this way (decode_sparse.go), the
+// volume its scans' candidates and matching rows (volume_grpc_scan.go).
+package pagedecode
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+)
+
+// PagesReader is a column chunk reader of column descr over pages: the
+// bytes of whole pages (each its header and body) of one chunk compressed
+// with codec, a dictionary page first when the chunk has one, holding
+// nrows rows.
+func PagesReader(descr *schema.Column, codec compress.Compression, pages []byte, nrows int64, mem memory.Allocator) (file.ColumnChunkReader, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	stream, err := parquet.NewReaderProperties(mem).GetStream(bytes.NewReader(pages), 0, int64(len(pages)))
+	if err != nil {
+		return nil, err
+	}
+	pr, err := file.NewPageReader(stream, nrows, codec, mem, nil)
+	if err != nil {
+		return nil, err
+	}
+	pool := &sync.Pool{New: func() any { return memory.NewResizableBuffer(mem) }}
+	//lint:ignore SA1019 the column reader over a page reader is what decodes pages without a file around them
+	return file.NewColumnReader(descr, pr, mem, pool), nil //nolint:staticcheck
+}
+
+// Selection is what to decode of one chunk: the byte ranges of its
+// dictionary region (Len 0: none) and of the pages holding a wanted row,
+// in file order, their rows, and the wanted rows as runs of positions
+// among those pages' rows.
+type Selection struct {
+	Dict  footer.Page // Offset, Length of the dictionary region
+	Pages []footer.Page
+	NRows int64
+	Runs  plan.RowSet
+	Bytes int64 // dictionary region and pages
+}
+
+// Select chooses the pages of all (a flat chunk's pages in row order,
+// starting at or after the chunk's start chunkStart) holding a row of
+// rows (row-group-local, ascending); ok is false when a page is out of
+// order or a row lies in no page.
+func Select(all []footer.Page, chunkStart int64, rows []int64) (s Selection, ok bool) {
+	if len(all) == 0 {
+		return s, false
+	}
+	if first := all[0].Offset; first > chunkStart {
+		s.Dict = footer.Page{Offset: chunkStart, Length: first - chunkStart}
+		s.Bytes = s.Dict.Length
+	}
+	prevEnd := int64(0)
+	k := 0
+	for _, pg := range all {
+		if pg.FirstRow != prevEnd || pg.EndRow < pg.FirstRow || pg.StartsInsideRow {
+			return Selection{}, false
+		}
+		prevEnd = pg.EndRow
+		if k < len(rows) && rows[k] < pg.FirstRow {
+			return Selection{}, false // before this page, in none
+		}
+		if k == len(rows) || rows[k] >= pg.EndRow {
+			continue
+		}
+		base := s.NRows
+		s.Pages = append(s.Pages, pg)
+		s.Bytes += pg.Length
+		s.NRows += pg.EndRow - pg.FirstRow
+		for ; k < len(rows) && rows[k] < pg.EndRow; k++ {
+			at := base + rows[k] - pg.FirstRow
+			if n := len(s.Runs); n > 0 && s.Runs[n-1].End == at {
+				s.Runs[n-1].End = at + 1
+			} else {
+				s.Runs = append(s.Runs, plan.RowRange{Start: at, End: at + 1})
+			}
+		}
+	}
+	return s, k == len(rows) && len(s.Pages) > 0
+}
+
+// Runs decodes the values at runs (ascending positions among the nrows
+// rows cr holds) of a non-repeated column as an array of typ, when typ is
+// the plain Arrow image of its physical values — ints, dates, times,
+// timestamps, floats, booleans, strings, binary, fixed-size binary of
+// typeLength bytes; nil, nil for any other type (the caller decodes
+// another way).
+func Runs(cr file.ColumnChunkReader, typ arrow.DataType, typeLength int, runs plan.RowSet, nrows int64, maxDef int16) (arr arrow.Array, err error) {
+	mem := memory.DefaultAllocator
+	switch cr := cr.(type) {
+	case *file.Int32ColumnChunkReader:
+		switch typ.ID() {
+		case arrow.INT32, arrow.UINT32, arrow.DATE32, arrow.TIME32:
+			return fixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.Int64ColumnChunkReader:
+		switch typ.ID() {
+		case arrow.INT64, arrow.UINT64, arrow.TIMESTAMP, arrow.TIME64:
+			return fixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.Float32ColumnChunkReader:
+		if typ.ID() == arrow.FLOAT32 {
+			return fixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.Float64ColumnChunkReader:
+		if typ.ID() == arrow.FLOAT64 {
+			return fixed(cr, typ, runs, nrows, maxDef)
+		}
+	case *file.BooleanColumnChunkReader:
+		if typ.ID() == arrow.BOOL {
+			b := array.NewBooleanBuilder(mem)
+			return built(cr, b, b.Append, runs, nrows, maxDef)
+		}
+	case *file.ByteArrayColumnChunkReader:
+		switch typ.ID() {
+		case arrow.STRING:
+			b := array.NewStringBuilder(mem)
+			return built(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef)
+		case arrow.BINARY:
+			b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+			return built(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef)
+		}
+	case *file.FixedLenByteArrayColumnChunkReader:
+		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == typeLength {
+			b := array.NewFixedSizeBinaryBuilder(mem, ft)
+			return built(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef)
+		}
+	}
+	return nil, nil
+}
+
+// batchReader is a typed column chunk reader of arrow-go.
+type batchReader[T any] interface {
+	Skip(nvalues int64) (int64, error)
+	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (int64, int, error)
+}
+
+// readRuns reads the values at the runs (ascending positions) of a
+// non-repeated column of nrows rows: vals are the non-NULL ones in order,
+// valid[i] tells whether the i-th wanted row is not NULL (nil: none is).
+// The pages must hold exactly nrows rows.
+func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef int16) (vals []T, valid []bool, err error) {
+	n := runs.Rows()
+	vals = make([]T, n)
+	var defs []int16
+	if maxDef > 0 {
+		defs = make([]int16, n)
+	}
+	var at, got int64
+	nv := 0
+	for _, run := range runs {
+		if run.Start > at {
+			if _, err := cr.Skip(run.Start - at); err != nil {
+				return nil, nil, err
+			}
+			at = run.Start
+		}
+		for at < run.End {
+			var d []int16
+			if defs != nil {
+				d = defs[got:]
+			}
+			lv, read, err := cr.ReadBatch(run.End-at, vals[nv:], d, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			if lv == 0 {
+				return nil, nil, fmt.Errorf("the pages end at row %d, before the %d rows they are planned to hold", at, nrows)
+			}
+			at, got, nv = at+lv, got+lv, nv+read
+		}
+	}
+	// the pages hold nrows rows, no more, no fewer: the last row reads,
+	// then nothing
+	var probe [1]T
+	var probeDef [1]int16
+	if at < nrows {
+		if _, err := cr.Skip(nrows - 1 - at); err != nil {
+			return nil, nil, err
+		}
+		if lv, _, err := cr.ReadBatch(1, probe[:], probeDef[:], nil); err != nil || lv != 1 {
+			return nil, nil, fmt.Errorf("the pages hold fewer than the %d rows they are planned to hold", nrows)
+		}
+	}
+	if lv, _, err := cr.ReadBatch(1, probe[:], probeDef[:], nil); err != nil || lv != 0 {
+		return nil, nil, fmt.Errorf("the pages hold more than the %d rows they are planned to hold", nrows)
+	}
+	if defs != nil {
+		valid = make([]bool, n)
+		k := 0
+		for i, d := range defs {
+			if valid[i] = d == maxDef; valid[i] {
+				k++
+			}
+		}
+		if k != nv {
+			return nil, nil, fmt.Errorf("%d values for %d non-NULL rows", nv, k)
+		}
+	} else if int64(nv) != n {
+		return nil, nil, fmt.Errorf("%d values for %d rows", nv, n)
+	}
+	return vals[:nv], valid, nil
+}
+
+// fixed reads the runs of a fixed-width column into an array of typ
+// (whose layout is T's).
+func fixed[T arrow.FixedWidthType](cr batchReader[T], typ arrow.DataType, runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
+	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
+	if err != nil {
+		return nil, err
+	}
+	n := len(vals)
+	var bitmap *memory.Buffer
+	nulls := 0
+	if valid != nil {
+		n = len(valid)
+		spread := make([]T, n)
+		bits := make([]byte, bitutil.BytesForBits(int64(n)))
+		j := 0
+		for i, ok := range valid {
+			if ok {
+				spread[i] = vals[j]
+				j++
+				bitutil.SetBit(bits, i)
+			} else {
+				nulls++
+			}
+		}
+		vals = spread
+		if nulls > 0 {
+			bitmap = memory.NewBufferBytes(bits)
+		}
+	}
+	data := array.NewData(typ, n, []*memory.Buffer{bitmap, memory.NewBufferBytes(arrow.GetBytes(vals))}, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// built reads the runs of a column into builder b through appendOne.
+func built[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
+	defer b.Release()
+	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
+	if err != nil {
+		return nil, err
+	}
+	if valid == nil {
+		b.Reserve(len(vals))
+		for _, v := range vals {
+			appendOne(v)
+		}
+		return b.NewArray(), nil
+	}
+	b.Reserve(len(valid))
+	j := 0
+	for _, ok := range valid {
+		if !ok {
+			b.AppendNull()
+			continue
+		}
+		appendOne(vals[j])
+		j++
+	}
+	return b.NewArray(), nil
+}

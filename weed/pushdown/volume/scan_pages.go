@@ -1,0 +1,306 @@
+package volume
+
+// Sparse decode on the volume: a ScanRows row group whose candidates are
+// few against its rows decodes the predicate's columns at the candidates
+// only, and the projection at the matching rows only — from the pages
+// holding them (the footer's page index, else the chunk's page headers),
+// the values between them skipped (pagedecode):
+//
+//	candidates ≤ rows/sparseShare, every predicate column flat with a
+//	plain Arrow image
+//	   ─▶ per predicate column: pages holding a candidate ─▶ pagedecode.Runs
+//	   ─▶ colfilter on the candidates' values ─▶ matching rows
+//	   ─▶ per projected column: the predicate's values taken at the matches,
+//	      or its pages holding a match decoded there, or (a list, a
+//	      converted type) the whole column decoded and taken
+//	   ─▶ columns aligned with the matching rows, sliced into batches
+//
+// Anything else decodes whole (scanRowGroup's other path).
+
+import (
+	"context"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
+)
+
+// sparseShare: a row group decodes sparsely when its candidates are at
+// most 1/sparseShare of its rows.
+const sparseShare = 8
+
+// scanFile is what a ScanRows call keeps of its file: the Arrow reader,
+// the file's bytes, and which top-level columns decode sparsely.
+type scanFile struct {
+	fr    *pqarrow.FileReader
+	src   footer.Source
+	ft    *footer.Footer
+	arrow *arrow.Schema   // the file's Arrow schema (what a whole decode gives)
+	plain map[string]bool // root column name → flat, its Arrow type the plain image of its values
+}
+
+func newScanFile(fr *pqarrow.FileReader, src footer.Source, ft *footer.Footer) *scanFile {
+	sf := &scanFile{fr: fr, src: src, ft: ft, plain: map[string]bool{}}
+	var err error
+	if sf.arrow, err = fr.Schema(); err != nil {
+		return sf // nothing decodes sparsely
+	}
+	inferred, err := pqarrow.FromParquet(ft.Meta.Schema, &pqarrow.ArrowReadProperties{}, nil)
+	if err != nil {
+		return sf
+	}
+	sch := ft.Meta.Schema
+	leaves := map[string]int{}
+	for leaf := range sch.NumColumns() {
+		leaves[sch.ColumnRoot(leaf).Name()]++
+	}
+	for leaf := range sch.NumColumns() {
+		col := sch.Column(leaf)
+		name := sch.ColumnRoot(leaf).Name()
+		if leaves[name] != 1 || col.MaxRepetitionLevel() > 0 || col.ColumnPath().String() != name {
+			continue
+		}
+		a, b := sf.arrow.FieldIndices(name), inferred.FieldIndices(name)
+		if len(a) == 1 && len(b) == 1 && arrow.TypeEqual(sf.arrow.Field(a[0]).Type, inferred.Field(b[0]).Type) {
+			sf.plain[name] = true
+		}
+	}
+	return sf
+}
+
+// sparseOK reports whether leaf decodes sparsely.
+func (sf *scanFile) sparseOK(leaf int) bool {
+	return sf.plain[sf.ft.Meta.Schema.ColumnRoot(leaf).Name()]
+}
+
+// chunkPagesHolder remembers, with the footer, the pages of one chunk
+// listed from its headers (done: listed, or found unlistable).
+type chunkPagesHolder struct {
+	mu    sync.Mutex
+	done  bool
+	pages []footer.Page
+}
+
+type scanPagesTag struct{}
+
+// pagesOf lists the data pages of leaf's chunk in row group rg (n rows):
+// from the footer's page index, else from the chunk's page headers (the
+// chunk read once and remembered with the footer); nil when neither lists
+// them.
+func (sf *scanFile) pagesOf(ctx context.Context, rg, leaf int, n int64) []footer.Page {
+	if idx, err := sf.ft.PageIndex(ctx, rg); err == nil && idx != nil && leaf < len(idx.Columns) && idx.Columns[leaf].Pages != nil {
+		return idx.Columns[leaf].Pages
+	}
+	h := sf.ft.ChunkMemo(rg, leaf, scanPagesTag{}, func() any { return &chunkPagesHolder{} }).(*chunkPagesHolder)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return h.pages
+	}
+	ch := sf.ft.Chunks[rg][leaf]
+	if ch.Length <= 0 || ch.Length > 1<<30 {
+		h.done = true
+		return nil
+	}
+	b := make([]byte, ch.Length)
+	if _, err := sf.src.ReadAt(ctx, b, ch.Start); err != nil {
+		return nil // not remembered: a read may succeed next time
+	}
+	h.pages, _ = sideindex.FlatChunkPages(ch, b, n)
+	h.done = true
+	return h.pages
+}
+
+// sparseColumn decodes leaf (flat, sparseOK) of row group rg at rows
+// (row-group-local, ascending): an array aligned with rows.
+func (sf *scanFile) sparseColumn(ctx context.Context, rg, leaf int, rows []int64) (arrow.Array, error) {
+	n := sf.ft.Meta.RowGroup(rg).NumRows()
+	ch := sf.ft.Chunks[rg][leaf]
+	sel, ok := pagedecode.Select(sf.pagesOf(ctx, rg, leaf, n), ch.Start, rows)
+	if !ok {
+		// the whole chunk as one page of every row
+		sel, _ = pagedecode.Select([]footer.Page{{Offset: ch.Start, Length: ch.Length, FirstRow: 0, EndRow: n}}, ch.Start, rows)
+	}
+	buf := make([]byte, 0, sel.Bytes)
+	for _, pg := range append([]footer.Page{sel.Dict}, sel.Pages...) {
+		if pg.Length == 0 {
+			continue
+		}
+		at := len(buf)
+		buf = buf[:at+int(pg.Length)]
+		if _, err := sf.src.ReadAt(ctx, buf[at:], pg.Offset); err != nil {
+			if perr.IsContext(err) {
+				return nil, err
+			}
+			return nil, perr.Wrap(perr.Unavailable, err)
+		}
+	}
+	descr := sf.ft.Meta.Schema.Column(leaf)
+	cc, err := sf.ft.Meta.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "row group %d column %d: %v", rg, leaf, err)
+	}
+	cr, err := pagedecode.PagesReader(descr, cc.Compression(), buf, sel.NRows, memory.DefaultAllocator)
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "row group %d column %s: %v", rg, perr.Quote(descr.Path()), err)
+	}
+	typ := sf.arrow.Field(sf.arrow.FieldIndices(sf.ft.Meta.Schema.ColumnRoot(leaf).Name())[0]).Type
+	arr, err := pagedecode.Runs(cr, typ, descr.TypeLength(), sel.Runs, sel.NRows, descr.MaxDefinitionLevel())
+	if err != nil {
+		return nil, perr.New(perr.Corrupt, "row group %d column %s: %v", rg, perr.Quote(descr.Path()), err)
+	}
+	if arr == nil || arr.Len() != len(rows) {
+		if arr != nil {
+			arr.Release()
+		}
+		return nil, perr.New(perr.Corrupt, "row group %d column %s: the sparse decoder gave no values for %d rows", rg, perr.Quote(descr.Path()), len(rows))
+	}
+	return arr, nil
+}
+
+// scanSparse is scanRowGroup's sparse path: it evaluates the predicate at
+// the candidates rows (row-group-local, ascending) of row group rg (file
+// rows from first) and adds the matching file positions to matched; when
+// project is set, the projected columns (leaves cols) of the matching
+// rows come back aligned with them (at most limit of them when limit >
+// 0). ok is false when a predicate column does not decode sparsely (the
+// caller decodes whole).
+func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, first int64, leaves []int, types map[int]iceberg.Type,
+	vf *vectorFilter, rows []int64, cols []int, project bool, matched *roaring64.Bitmap) (aligned *decodedRowGroup, ok bool, err error) {
+	for _, l := range leaves {
+		if !sf.sparseOK(l) {
+			return nil, false, nil
+		}
+	}
+	sch := sf.ft.Meta.Schema
+	decoded := map[int]arrow.Array{} // predicate leaf → values at the candidates
+	defer func() {
+		for _, a := range decoded {
+			a.Release()
+		}
+	}()
+	for _, l := range leaves {
+		a, err := sf.sparseColumn(ctx, rg, l, rows)
+		if err != nil {
+			return nil, true, err
+		}
+		decoded[l] = a
+	}
+	byField := map[int]*chunkedColumn{}
+	for _, id := range vf.ids {
+		if ls := cm.Leaves(id); len(ls) > 0 {
+			byField[id] = newChunkedColumn([]arrow.Array{decoded[ls[0]]})
+		}
+	}
+	kept := roaring64.New() // candidate ordinals
+	if err := selectCandidates(vf, byField, types, int64(len(rows)), 0, nil, kept); err != nil {
+		return nil, true, err
+	}
+	ords := make([]int64, 0, kept.GetCardinality())
+	hits := make([]int64, 0, kept.GetCardinality())
+	it := kept.Iterator()
+	for it.HasNext() {
+		k := int64(it.Next())
+		ords = append(ords, k)
+		hits = append(hits, rows[k])
+		matched.Add(uint64(first + rows[k]))
+	}
+	if !project || len(hits) == 0 || len(cols) == 0 {
+		return nil, true, nil
+	}
+	// the projection, aligned with hits
+	roots, want := rootsOf(sch, cols)
+	g := &decodedRowGroup{}
+	fields := make([]arrow.Field, 0, len(roots))
+	for _, name := range roots {
+		idx := sf.arrow.FieldIndices(name)
+		if len(idx) != 1 {
+			return nil, true, perr.New(perr.Corrupt, "row group %d: column %s has no Arrow field", rg, perr.Quote(name))
+		}
+		ls := want[name]
+		var a arrow.Array
+		switch {
+		case len(ls) == 1 && decoded[ls[0]] != nil:
+			a, err = takeAt(ctx, decoded[ls[0]], ords)
+		case len(ls) == 1 && sf.sparseOK(ls[0]):
+			a, err = sf.sparseColumn(ctx, rg, ls[0], hits)
+		default:
+			a, err = wholeTaken(ctx, sf.fr, rg, ls, name, hits)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		fields = append(fields, sf.arrow.Field(idx[0]))
+		g.cols = append(g.cols, a)
+	}
+	g.schema = arrow.NewSchema(fields, nil)
+	return g, true, nil
+}
+
+// rootsOf groups leaves by their top-level column: the roots in leaf
+// order and each root's leaves.
+func rootsOf(sch *schema.Schema, leaves []int) ([]string, map[string][]int) {
+	var order []string
+	m := map[string][]int{}
+	for _, l := range leaves {
+		name := sch.ColumnRoot(l).Name()
+		if _, ok := m[name]; !ok {
+			order = append(order, name)
+		}
+		m[name] = append(m[name], l)
+	}
+	return order, m
+}
+
+// takeAt is a's values at idx.
+func takeAt(ctx context.Context, a arrow.Array, idx []int64) (arrow.Array, error) {
+	if len(idx) == a.Len() {
+		a.Retain()
+		return a, nil
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(idx, nil)
+	ia := b.NewInt64Array()
+	b.Release()
+	defer ia.Release()
+	out, err := compute.TakeArray(ctx, a, ia)
+	if err != nil {
+		return nil, perr.New(perr.Internal, "take: %v", err)
+	}
+	return out, nil
+}
+
+// wholeTaken decodes the leaves of one root column of row group rg whole
+// and takes its values at rows.
+func wholeTaken(ctx context.Context, fr *pqarrow.FileReader, rg int, leaves []int, name string, rows []int64) (arrow.Array, error) {
+	t, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+	if err != nil {
+		if perr.IsContext(err) {
+			return nil, err
+		}
+		return nil, perr.Wrap(perr.Unavailable, err)
+	}
+	defer t.Release()
+	idx := t.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		return nil, perr.New(perr.Corrupt, "row group %d: column %s was not decoded", rg, perr.Quote(name))
+	}
+	whole, err := oneChunk(t.Column(idx[0]).Data().Chunks())
+	if err != nil {
+		return nil, err
+	}
+	defer whole.Release()
+	return takeAt(ctx, whole, rows)
+}
