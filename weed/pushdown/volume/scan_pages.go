@@ -53,6 +53,9 @@ type scanFile struct {
 
 func newScanFile(fr *pqarrow.FileReader, src footer.Source, ft *footer.Footer) *scanFile {
 	sf := &scanFile{fr: fr, src: src, ft: ft, plain: map[string]bool{}}
+	if len(ft.Chunks) != ft.Meta.NumRowGroups() {
+		return sf // no chunk layout: nothing decodes sparsely
+	}
 	var err error
 	if sf.arrow, err = fr.Schema(); err != nil {
 		return sf // nothing decodes sparsely
@@ -184,7 +187,6 @@ func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, f
 			return nil, false, nil
 		}
 	}
-	sch := sf.ft.Meta.Schema
 	decoded := map[int]arrow.Array{} // predicate leaf → values at the candidates
 	defer func() {
 		for _, a := range decoded {
@@ -221,32 +223,54 @@ func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, f
 		return nil, true, nil
 	}
 	// the projection, aligned with hits
-	roots, want := rootsOf(sch, cols)
-	g := &decodedRowGroup{}
+	g, err := projectSparse(ctx, sf, rg, cols, hits, func(name string, ls []int) (arrow.Array, []int64) {
+		if len(ls) == 1 && decoded[ls[0]] != nil {
+			return decoded[ls[0]], ords
+		}
+		return nil, nil
+	})
+	return g, true, err
+}
+
+// projectSparse decodes the projected columns (leaves cols) of row group
+// rg at hits (row-group-local, ascending), aligned with them: a column
+// have holds decoded (its array and each hit's index in it) is taken from
+// it, a sparseOK one is decoded at the hits from the pages holding them,
+// any other (a list, a converted type) decoded whole and taken.
+func projectSparse(ctx context.Context, sf *scanFile, rg int, cols []int, hits []int64,
+	have func(name string, leaves []int) (arrow.Array, []int64)) (g *decodedRowGroup, err error) {
+	roots, want := rootsOf(sf.ft.Meta.Schema, cols)
+	g = &decodedRowGroup{}
+	defer func() {
+		if err != nil {
+			for _, a := range g.cols {
+				a.Release()
+			}
+		}
+	}()
 	fields := make([]arrow.Field, 0, len(roots))
 	for _, name := range roots {
 		idx := sf.arrow.FieldIndices(name)
 		if len(idx) != 1 {
-			return nil, true, perr.New(perr.Corrupt, "row group %d: column %s has no Arrow field", rg, perr.Quote(name))
+			return nil, perr.New(perr.Corrupt, "row group %d: column %s has no Arrow field", rg, perr.Quote(name))
 		}
 		ls := want[name]
 		var a arrow.Array
-		switch {
-		case len(ls) == 1 && decoded[ls[0]] != nil:
-			a, err = takeAt(ctx, decoded[ls[0]], ords)
-		case len(ls) == 1 && sf.sparseOK(ls[0]):
+		if from, at := have(name, ls); from != nil {
+			a, err = takeAt(ctx, from, at)
+		} else if len(ls) == 1 && sf.sparseOK(ls[0]) {
 			a, err = sf.sparseColumn(ctx, rg, ls[0], hits)
-		default:
+		} else {
 			a, err = wholeTaken(ctx, sf.fr, rg, ls, name, hits)
 		}
 		if err != nil {
-			return nil, true, err
+			return nil, err
 		}
 		fields = append(fields, sf.arrow.Field(idx[0]))
 		g.cols = append(g.cols, a)
 	}
 	g.schema = arrow.NewSchema(fields, nil)
-	return g, true, nil
+	return g, nil
 }
 
 // rootsOf groups leaves by their top-level column: the roots in leaf

@@ -210,15 +210,19 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 // all in row group rg of n rows from file position first) and adds the
 // matching positions to matched. When project is set and a row matched,
 // it also decodes the projected columns (leaves cols): few candidates
-// (scanSparse) give them at the matching rows only, aligned with them
-// (aligned); otherwise the row group's columns go into memo[rg] for the
-// batches, each column the predicate's decoding already holds whole
+// (scanSparse) or few matches give them at the matching rows only,
+// aligned with them (aligned); otherwise the row group's columns go into
+// memo[rg] for the batches, each column the predicate's decoding already holds whole
 // (`message` of a LIKE, say) taken from it rather than decoded twice.
 func scanRowGroup(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, first, n int64,
 	leaves []int, types map[int]iceberg.Type, vf *vectorFilter, mask *roaring64.Bitmap, cols []int, project bool,
 	matched *roaring64.Bitmap, memo map[int]*decodedRowGroup) (aligned *decodedRowGroup, err error) {
 	var pred arrow.Table
+	var keep []arrow.Array // arrays made from pred for the projection
 	defer func() {
+		for _, a := range keep {
+			a.Release()
+		}
 		if pred != nil {
 			pred.Release()
 		}
@@ -241,6 +245,27 @@ func scanRowGroup(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int,
 	}
 	if !project || matched.IsEmpty() || len(cols) == 0 {
 		return nil, nil
+	}
+	if hits := int64(matched.GetCardinality()); hits*sparseShare <= n {
+		// few matches: the projection at them only
+		at := make([]int64, 0, hits)
+		it := matched.Iterator()
+		for it.HasNext() {
+			at = append(at, int64(it.Next())-first)
+		}
+		_, held := rootsOf(sf.ft.Meta.Schema, leaves)
+		return projectSparse(ctx, sf, rg, cols, at, func(name string, ls []int) (arrow.Array, []int64) {
+			idx := pred.Schema().FieldIndices(name)
+			if !slices.Equal(held[name], ls) || len(idx) == 0 || pred.Column(idx[0]).Len() != int(n) {
+				return nil, nil
+			}
+			whole, err := oneChunk(pred.Column(idx[0]).Data().Chunks())
+			if err != nil {
+				return nil, nil
+			}
+			keep = append(keep, whole)
+			return whole, at
+		})
 	}
 	g, err := decodeProjection(ctx, sf.fr, sf.ft, rg, cols, leaves, pred)
 	if err != nil {
