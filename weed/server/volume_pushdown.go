@@ -43,6 +43,9 @@ type VolumePushdownOptions struct {
 	// VectorCacheBytes bounds the files' vectors cached for SearchVectors
 	// (0 = the default).
 	VectorCacheBytes int64
+	// ChunkCacheBytes bounds the column chunks (as stored) kept for scans,
+	// filters and aggregates (0: none; negative: the default).
+	ChunkCacheBytes int64
 	// S3ConfigFile is the S3 gateway's static identity file, if any: calls
 	// signed by S3 identities are checked against the same identities.
 	S3ConfigFile string
@@ -148,6 +151,9 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	svc.SetTracker(tracker)
 	if opts.VectorCacheBytes > 0 {
 		svc.SetVectorCacheBytes(opts.VectorCacheBytes)
+	}
+	if opts.ChunkCacheBytes >= 0 {
+		svc.SetChunkCacheBytes(opts.ChunkCacheBytes)
 	}
 	if opts.MaxAnswerBytes > 0 {
 		svc.Limits.MaxAnswerBytes = opts.MaxAnswerBytes

@@ -61,6 +61,7 @@ type flags struct {
 	allowBareDV    *bool
 	deleteCacheMB  *int // volume side
 	vectorCacheMB  *int // volume side
+	chunkCacheMB   *int // volume side
 	maxRequestMB   *int
 	s3Config       *string // volume command: the S3 identity file
 
@@ -174,6 +175,7 @@ func install(cmd *command.Command, k kind) {
 		f.deleteCacheMB = cmd.Flag.Int("pushdown.deleteCacheMB", 256, "memory for cached delete bitmaps (deletion vectors, merged position deletes, equality-delete pairs) on the volume pushdown service")
 		f.maxAnswerMB = cmd.Flag.Int("pushdown.volume.maxAnswerMB", int(volume.DefaultLimits.MaxAnswerBytes>>20), "decoded rows one ReadRows or SearchVectors call (or one ScanRows batch) may answer with, in MiB (estimated from the footer before decoding, counted while decoding); past it RESOURCE_EXHAUSTED")
 		f.vectorCacheMB = cmd.Flag.Int("pushdown.vectorCacheMB", 1024, "memory for the data files' vectors and the decoded row groups (vector searches, ReadRows) cached on the volume pushdown service")
+		f.chunkCacheMB = cmd.Flag.Int("pushdown.chunkCacheMB", volume.DefaultChunkCacheBytes>>20, "memory for the column chunks (as stored) the volume pushdown service's scans, filters and aggregates read, kept so warm calls do not read them again (0: none)")
 	}
 	upstreamRun := cmd.Run
 	cmd.Run = func(c *command.Command, args []string) bool {
@@ -414,7 +416,7 @@ func (l *launcher) startVolume() {
 	opts := pdserver.VolumePushdownOptions{
 		BindIP: bind, AdvertiseIP: advertise, Port: port, VolumeServer: httpAddr, Masters: masters,
 		DeleteCacheBytes: int64(*l.flags.deleteCacheMB) << 20, S3ConfigFile: l.s3ConfigFile(),
-		VectorCacheBytes: int64(*l.flags.vectorCacheMB) << 20, Limits: l.flags.limits(),
+		VectorCacheBytes: int64(*l.flags.vectorCacheMB) << 20, ChunkCacheBytes: int64(max(0, *l.flags.chunkCacheMB)) << 20, Limits: l.flags.limits(),
 		MaxAnswerBytes: int64(*l.flags.maxAnswerMB) << 20,
 	}
 	if l.kind.name != "volume" && (l.kind.name == "mini" || l.boolean("filer")) {

@@ -126,15 +126,27 @@ func (sf *scanFile) pagesOf(ctx context.Context, rg, leaf int, n int64) []footer
 	return h.pages
 }
 
-// sparseColumn decodes leaf (flat, sparseOK) of row group rg at rows
-// (row-group-local, ascending): an array aligned with rows.
-func (sf *scanFile) sparseColumn(ctx context.Context, rg, leaf int, rows []int64) (arrow.Array, error) {
-	n := sf.ft.Meta.RowGroup(rg).NumRows()
+// selection chooses the pages of leaf's chunk in row group rg holding a
+// row of rows; ok is false when the pages are not listed or the chosen
+// ones are more than half the chunk (decoding them value by value then
+// costs more than decoding the chunk whole: every page is decompressed
+// either way, and Skip decodes what it skips).
+func (sf *scanFile) selection(ctx context.Context, rg, leaf int, rows []int64) (pagedecode.Selection, bool) {
 	ch := sf.ft.Chunks[rg][leaf]
-	sel, ok := pagedecode.Select(sf.pagesOf(ctx, rg, leaf, n), ch.Start, rows)
+	sel, ok := pagedecode.Select(sf.pagesOf(ctx, rg, leaf, sf.ft.Meta.RowGroup(rg).NumRows()), ch.Start, rows)
+	if !ok || 2*sel.Bytes > ch.Length {
+		return pagedecode.Selection{}, false
+	}
+	return sel, true
+}
+
+// sparseColumn decodes leaf (flat, sparseOK) of row group rg at rows
+// (row-group-local, ascending): an array aligned with rows; nil, nil
+// when the pages holding them are not worth it (selection).
+func (sf *scanFile) sparseColumn(ctx context.Context, rg, leaf int, rows []int64) (arrow.Array, error) {
+	sel, ok := sf.selection(ctx, rg, leaf, rows)
 	if !ok {
-		// the whole chunk as one page of every row
-		sel, _ = pagedecode.Select([]footer.Page{{Offset: ch.Start, Length: ch.Length, FirstRow: 0, EndRow: n}}, ch.Start, rows)
+		return nil, nil
 	}
 	buf := make([]byte, 0, sel.Bytes)
 	for _, pg := range append([]footer.Page{sel.Dict}, sel.Pages...) {
@@ -186,6 +198,9 @@ func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, f
 		if !sf.sparseOK(l) {
 			return nil, false, nil
 		}
+		if _, worth := sf.selection(ctx, rg, l, rows); !worth {
+			return nil, false, nil
+		}
 	}
 	decoded := map[int]arrow.Array{} // predicate leaf → values at the candidates
 	defer func() {
@@ -195,8 +210,8 @@ func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, f
 	}()
 	for _, l := range leaves {
 		a, err := sf.sparseColumn(ctx, rg, l, rows)
-		if err != nil {
-			return nil, true, err
+		if err != nil || a == nil {
+			return nil, a == nil && err == nil, err
 		}
 		decoded[l] = a
 	}
@@ -260,13 +275,18 @@ func projectSparse(ctx context.Context, sf *scanFile, rg int, cols []int, hits [
 			a, err = takeAt(ctx, from, at)
 		} else if len(ls) == 1 && sf.sparseOK(ls[0]) {
 			a, err = sf.sparseColumn(ctx, rg, ls[0], hits)
-		} else {
+		}
+		if a == nil && err == nil {
 			a, err = wholeTaken(ctx, sf.fr, rg, ls, name, hits)
 		}
 		if err != nil {
 			return nil, err
 		}
-		fields = append(fields, sf.arrow.Field(idx[0]))
+		// without the field's metadata (its Parquet field id): readers
+		// match the columns by name, and a batch of a few rows is mostly
+		// its schema
+		f := sf.arrow.Field(idx[0])
+		fields = append(fields, arrow.Field{Name: f.Name, Type: f.Type, Nullable: f.Nullable})
 		g.cols = append(g.cols, a)
 	}
 	g.schema = arrow.NewSchema(fields, nil)

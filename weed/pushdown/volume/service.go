@@ -97,6 +97,8 @@ type Service struct {
 	strictDeletes, bareDeletes *deletes.Computer
 	vecMu                      sync.Mutex
 	vectors                    *indexing.IndexCache // files' vectors (SearchVectors)
+	chunks                     *indexing.IndexCache // column chunks as stored (chunk_cache.go)
+	chunkCacheSet              bool                 // SetChunkCacheBytes was called (0: no cache)
 }
 
 // New returns a Service reading through reader.

@@ -139,7 +139,7 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 	if err != nil {
 		return nil, fail(classifyOpen(err))
 	}
-	rdr, err := sideindex.OpenParquet(ctx, req.GetPath(), ft, sourceOf(fh))
+	rdr, err := sideindex.OpenParquet(ctx, req.GetPath(), ft, s.cachedChunks(sourceOf(fh), req.GetPath(), ft.IdentityDir(), ft))
 	if err != nil {
 		return nil, fail(perr.New(perr.Corrupt, "%v", err))
 	}

@@ -32,8 +32,8 @@ func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*
 }
 
 // CacheStats reports the service's caches: the footers it checks file
-// identities with, side indexes, vectors and the delete bitmaps of each
-// framing mode.
+// identities with, side indexes, vectors, column chunks and the delete
+// bitmaps of each framing mode.
 func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
 	fs := s.footers.Stats()
 	out := []*pushdown_pb.CacheStats{{Name: "footer", Entries: fs.Entries, Bytes: fs.Bytes, CapacityBytes: fs.Capacity,
@@ -43,6 +43,11 @@ func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
 	// The files' vectors and the predicates' answers of vector searches.
 	ve, vb, vc, vh, vm, vev := s.vectorCache().Stats()
 	out = append(out, &pushdown_pb.CacheStats{Name: "vectors", Entries: ve, Bytes: vb, CapacityBytes: vc, Hits: vh, Misses: vm, Evictions: vev})
+	// Column chunks as stored, read by scans, filters and aggregates.
+	if c := s.chunkCache(); c != nil {
+		ce, cb, cc, ch, cm, cev := c.Stats()
+		out = append(out, &pushdown_pb.CacheStats{Name: "chunks", Entries: ce, Bytes: cb, CapacityBytes: cc, Hits: ch, Misses: cm, Evictions: cev})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range []struct {

@@ -167,14 +167,14 @@ func rowFilterColumns(vf *vectorFilter, schema *iceberg.Schema, cm *plan.ColumnM
 }
 
 // openArrowReader opens a data file with arrow-go's Arrow reader over the
-// volume's reader, reusing its parsed footer.
+// volume's reader (through the chunk cache), reusing its parsed footer.
 // The file's bytes are src.
 func (s *Service) openArrowReader(ctx context.Context, path string, ft *footer.Footer) (fr *pqarrow.FileReader, src footer.Source, err error) {
 	fh, err := s.Reader.Open(ctx, path)
 	if err != nil {
 		return nil, nil, classifyOpen(err)
 	}
-	src = sourceOf(fh)
+	src = s.cachedChunks(sourceOf(fh), path, ft.IdentityDir(), ft)
 	rdr, err := sideindex.OpenParquet(ctx, path, ft, src)
 	if err != nil {
 		return nil, nil, perr.New(perr.Corrupt, "%v", err)
