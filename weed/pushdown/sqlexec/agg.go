@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -53,10 +54,14 @@ type aggregator struct {
 	groups  []*group
 	index   map[string]int32 // codes of 3+ grouping columns → group
 	byCodes map[uint64]int32 // codes of 1 or 2 grouping columns → group
-	coders  []*keyCoder      // per GROUP BY column
-	codes   [][]int32        // per GROUP BY column: this record's codes
-	gids    []int32          // this record's group per row
-	key     []byte
+	// dense is byCodes as a table of denseRows × denseCols cells (-1: no
+	// group yet), while that is small (denseGroupIDs)
+	dense                []int32
+	denseRows, denseCols int
+	coders               []*keyCoder // per GROUP BY column
+	codes                [][]int32   // per GROUP BY column: this record's codes
+	gids                 []int32     // this record's group per row
+	key                  []byte
 	// maxGroups bounds the groups (0: MaxGroups)
 	maxGroups int
 }
@@ -259,6 +264,12 @@ func (k *keyCoder) dictionaryCodes(d *array.Dictionary, out []int32, nulls bool)
 	if err := k.codes(dict, byIndex); err != nil {
 		return err
 	}
+	if ix, ok := d.Indices().(*array.Int32); ok && !nulls {
+		for i, x := range ix.Int32Values() { // pqarrow's dictionaries: int32 indices
+			out[i] = byIndex[x]
+		}
+		return nil
+	}
 	for i := range out {
 		if nulls && d.IsNull(i) {
 			out[i] = k.nullCode()
@@ -310,6 +321,9 @@ func (a *aggregator) groupIDs(column func(int) arrow.Array, n int) ([]int32, err
 			return nil, perr.New(perr.InvalidArgument, "SQL: GROUP BY %s: %v are not supported", perr.Quote(a.st.GroupBy[j]), err)
 		}
 	}
+	if len(a.codes) <= 2 && a.denseGroupIDs(gids, n) {
+		return gids, nil
+	}
 	for r := 0; r < n; r++ {
 		var gi int32
 		var ok bool
@@ -342,6 +356,64 @@ func (a *aggregator) groupIDs(column func(int) arrow.Array, n int) ([]int32, err
 		gids[r] = gi
 	}
 	return gids, nil
+}
+
+// maxDense bounds the cells of the dense group table (the product of the
+// grouping columns' distinct values so far).
+const maxDense = 1 << 16
+
+// denseGroupIDs numbers the rows' groups of one or two grouping columns
+// through a table indexed by their codes (no hashing), while the codes'
+// product is at most maxDense; false (nothing done) past it. The table
+// is rebuilt from byCodes when a column's codes outgrow it.
+func (a *aggregator) denseGroupIDs(gids []int32, n int) bool {
+	n0, n1 := len(a.coders[0].values), 1
+	if len(a.codes) == 2 {
+		n1 = len(a.coders[1].values)
+	}
+	if n0*n1 > maxDense {
+		return false
+	}
+	if a.denseRows != n0 || a.denseCols != n1 {
+		// codes are numbered from 0 as met, so a grown table keeps every
+		// old pair: refill it from the map
+		a.dense = slices.Grow(a.dense[:0], n0*n1)[:n0*n1]
+		for i := range a.dense {
+			a.dense[i] = -1
+		}
+		for key, gi := range a.byCodes {
+			c0, c1 := int(key), 0
+			if len(a.codes) == 2 {
+				c0, c1 = int(key>>32), int(uint32(key))
+			}
+			a.dense[c0*n1+c1] = gi
+		}
+		a.denseRows, a.denseCols = n0, n1
+	}
+	codes0 := a.codes[0][:n]
+	var codes1 []int32
+	if len(a.codes) == 2 {
+		codes1 = a.codes[1][:n]
+	}
+	for r, c0 := range codes0 {
+		cell := int(c0) * n1
+		key := uint64(uint32(c0))
+		if codes1 != nil {
+			cell += int(codes1[r])
+			key = key<<32 | uint64(uint32(codes1[r]))
+		}
+		gi := a.dense[cell]
+		if gi < 0 {
+			var ok bool
+			if gi, ok = a.makeGroup(r); !ok {
+				return false // the row loop reports the limit
+			}
+			a.byCodes[key] = gi
+			a.dense[cell] = gi
+		}
+		gids[r] = gi
+	}
+	return true
 }
 
 // makeGroup adds the group of row r's codes.
@@ -378,6 +450,10 @@ func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids [
 		switch x := col.(type) {
 		case *array.Int64:
 			v := x.Int64Values()
+			if !nulls {
+				a.foldInts(j, agg.Func, v, gids)
+				return nil
+			}
 			for r, g := range gids {
 				if nulls && x.IsNull(r) {
 					continue
@@ -406,6 +482,40 @@ func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids [
 		}
 	}
 	return nil
+}
+
+// foldInts is foldInt over rows with no NULL, the function chosen once.
+func (a *aggregator) foldInts(j int, f Func, v []int64, gids []int32) {
+	switch f {
+	case Sum, Avg:
+		for r, g := range gids {
+			ac := &a.groups[g].accs[j]
+			addInt(ac, v[r])
+			ac.n++
+		}
+	case Min:
+		for r, g := range gids {
+			if ac := &a.groups[g].accs[j]; ac.n == 0 || v[r] < ac.v.i {
+				ac.v = intVal(v[r])
+				ac.n++
+			} else {
+				ac.n++
+			}
+		}
+	case Max:
+		for r, g := range gids {
+			if ac := &a.groups[g].accs[j]; ac.n == 0 || v[r] > ac.v.i {
+				ac.v = intVal(v[r])
+				ac.n++
+			} else {
+				ac.n++
+			}
+		}
+	default:
+		for r, g := range gids {
+			a.foldInt(&a.groups[g].accs[j], f, v[r])
+		}
+	}
 }
 
 func (a *aggregator) foldInt(ac *acc, f Func, x int64) {

@@ -223,3 +223,78 @@ func runPartials(ctx context.Context, sql string, rec arrow.RecordBatch, cuts []
 	})
 	return rows, true, err
 }
+
+// Groups numbered through the dense table stay right while new values
+// grow it batch by batch, and past its bound (the hash map takes over).
+func TestGroupsStayRightWhileTheirValuesGrowAcrossBatchesAndPastTheDenseTable(t *testing.T) {
+	p, err := NewPartials(2, []PartialAgg{{Func: Count}, {Func: Sum, HasArg: true}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := arrow.NewSchema([]arrow.Field{
+		{Name: "g0", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "g1", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "x1", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	type key struct {
+		a    string
+		null bool
+		b    int64
+	}
+	want := map[key][2]int64{}
+	rng := rand.New(rand.NewPCG(5, 6))
+	// distinct values per batch: 3×4, then 40×50, then 400×300 (past 65,536 cells)
+	for _, card := range [][2]int{{3, 4}, {40, 50}, {400, 300}, {5, 5}} {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+		for range 20000 {
+			a, g := rng.IntN(card[0]), int64(rng.IntN(card[1]))
+			x := int64(rng.IntN(1000))
+			k := key{a: fmt.Sprintf("v%d", a), b: g}
+			if a == 0 {
+				b.Field(0).AppendNull()
+				k = key{null: true, b: g}
+			} else {
+				b.Field(0).(*array.StringBuilder).Append(k.a)
+			}
+			b.Field(1).(*array.Int64Builder).Append(g)
+			b.Field(2).(*array.Int64Builder).Append(x)
+			w := want[k]
+			want[k] = [2]int64{w[0] + 1, w[1] + x}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		if err := p.Add(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	states, err := p.Record(sch, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer states.Release()
+	if int(states.NumRows()) != len(want) {
+		t.Fatalf("%d groups, want %d", states.NumRows(), len(want))
+	}
+	g0, g1 := states.Column(0).(*array.String), states.Column(1).(*array.Int64)
+	var counts, sums *array.Int64
+	for i, f := range states.Schema().Fields() {
+		switch f.Name {
+		case "n0": // COUNT(*)'s count
+			counts, _ = states.Column(i).(*array.Int64)
+		case "s1": // SUM(x1)'s int64 sum
+			sums, _ = states.Column(i).(*array.Int64)
+		}
+	}
+	if counts == nil || sums == nil {
+		t.Fatalf("states have no int64 n0 and s1: %v", states.Schema())
+	}
+	for r := range int(states.NumRows()) {
+		k := key{a: g0.Value(r), null: g0.IsNull(r), b: g1.Value(r)}
+		if k.null {
+			k.a = ""
+		}
+		if w := want[k]; counts.Value(r) != w[0] || sums.Value(r) != w[1] {
+			t.Fatalf("group %+v: count %d sum %d, want %d %d", k, counts.Value(r), sums.Value(r), w[0], w[1])
+		}
+	}
+}
