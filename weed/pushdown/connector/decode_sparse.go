@@ -20,7 +20,6 @@ package connector
 // decodeWhole).
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -248,45 +247,36 @@ func (fl *fileLayout) metaHeaderPages(key [2]int) ([]footer.Page, bool) {
 type sparseCountKey struct{}
 
 // pagesReader is a column chunk reader of top's planned pages of r (and
-// dictionary region), laid out as the chunk of a one-column file, and
-// their Arrow type; nil when that is not the file's Arrow type of top.
+// dictionary region), arrow-go's page and column readers over their bytes
+// (pagedecode.PagesReader: no file is built around them), and their Arrow
+// type; nil when that is not the file's Arrow type of top.
 func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows int64) (file.ColumnChunkReader, arrow.DataType, error) {
 	leaf := fl.leavesOf[top][0]
+	typ := plainImage(fl, top, fl.md.Schema, top)
+	if typ == nil {
+		return nil, nil, nil
+	}
 	parts := r.pages[leaf]
-	d, hasDict := r.dict[leaf]
-	if hasDict {
+	if d, hasDict := r.dict[leaf]; hasDict {
 		parts = append([]pageRange{{byteRange: d}}, parts...)
 	}
-	size := int64(4)
+	size := int64(0)
 	for _, p := range parts {
 		size += p.Len
 	}
 	buf := make([]byte, size)
-	copy(buf, "PAR1")
-	at := int64(4)
+	at := int64(0)
 	for _, p := range parts {
 		if _, err := sf.ReadAt(buf[at:at+p.Len], p.Off); err != nil {
 			return nil, nil, err
 		}
 		at += p.Len
 	}
-	dataOffset := int64(4)
-	if hasDict {
-		dataOffset += d.Len
-	}
-	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, size, nrows, nrows) // flat: a value a row
-	if err != nil {
-		return nil, nil, err
-	}
-	typ := plainImage(fl, top, md.Schema, 0)
-	if typ == nil {
-		return nil, nil, nil
-	}
-	rdr, err := file.NewParquetReader(bytes.NewReader(buf), file.WithMetadata(md))
+	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
-	cr, err := rdr.RowGroup(0).Column(0)
+	cr, err := pagedecode.PagesReader(fl.md.Schema.Column(leaf), cc.Compression(), buf, nrows, decodeMem)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
