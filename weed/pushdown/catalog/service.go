@@ -15,6 +15,8 @@ package catalog
 
 import (
 	"context"
+	"hash/fnv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,8 +208,13 @@ func (s *Service) endpointFor(ctx context.Context, path string) string {
 
 // placeReads names, for each planned file, the healthy volume pushdown
 // service beside a volume server holding its chunks (read_endpoint), where
-// a connector reads the file's ranges next to the data; files held by no
-// healthy service are left without one (read through the S3 gateway).
+// a connector reads the file's ranges (and filters or aggregates its rows)
+// next to the data; files held by no healthy service are left without one
+// (read through the S3 gateway). Among a file's holders the plan names the
+// one it has named for the fewest of its files so far (ties: a rotation
+// chosen by the file's path, so a file keeps its holder from plan to
+// plan), spreading a plan's work over the replicas rather than sending it
+// all to whichever server lists first.
 func (s *Service) placeReads(ctx context.Context, files []*pushdown_pb.PlannedFile) {
 	if s.Watcher == nil || s.Reader == nil {
 		return
@@ -215,16 +222,49 @@ func (s *Service) placeReads(ctx context.Context, files []*pushdown_pb.PlannedFi
 	// A fixed pool pulling files in turn: a warm plan of thousands of files
 	// (holders cached) must not start a goroutine per file, and a cold one
 	// looks up at most 32 at a time.
+	endpoints := make([][]string, len(files))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(32, len(files)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(files)); i = next.Add(1) - 1 {
-				files[i].ReadEndpoint = s.endpointFor(ctx, files[i].GetFile())
+				endpoints[i] = s.endpointsFor(ctx, files[i].GetFile())
 			}
 		})
 	}
 	wg.Wait()
+	named := map[string]int{}
+	for i, f := range files {
+		eps := endpoints[i]
+		if len(eps) == 0 {
+			f.ReadEndpoint = ""
+			continue
+		}
+		h := fnv.New32a()
+		h.Write([]byte(f.GetFile()))
+		start := int(h.Sum32() % uint32(len(eps)))
+		best := eps[start]
+		for k := 1; k < len(eps); k++ {
+			if ep := eps[(start+k)%len(eps)]; named[ep] < named[best] {
+				best = ep
+			}
+		}
+		named[best]++
+		f.ReadEndpoint = best
+	}
+}
+
+// endpointsFor lists the healthy volume pushdown services beside the
+// volume servers holding path's chunks, sorted, each once.
+func (s *Service) endpointsFor(ctx context.Context, path string) []string {
+	var out []string
+	for _, vs := range s.holderServers(ctx, path) {
+		if ep, ok := s.Watcher.ForVolumeServer(vs); ok && !slices.Contains(out, ep.Address) {
+			out = append(out, ep.Address)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // holderServers returns the volume servers holding the file's chunks.
