@@ -8,7 +8,7 @@ package volume
 // the same bytes in its range cache).
 //
 //	read [off, off+n) of a data file
-//	  ├─ inside one column chunk (≤ maxCachedChunk): that chunk's bytes,
+//	  ├─ inside one column chunk (≤ 64 MiB and ≤ 1/8 of the cache): that chunk's bytes,
 //	  │    from the cache, or read whole once and added (key: the file's
 //	  │    identity and the chunk's offset: a rewritten file is a new key)
 //	  └─ else (footer, page index, across chunks): read as asked
@@ -79,11 +79,12 @@ func chunkRangesOf(ft *footer.Footer) *chunkRanges {
 
 // chunkSource reads a data file through the chunk cache.
 type chunkSource struct {
-	src    footer.Source
-	path   string
-	key    string // path and identity
-	ranges *chunkRanges
-	cache  *indexing.IndexCache
+	src      footer.Source
+	path     string
+	key      string // path and identity
+	ranges   *chunkRanges
+	cache    *indexing.IndexCache
+	maxChunk int64 // larger chunks are read as asked
 }
 
 // cachedChunks is src (the file at path, of identity) read through the
@@ -93,7 +94,8 @@ func (s *Service) cachedChunks(src footer.Source, path, identity string, ft *foo
 	if c == nil || identity == "" {
 		return src
 	}
-	return &chunkSource{src: src, path: path, key: path + "\x00" + identity, ranges: chunkRangesOf(ft), cache: c}
+	_, _, capacity, _, _, _ := c.Stats()
+	return &chunkSource{src: src, path: path, key: path + "\x00" + identity, ranges: chunkRangesOf(ft), cache: c, maxChunk: capacity / 8}
 }
 
 func (c *chunkSource) Size() int64 { return c.src.Size() }
@@ -105,6 +107,11 @@ func (c *chunkSource) ReadAt(ctx context.Context, p []byte, off int64) (int, err
 		return c.src.ReadAt(ctx, p, off)
 	}
 	start, size := c.ranges.start[i], c.ranges.end[i]-c.ranges.start[i]
+	if size > c.maxChunk {
+		// a chunk this large would push out most of the cache and be
+		// allocated twice (here and by the reader): read as asked
+		return c.src.ReadAt(ctx, p, off)
+	}
 	key := fmt.Sprintf("%s\x00chunk\x00%d", c.key, start)
 	var chunk []byte
 	if v, ok := c.cache.Get(key); ok {

@@ -16,7 +16,7 @@ func TestReadsInsideAColumnChunkComeFromTheChunkCacheAfterTheFirstAndEqualTheFil
 		t.Fatal(err)
 	}
 	s := &Service{}
-	s.SetChunkCacheBytes(1 << 20)
+	s.SetChunkCacheBytes(4 << 20)
 	cs := s.cachedChunks(source{src}, "f.parquet", ft.IdentityDir(), ft)
 	ch := ft.Chunks[0][3] // message
 	read := func(off, n int64) []byte {
@@ -48,6 +48,22 @@ func TestReadsInsideAColumnChunkComeFromTheChunkCacheAfterTheFirstAndEqualTheFil
 	read(next.Start+next.Length-4, 8)
 	if got := src.n.Load() - before; got != 16 {
 		t.Errorf("reads outside one chunk read %d bytes, want the 16 asked", got)
+	}
+	// a chunk over 1/8 of the cache is read as asked (182 KB against 1 MiB)
+	s.SetChunkCacheBytes(1 << 20)
+	small := s.cachedChunks(source{src}, "f.parquet", ft.IdentityDir(), ft)
+	if ch.Length <= (1<<20)/8 {
+		t.Fatalf("the message chunk is %d bytes: the test needs one over 1/8 of 1 MiB", ch.Length)
+	}
+	for range 2 {
+		before = src.n.Load()
+		p := make([]byte, 100)
+		if _, err := small.ReadAt(context.Background(), p, ch.Start+10); err != nil || !bytes.Equal(p, data[ch.Start+10:ch.Start+110]) {
+			t.Fatalf("read through a small cache: %v", err)
+		}
+		if got := src.n.Load() - before; got != 100 {
+			t.Errorf("a chunk over 1/8 of the cache: read %d bytes, want the 100 asked", got)
+		}
 	}
 	// no cache: every read as asked
 	s.SetChunkCacheBytes(0)
