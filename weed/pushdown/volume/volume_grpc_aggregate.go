@@ -18,7 +18,6 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -430,28 +429,12 @@ func plainInt(raw []byte, phys parquet.Type) (int64, bool) {
 // checkAggregateRequest bounds an AggregateRows request before anything is
 // looked up.
 func checkAggregateRequest(req *pushdown_pb.AggregateRowsRequest) error {
-	ranges, deleted := 0, 0
-	for _, g := range req.GetRowGroups() {
-		ranges += len(g.GetRowRanges())
-		deleted += len(g.GetDeletedPositions())
+	if err := checkFileRowGroups("AggregateRows", req.GetPath(), req.GetSizeBytes(), req.GetRecordCount(), req.GetRowGroups()); err != nil {
+		return err
 	}
 	switch {
-	case req.GetPath() == "":
-		return perr.New(perr.InvalidArgument, "AggregateRows: path is empty")
-	case len(req.GetPath()) > access.MaxPathBytes:
-		return perr.New(perr.InvalidArgument, "AggregateRows: path of %d bytes exceeds the limit of %d", len(req.GetPath()), access.MaxPathBytes)
-	case req.GetSizeBytes() <= 0 || req.GetRecordCount() < 0:
-		return perr.New(perr.InvalidArgument, "AggregateRows: size_bytes %d and record_count %d: want a positive size and a record count ≥ 0", req.GetSizeBytes(), req.GetRecordCount())
-	case len(req.GetRowGroups()) == 0:
-		return perr.New(perr.InvalidArgument, "AggregateRows: no row groups")
-	case len(req.GetRowGroups()) > MaxScanRowGroups:
-		return perr.New(perr.ResourceExhausted, "AggregateRows: %d row groups exceed the limit of %d per call", len(req.GetRowGroups()), MaxScanRowGroups)
 	case len(req.GetExactRowGroups()) > len(req.GetRowGroups()):
 		return perr.New(perr.InvalidArgument, "AggregateRows: %d exact row groups of %d", len(req.GetExactRowGroups()), len(req.GetRowGroups()))
-	case ranges > MaxScanRowRanges:
-		return perr.New(perr.ResourceExhausted, "AggregateRows: %d row ranges exceed the limit of %d per call", ranges, MaxScanRowRanges)
-	case deleted > MaxScanDeletedBytes:
-		return perr.New(perr.ResourceExhausted, "AggregateRows: deleted positions of %d bytes exceed %d", deleted, MaxScanDeletedBytes)
 	case len(req.GetGroupFieldIds()) > MaxAggregateGroupBy:
 		return perr.New(perr.ResourceExhausted, "AggregateRows: %d grouping columns exceed %d", len(req.GetGroupFieldIds()), MaxAggregateGroupBy)
 	case len(req.GetAggregates()) == 0:
@@ -460,11 +443,6 @@ func checkAggregateRequest(req *pushdown_pb.AggregateRowsRequest) error {
 		return perr.New(perr.ResourceExhausted, "AggregateRows: %d aggregates exceed %d", len(req.GetAggregates()), MaxAggregates)
 	case req.GetMaxGroups() < 0:
 		return perr.New(perr.InvalidArgument, "AggregateRows: max_groups %d is negative", req.GetMaxGroups())
-	}
-	for i, g := range req.GetRowGroups() {
-		if g.GetRowGroup() < 0 || (i > 0 && g.GetRowGroup() <= req.GetRowGroups()[i-1].GetRowGroup()) {
-			return perr.New(perr.InvalidArgument, "AggregateRows: row_groups[%d] is %d: want row groups ascending, each once", i, g.GetRowGroup())
-		}
 	}
 	for i, a := range req.GetAggregates() {
 		if _, ok := aggregateFuncs[a.GetFunc()]; !ok {

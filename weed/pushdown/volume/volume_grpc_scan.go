@@ -349,26 +349,10 @@ func decodeProjection(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 
 // checkScanRequest bounds a ScanRows request before anything is looked up.
 func checkScanRequest(req *pushdown_pb.ScanRowsRequest) error {
-	ranges, deleted := 0, 0
-	for _, g := range req.GetRowGroups() {
-		ranges += len(g.GetRowRanges())
-		deleted += len(g.GetDeletedPositions())
+	if err := checkFileRowGroups("ScanRows", req.GetPath(), req.GetSizeBytes(), req.GetRecordCount(), req.GetRowGroups()); err != nil {
+		return err
 	}
 	switch {
-	case req.GetPath() == "":
-		return perr.New(perr.InvalidArgument, "ScanRows: path is empty")
-	case len(req.GetPath()) > access.MaxPathBytes:
-		return perr.New(perr.InvalidArgument, "ScanRows: path of %d bytes exceeds the limit of %d", len(req.GetPath()), access.MaxPathBytes)
-	case req.GetSizeBytes() <= 0 || req.GetRecordCount() < 0:
-		return perr.New(perr.InvalidArgument, "ScanRows: size_bytes %d and record_count %d: want a positive size and a record count ≥ 0", req.GetSizeBytes(), req.GetRecordCount())
-	case len(req.GetRowGroups()) == 0:
-		return perr.New(perr.InvalidArgument, "ScanRows: no row groups")
-	case len(req.GetRowGroups()) > MaxScanRowGroups:
-		return perr.New(perr.ResourceExhausted, "ScanRows: %d row groups exceed the limit of %d per call", len(req.GetRowGroups()), MaxScanRowGroups)
-	case ranges > MaxScanRowRanges:
-		return perr.New(perr.ResourceExhausted, "ScanRows: %d row ranges exceed the limit of %d per call", ranges, MaxScanRowRanges)
-	case deleted > MaxScanDeletedBytes:
-		return perr.New(perr.ResourceExhausted, "ScanRows: deleted positions of %d bytes exceed %d", deleted, MaxScanDeletedBytes)
 	case len(req.GetProjectedFieldIds()) > MaxProjectedFields:
 		return perr.New(perr.ResourceExhausted, "ScanRows: %d projected fields exceed %d", len(req.GetProjectedFieldIds()), MaxProjectedFields)
 	case len(req.GetPredicate()) == 0:
@@ -376,9 +360,37 @@ func checkScanRequest(req *pushdown_pb.ScanRowsRequest) error {
 	case req.GetLimit() < 0:
 		return perr.New(perr.InvalidArgument, "ScanRows: limit %d is negative", req.GetLimit())
 	}
-	for i, g := range req.GetRowGroups() {
-		if g.GetRowGroup() < 0 || (i > 0 && g.GetRowGroup() <= req.GetRowGroups()[i-1].GetRowGroup()) {
-			return perr.New(perr.InvalidArgument, "ScanRows: row_groups[%d] is %d: want row groups ascending, each once", i, g.GetRowGroup())
+	return nil
+}
+
+// checkFileRowGroups bounds what ScanRows and AggregateRows share: one
+// file (path, size, record count) and its planned row groups (how many,
+// their row ranges and deleted positions, ascending and each once).
+func checkFileRowGroups(method, path string, size, records int64, groups []*pushdown_pb.ScanRowGroup) error {
+	ranges, deleted := 0, 0
+	for _, g := range groups {
+		ranges += len(g.GetRowRanges())
+		deleted += len(g.GetDeletedPositions())
+	}
+	switch {
+	case path == "":
+		return perr.New(perr.InvalidArgument, "%s: path is empty", method)
+	case len(path) > access.MaxPathBytes:
+		return perr.New(perr.InvalidArgument, "%s: path of %d bytes exceeds the limit of %d", method, len(path), access.MaxPathBytes)
+	case size <= 0 || records < 0:
+		return perr.New(perr.InvalidArgument, "%s: size_bytes %d and record_count %d: want a positive size and a record count ≥ 0", method, size, records)
+	case len(groups) == 0:
+		return perr.New(perr.InvalidArgument, "%s: no row groups", method)
+	case len(groups) > MaxScanRowGroups:
+		return perr.New(perr.ResourceExhausted, "%s: %d row groups exceed the limit of %d per call", method, len(groups), MaxScanRowGroups)
+	case ranges > MaxScanRowRanges:
+		return perr.New(perr.ResourceExhausted, "%s: %d row ranges exceed the limit of %d per call", method, ranges, MaxScanRowRanges)
+	case deleted > MaxScanDeletedBytes:
+		return perr.New(perr.ResourceExhausted, "%s: deleted positions of %d bytes exceed %d", method, deleted, MaxScanDeletedBytes)
+	}
+	for i, g := range groups {
+		if g.GetRowGroup() < 0 || (i > 0 && g.GetRowGroup() <= groups[i-1].GetRowGroup()) {
+			return perr.New(perr.InvalidArgument, "%s: row_groups[%d] is %d: want row groups ascending, each once", method, i, g.GetRowGroup())
 		}
 	}
 	return nil
