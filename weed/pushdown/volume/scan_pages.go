@@ -52,7 +52,7 @@ type scanFile struct {
 }
 
 func newScanFile(fr *pqarrow.FileReader, src footer.Source, ft *footer.Footer) *scanFile {
-	sf := &scanFile{fr: fr, src: src, ft: ft, plain: map[string]bool{}}
+	sf := &scanFile{fr: fr, src: src, ft: ft}
 	if len(ft.Chunks) != ft.Meta.NumRowGroups() {
 		return sf // no chunk layout: nothing decodes sparsely
 	}
@@ -60,27 +60,40 @@ func newScanFile(fr *pqarrow.FileReader, src footer.Source, ft *footer.Footer) *
 	if sf.arrow, err = fr.Schema(); err != nil {
 		return sf // nothing decodes sparsely
 	}
-	inferred, err := pqarrow.FromParquet(ft.Meta.Schema, &pqarrow.ArrowReadProperties{}, nil)
-	if err != nil {
-		return sf
-	}
-	sch := ft.Meta.Schema
-	leaves := map[string]int{}
-	for leaf := range sch.NumColumns() {
-		leaves[sch.ColumnRoot(leaf).Name()]++
-	}
-	for leaf := range sch.NumColumns() {
-		col := sch.Column(leaf)
-		name := sch.ColumnRoot(leaf).Name()
-		if leaves[name] != 1 || col.MaxRepetitionLevel() > 0 || col.ColumnPath().String() != name {
-			continue
-		}
-		a, b := sf.arrow.FieldIndices(name), inferred.FieldIndices(name)
-		if len(a) == 1 && len(b) == 1 && arrow.TypeEqual(sf.arrow.Field(a[0]).Type, inferred.Field(b[0]).Type) {
-			sf.plain[name] = true
-		}
-	}
+	sf.plain = plainColumns(ft, sf.arrow)
 	return sf
+}
+
+type plainColumnsTag struct{}
+
+// plainColumns are the root columns of the file that decode sparsely:
+// flat, and read (as the file's Arrow schema, fileArrow, types them) as
+// the plain Arrow image of their values — worked out once a footer.
+func plainColumns(ft *footer.Footer, fileArrow *arrow.Schema) map[string]bool {
+	return ft.SmallMemo(plainColumnsTag{}, func() any {
+		plain := map[string]bool{}
+		inferred, err := pqarrow.FromParquet(ft.Meta.Schema, &pqarrow.ArrowReadProperties{}, nil)
+		if err != nil {
+			return plain
+		}
+		sch := ft.Meta.Schema
+		leaves := map[string]int{}
+		for leaf := range sch.NumColumns() {
+			leaves[sch.ColumnRoot(leaf).Name()]++
+		}
+		for leaf := range sch.NumColumns() {
+			col := sch.Column(leaf)
+			name := sch.ColumnRoot(leaf).Name()
+			if leaves[name] != 1 || col.MaxRepetitionLevel() > 0 || col.ColumnPath().String() != name {
+				continue
+			}
+			a, b := fileArrow.FieldIndices(name), inferred.FieldIndices(name)
+			if len(a) == 1 && len(b) == 1 && arrow.TypeEqual(fileArrow.Field(a[0]).Type, inferred.Field(b[0]).Type) {
+				plain[name] = true
+			}
+		}
+		return plain
+	}).(map[string]bool)
 }
 
 // sparseOK reports whether leaf decodes sparsely.
@@ -148,6 +161,12 @@ func (sf *scanFile) sparseColumn(ctx context.Context, rg, leaf int, rows []int64
 	if !ok {
 		return nil, nil
 	}
+	return sf.decodeSelection(ctx, rg, leaf, sel, len(rows))
+}
+
+// decodeSelection decodes the rows sel chose (n of them) of leaf in row
+// group rg from the pages it chose.
+func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel pagedecode.Selection, n int) (arrow.Array, error) {
 	buf := make([]byte, 0, sel.Bytes)
 	for _, pg := range append([]footer.Page{sel.Dict}, sel.Pages...) {
 		if pg.Length == 0 {
@@ -176,11 +195,11 @@ func (sf *scanFile) sparseColumn(ctx context.Context, rg, leaf int, rows []int64
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "row group %d column %s: %v", rg, perr.Quote(descr.Path()), err)
 	}
-	if arr == nil || arr.Len() != len(rows) {
+	if arr == nil || arr.Len() != n {
 		if arr != nil {
 			arr.Release()
 		}
-		return nil, perr.New(perr.Corrupt, "row group %d column %s: the sparse decoder gave no values for %d rows", rg, perr.Quote(descr.Path()), len(rows))
+		return nil, perr.New(perr.Corrupt, "row group %d column %s: the sparse decoder gave no values for %d rows", rg, perr.Quote(descr.Path()), n)
 	}
 	return arr, nil
 }
@@ -194,11 +213,13 @@ func (sf *scanFile) sparseColumn(ctx context.Context, rg, leaf int, rows []int64
 // caller decodes whole).
 func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, first int64, leaves []int, types map[int]iceberg.Type,
 	vf *vectorFilter, rows []int64, cols []int, project bool, matched *roaring64.Bitmap) (aligned *decodedRowGroup, ok bool, err error) {
-	for _, l := range leaves {
+	sels := make([]pagedecode.Selection, len(leaves))
+	for i, l := range leaves {
+		var worth bool
 		if !sf.sparseOK(l) {
 			return nil, false, nil
 		}
-		if _, worth := sf.selection(ctx, rg, l, rows); !worth {
+		if sels[i], worth = sf.selection(ctx, rg, l, rows); !worth {
 			return nil, false, nil
 		}
 	}
@@ -208,10 +229,10 @@ func scanSparse(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int, f
 			a.Release()
 		}
 	}()
-	for _, l := range leaves {
-		a, err := sf.sparseColumn(ctx, rg, l, rows)
-		if err != nil || a == nil {
-			return nil, a == nil && err == nil, err
+	for i, l := range leaves {
+		a, err := sf.decodeSelection(ctx, rg, l, sels[i], len(rows))
+		if err != nil {
+			return nil, true, err
 		}
 		decoded[l] = a
 	}
