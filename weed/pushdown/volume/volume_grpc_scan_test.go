@@ -43,6 +43,26 @@ func (s source) ReadAt(_ context.Context, p []byte, off int64) (int, error) {
 }
 func (s source) Size() int64 { return s.r.Size() }
 
+// openCounted opens data as the volume does (Arrow reader, loaded footer,
+// column map) over a reader counting the bytes read.
+func openCounted(t *testing.T, data []byte) (*countingReaderAt, *pqarrow.FileReader, *footer.Footer, *plan.ColumnMap) {
+	t.Helper()
+	src := &countingReaderAt{r: bytes.NewReader(data)}
+	pf, err := file.NewParquetReader(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := footer.Load(context.Background(), footer.Identity{Path: "f.parquet", Size: int64(len(data))}, source{src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, fr, ft, plan.NewColumnMap(pf.MetaData().Schema, nil)
+}
+
 // Many matches (more than 1/8 of the rows): the row group decodes whole,
 // each column once.
 func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(t *testing.T) {
@@ -64,20 +84,7 @@ func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(
 			[]int{3, 4, 1}, func(_ int64, _, st, m string) bool { return st == "ok" && strings.Contains(m, "e") }},
 	} {
 		t.Run(q.name, func(t *testing.T) {
-			src := &countingReaderAt{r: bytes.NewReader(data)}
-			pf, err := file.NewParquetReader(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ft, err := footer.Load(context.Background(), footer.Identity{Path: "f.parquet", Size: int64(len(data))}, source{src})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm := plan.NewColumnMap(pf.MetaData().Schema, nil)
+			src, fr, ft, cm := openCounted(t, data)
 			vf := &vectorFilter{e: q.e, ids: predicate.FieldIDs(q.e)}
 			leaves, types, err := rowFilterColumns(vf, sc, cm)
 			if err != nil {
@@ -179,20 +186,7 @@ func TestFewCandidatesDecodeOnlyThePagesHoldingThemAndMatchAWholeDecode(t *testi
 			// id and message unique a row: plain (a dictionary would be most of
 			// their chunks, read for any row)
 			data, sc := demoRowGroupWith(t, rows, parquet.WithDataPageSize(4<<10), parquet.WithPageIndexEnabled(pageIndex), parquet.WithDictionaryFor("message", false), parquet.WithDictionaryFor("id", false))
-			src := &countingReaderAt{r: bytes.NewReader(data)}
-			pf, err := file.NewParquetReader(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ft, err := footer.Load(context.Background(), footer.Identity{Path: "f.parquet", Size: int64(len(data))}, source{src})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm := plan.NewColumnMap(pf.MetaData().Schema, nil)
+			src, fr, ft, cm := openCounted(t, data)
 			var e predicate.Expr = predicate.Or{Kids: []predicate.Expr{
 				&predicate.Leaf{FieldID: 4, Op: predicate.OpLike, Lits: []value.Value{value.OfString("%retry%")}},
 				&predicate.Leaf{FieldID: 3, Op: predicate.OpEq, Lits: []value.Value{value.OfString("error")}}}}
