@@ -69,7 +69,7 @@ func TestAggregateBenchmark(t *testing.T) {
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	files := benchutil.DownloadTable(t, c, name)
+	files := harness.DownloadTable(t, c, name)
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,7 @@ func TestScanBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer duck.Close()
-	local := "read_parquet(['" + strings.Join(benchutil.DownloadTable(t, c, name), "', '") + "'])"
+	local := "read_parquet(['" + strings.Join(harness.DownloadTable(t, c, name), "', '") + "'])"
 	mounted, mountSkip := "", benchutil.CanMount()
 	if mountSkip == "" {
 		dir, _ := benchutil.MountTableData(t, c, loaded.Location, "mnt")

@@ -214,7 +214,7 @@ func loadAggregateTable(t *testing.T) *aggregateTable {
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: name, Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	files := downloadInScanOrder(t, c, name)
+	files := harness.DownloadTable(t, c, name)
 
 	// merge-on-read deletes: scattered ids and a range crossing row groups
 	r := rand.New(rand.NewPCG(30, 1))

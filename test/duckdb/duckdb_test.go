@@ -12,16 +12,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go/table"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -40,7 +35,7 @@ func TestOffsetReturnsTheRowsDuckDBReturnsOverTheSameFiles(t *testing.T) {
 	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: "duck_it.events", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	files := downloadInScanOrder(t, c, "duck_it.events")
+	files := harness.DownloadTable(t, c, "duck_it.events")
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
@@ -95,45 +90,6 @@ func TestOffsetReturnsTheRowsDuckDBReturnsOverTheSameFiles(t *testing.T) {
 		}
 	}
 	t.Logf("%d answers agree with DuckDB", checked)
-}
-
-// downloadInScanOrder copies the table's data files, in the order
-// iceberg-go's scan plans them, to a temporary folder.
-func downloadInScanOrder(t *testing.T, c *harness.Cluster, name string) []string {
-	t.Helper()
-	ctx := context.Background()
-	tbl, err := c.Iceberg(t).LoadTable(ctx, table.Identifier(strings.Split(name, ".")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, client := t.TempDir(), c.S3(t)
-	var out []string
-	for i, task := range tasks {
-		bucket, key, _ := strings.Cut(strings.TrimPrefix(task.File.FilePath(), "s3://"), "/")
-		obj, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, fmt.Sprintf("f%03d.parquet", i))
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.Copy(f, obj.Body)
-		obj.Body.Close()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, path)
-	}
-	return out
 }
 
 func duckIDs(t *testing.T, db *sql.DB, q string) []int64 {
