@@ -5150,8 +5150,12 @@ type ScanRowsRequest struct {
 	Predicate         []byte          `protobuf:"bytes,9,opt,name=predicate,proto3" json:"predicate,omitempty"` // bound to schema_json's field ids
 	ProjectedFieldIds []int32         `protobuf:"varint,10,rep,packed,name=projected_field_ids,json=projectedFieldIds,proto3" json:"projected_field_ids,omitempty"`
 	Limit             int64           `protobuf:"varint,11,opt,name=limit,proto3" json:"limit,omitempty"` // stop after this many matching rows; 0: all
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The caller reads the columns_ipc of the call's batches as one Arrow IPC
+	// stream: a batch may then carry only its record batch message, the
+	// schema having come before (ScanRowsResponse.columns_ipc_continues).
+	IpcContinuation bool `protobuf:"varint,12,opt,name=ipc_continuation,json=ipcContinuation,proto3" json:"ipc_continuation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ScanRowsRequest) Reset() {
@@ -5261,6 +5265,13 @@ func (x *ScanRowsRequest) GetLimit() int64 {
 	return 0
 }
 
+func (x *ScanRowsRequest) GetIpcContinuation() bool {
+	if x != nil {
+		return x.IpcContinuation
+	}
+	return false
+}
+
 // One batch of matching rows of one row group.
 type ScanRowsResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -5278,8 +5289,13 @@ type ScanRowsResponse struct {
 	// empty batch.
 	RowsEvaluated int64 `protobuf:"varint,5,opt,name=rows_evaluated,json=rowsEvaluated,proto3" json:"rows_evaluated,omitempty"`
 	RowGroupDone  bool  `protobuf:"varint,6,opt,name=row_group_done,json=rowGroupDone,proto3" json:"row_group_done,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// columns_ipc continues the Arrow IPC stream of the call's previous
+	// batch that carried columns: one record batch message, no schema and
+	// no end-of-stream marker (only when the request set ipc_continuation).
+	// Unset: columns_ipc starts a stream of its own, with its schema.
+	ColumnsIpcContinues bool `protobuf:"varint,7,opt,name=columns_ipc_continues,json=columnsIpcContinues,proto3" json:"columns_ipc_continues,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ScanRowsResponse) Reset() {
@@ -5350,6 +5366,13 @@ func (x *ScanRowsResponse) GetRowsEvaluated() int64 {
 func (x *ScanRowsResponse) GetRowGroupDone() bool {
 	if x != nil {
 		return x.RowGroupDone
+	}
+	return false
+}
+
+func (x *ScanRowsResponse) GetColumnsIpcContinues() bool {
+	if x != nil {
+		return x.ColumnsIpcContinues
 	}
 	return false
 }
@@ -6113,7 +6136,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\trow_group\x18\x01 \x01(\x05R\browGroup\x124\n" +
 	"\n" +
 	"row_ranges\x18\x02 \x03(\v2\x15.pushdown_pb.RowRangeR\trowRanges\x12+\n" +
-	"\x11deleted_positions\x18\x03 \x01(\fR\x10deletedPositions\"\xb1\x03\n" +
+	"\x11deleted_positions\x18\x03 \x01(\fR\x10deletedPositions\"\xdc\x03\n" +
 	"\x0fScanRowsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\n" +
@@ -6129,7 +6152,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\tpredicate\x18\t \x01(\fR\tpredicate\x12.\n" +
 	"\x13projected_field_ids\x18\n" +
 	" \x03(\x05R\x11projectedFieldIds\x12\x14\n" +
-	"\x05limit\x18\v \x01(\x03R\x05limit\"\xce\x01\n" +
+	"\x05limit\x18\v \x01(\x03R\x05limit\x12)\n" +
+	"\x10ipc_continuation\x18\f \x01(\bR\x0fipcContinuation\"\x82\x02\n" +
 	"\x10ScanRowsResponse\x12\x1b\n" +
 	"\trow_group\x18\x01 \x01(\x05R\browGroup\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\fR\x04rows\x12\x1b\n" +
@@ -6137,7 +6161,8 @@ const file_pushdown_proto_rawDesc = "" +
 	"\vcolumns_ipc\x18\x04 \x01(\fR\n" +
 	"columnsIpc\x12%\n" +
 	"\x0erows_evaluated\x18\x05 \x01(\x03R\rrowsEvaluated\x12$\n" +
-	"\x0erow_group_done\x18\x06 \x01(\bR\frowGroupDone\"Z\n" +
+	"\x0erow_group_done\x18\x06 \x01(\bR\frowGroupDone\x122\n" +
+	"\x15columns_ipc_continues\x18\a \x01(\bR\x13columnsIpcContinues\"Z\n" +
 	"\rAggregateSpec\x12.\n" +
 	"\x04func\x18\x01 \x01(\x0e2\x1a.pushdown_pb.AggregateFuncR\x04func\x12\x19\n" +
 	"\bfield_id\x18\x02 \x01(\x05R\afieldId\"\x9d\x04\n" +

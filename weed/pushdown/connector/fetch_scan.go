@@ -12,8 +12,10 @@ package connector
 //	   │ no residual, on top-level columns the file stores; not a constant
 //	   │ or identity-partition column)
 //	   │ -filterAt here ─▶ here;  volume ─▶ volume;  auto ─▶ chooseFilterSite
-//	   ├─ volume: ScanRows(planned ranges, deleted positions, predicate,
-//	   │          projection, LIMIT) ─▶ batches (rows, Arrow IPC) ─▶ project
+//	   ├─ volume: one ScanRows call a file (fileScan) for its row groups
+//	   │          sent there (planned ranges, deleted positions, predicate,
+//	   │          projection, LIMIT) ─▶ batches (rows, pieces of one Arrow
+//	   │          IPC stream) ─▶ each row group's unit ─▶ project
 //	   └─ here, or any failure of the call (counted, the reason kept):
 //	              fetch pages ─▶ decode ─▶ filter ─▶ project
 //
@@ -290,6 +292,8 @@ func (fl *fileLayout) rowBytesOf(rg int, tops []int) float64 {
 // volumeFilter reads a row group whose predicate is to be evaluated by
 // asking the volume holding the file; ok false: read it here (the site
 // chosen was here, the volume cannot, or the call failed — counted).
+// A file's row groups sent to the volume are asked in one ScanRows call
+// (fileScan), made by the first of them to get here.
 func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
 	sc := scanCountersOf(ctx)
 	if _, isConst := p.expr.(predicate.Const); sc == nil || r.exact || isConst {
@@ -303,10 +307,58 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 		sc.chose(false, "here: "+why)
 		return nil, false, nil
 	}
-	addr, routed, err := c.fetch.volumeRoute(f.pf)
-	if err != nil || !routed {
+	fs, err := c.fileScanOf(ctx, p, f)
+	if p.q.Limit == 0 {
+		// the next files' calls run while this one's batches are taken
+		// (a LIMIT may not need them)
+		for _, g := range f.ahead {
+			if g.started.CompareAndSwap(false, true) {
+				go c.startFileScan(ctx, p, g)
+			}
+		}
+	}
+	if err != nil || fs == nil {
 		sc.chose(false, "here: the plan names no reachable volume pushdown service holding the file")
 		return nil, false, err
+	}
+	slot := fs.slots[r.rg]
+	if slot == nil {
+		sc.chose(false, fs.here[r.rg])
+		return nil, false, nil
+	}
+	sc.chose(true, slot.reason)
+	rec, err = c.fetch.takeScan(ctx, p, f, fs, slot, r)
+	if errors.Is(err, errScanStoppedAtLimit) {
+		return nil, false, nil // not evaluated there: read here, if still needed
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+			c.fetch.volume.markDown(fs.addr, err) // the other files it holds skip it for a while
+		}
+		sc.fellBack(err)
+		c.fetch.fellBack(fs.addr, f.pf, err)
+		return nil, false, nil
+	}
+	return rec, true, nil
+}
+
+// startFileScan makes f's ScanRows call ahead of its row groups' units,
+// when they would make it (nothing counted: they count their choices).
+func (c *Connector) startFileScan(ctx context.Context, p *prepared, f *fileRead) {
+	if c.opts.FilterAt == FilterHere || f.prepare(ctx, c, p) != nil || volumeCanFilter(p, f) != "" {
+		return
+	}
+	c.fileScanOf(ctx, p, f) //nolint:errcheck // its units see the error
+}
+
+// filterSiteOf runs the cost model on row group r of f, the volume at
+// addr holding it.
+func (c *Connector) filterSiteOf(p *prepared, f *fileRead, r *rowGroupRead, selectivity float64, local bool) (volume bool, reason string) {
+	if c.opts.FilterAt == FilterVolume {
+		return true, "volume: -filterAt volume"
 	}
 	cands := r.numRows
 	if r.rows != nil {
@@ -316,31 +368,11 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 		cands -= int64(r.deleted.GetCardinality())
 	}
 	in := filterSiteInput{Candidates: max(0, cands), RowBytes: f.fl.rowBytesOf(r.rg, f.need.outTopsPresent()),
-		Selectivity: sc.selectivity(), Limit: p.q.Limit, Local: isLocalAddr(addr)}
+		Selectivity: selectivity, Limit: p.q.Limit, Local: local}
 	for _, br := range f.fl.needRanges(f.need.tops, r, c.opts.Mode == PageAware) {
 		in.PlannedBytes += br.Len
 	}
-	volume, reason := chooseFilterSite(in)
-	if c.opts.FilterAt == FilterVolume {
-		volume, reason = true, "volume: -filterAt volume"
-	}
-	sc.chose(volume, reason)
-	if !volume {
-		return nil, false, nil
-	}
-	rec, err = c.fetch.scanRows(ctx, addr, p, f, r)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
-		}
-		if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
-			c.fetch.volume.markDown(addr, err) // its other row groups skip it for a while
-		}
-		sc.fellBack(err)
-		c.fetch.fellBack(addr, f.pf, err)
-		return nil, false, nil
-	}
-	return rec, true, nil
+	return chooseFilterSite(in)
 }
 
 // outTopsPresent are the output's top-level fields the file stores.
@@ -370,106 +402,355 @@ type lazyJSON struct {
 	err  error
 }
 
-// scanRows calls ScanRows for row group r and projects the batches it
-// streams back.
-func (ft *fetcher) scanRows(ctx context.Context, addr string, p *prepared, f *fileRead, r *rowGroupRead) (arrow.RecordBatch, error) {
-	fl, n, pf := f.fl, f.need, f.pf
-	sc := scanCountersOf(ctx)
+// fileScan is the one ScanRows call of a file: each of its row groups
+// the cost model sends to the volume (decided together, when the first
+// of them is read), asked at once — one call, one Arrow IPC stream, its
+// schema sent once — and each batch handed, in order, to the unit
+// reading its row group.
+//
+//	first unit of the file ─▶ cost model on each row group ─▶ slots
+//	runScan: ScanRows(slots' row groups) ─▶ batch ─▶ IPC piece decoded
+//	         ─▶ its row group's slot ─▶ takeScan (that unit): check rows,
+//	         project ─▶ the row group's record
+//
+// Units take their slots in the order the stream fills them (both in
+// row-group order), so the stream waits only on a unit that runs. A unit
+// that fails on its batches cancels the call: the row groups not done
+// are read here, counted as fallbacks.
+type fileScan struct {
+	addr   string
+	slots  map[int]*scanSlot // the row groups asked, by row group
+	here   map[int]string    // the others: why the cost model kept them here
+	cancel context.CancelFunc
+
+	mu  sync.Mutex
+	err error // why the call ended before a slot's row group did
+}
+
+// scanSlot is one asked row group: its batches, in order, then closed.
+type scanSlot struct {
+	rg     int
+	r      *rowGroupRead
+	reason string
+	ch     chan scanPiece
+}
+
+// scanPiece is one batch of a row group: its rows, checked, and their
+// decoded columns (nil: none asked, or no rows).
+type scanPiece struct {
+	msg  *pushdown_pb.ScanRowsResponse
+	keep []int64 // its rows, checked (scanBatchRows)
+	rec  arrow.RecordBatch
+}
+
+// errScanStoppedAtLimit: the call met the query's LIMIT before it
+// reached the row group.
+var errScanStoppedAtLimit = errors.New("the file's ScanRows call stopped at the LIMIT before this row group")
+
+func (fs *fileScan) fail(err error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.err == nil {
+		fs.err = err
+	}
+}
+
+func (fs *fileScan) failure() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.err
+}
+
+// fileScanOf makes f's ScanRows call once: nil when the plan names no
+// volume holding f.
+func (c *Connector) fileScanOf(ctx context.Context, p *prepared, f *fileRead) (*fileScan, error) {
+	f.scanOnce.Do(func() {
+		addr, routed, err := c.fetch.volumeRoute(f.pf)
+		if err != nil || !routed {
+			f.scanErr = err
+			return
+		}
+		fs := &fileScan{addr: addr, slots: map[int]*scanSlot{}, here: map[int]string{}}
+		sc, local := scanCountersOf(ctx), isLocalAddr(addr)
+		var asked []*scanSlot
+		last := -1
+		for _, ref := range f.rgRefs {
+			if ref.GetRowsExact() {
+				continue
+			}
+			r, err := c.rowGroupReadOf(f, ref)
+			if err != nil {
+				continue // its unit reports it
+			}
+			if r.rg <= last {
+				// the stream is in row-group order, which must be the units'
+				fs.here[r.rg] = "here: the plan lists the file's row groups out of order"
+				continue
+			}
+			volume, reason := c.filterSiteOf(p, f, r, sc.selectivity(), local)
+			if !volume {
+				fs.here[r.rg] = reason
+				continue
+			}
+			last = r.rg
+			slot := &scanSlot{rg: r.rg, r: r, reason: reason, ch: make(chan scanPiece, 1)}
+			fs.slots[r.rg] = slot
+			asked = append(asked, slot)
+		}
+		f.scan = fs
+		if len(asked) == 0 {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, volumeCallTimeout)
+		fs.cancel = cancel
+		req, err := c.fetch.scanRequest(p, f, asked)
+		if err != nil {
+			fs.fail(err)
+			closeSlots(asked)
+			cancel()
+			return
+		}
+		go c.fetch.runScan(cctx, fs, f.pf, req, asked, p.q.Limit)
+	})
+	return f.scan, f.scanErr
+}
+
+func closeSlots(slots []*scanSlot) {
+	for _, s := range slots {
+		close(s.ch)
+	}
+}
+
+// scanRequest is the ScanRows request of f's asked row groups.
+func (ft *fetcher) scanRequest(p *prepared, f *fileRead, asked []*scanSlot) (*pushdown_pb.ScanRowsRequest, error) {
 	schemaJSON, err := p.scanSchemaJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode the schema: %w", err)
 	}
-	g := &pushdown_pb.ScanRowGroup{RowGroup: int32(r.rg)}
-	for _, rr := range r.rows {
-		g.RowRanges = append(g.RowRanges, &pushdown_pb.RowRange{Start: rr.Start, End: rr.End})
-	}
-	if r.deleted != nil && !r.deleted.IsEmpty() {
-		if g.DeletedPositions, err = r.deleted.ToBytes(); err != nil {
-			return nil, err
-		}
-	}
+	pf := f.pf
 	req := &pushdown_pb.ScanRowsRequest{Path: pf.GetFile(), SizeBytes: pf.GetSizeBytes(), RecordCount: pf.GetRecordCount(), Identity: pf.GetIdentity(),
-		RowGroups: []*pushdown_pb.ScanRowGroup{g}, SchemaJson: schemaJSON, PredicateKind: p.req.GetPredicateKind(), Predicate: p.req.GetPredicate(), Limit: max(0, p.q.Limit)}
-	tops := map[string]int{} // the file's top-level name → top
-	for i, top := range n.outTops {
+		SchemaJson: schemaJSON, PredicateKind: p.req.GetPredicateKind(), Predicate: p.req.GetPredicate(), Limit: max(0, p.q.Limit), IpcContinuation: true}
+	for _, slot := range asked {
+		r := slot.r
+		g := &pushdown_pb.ScanRowGroup{RowGroup: int32(r.rg)}
+		for _, rr := range r.rows {
+			g.RowRanges = append(g.RowRanges, &pushdown_pb.RowRange{Start: rr.Start, End: rr.End})
+		}
+		if r.deleted != nil && !r.deleted.IsEmpty() {
+			if g.DeletedPositions, err = r.deleted.ToBytes(); err != nil {
+				return nil, err
+			}
+		}
+		req.RowGroups = append(req.RowGroups, g)
+	}
+	for i, top := range f.need.outTops {
 		if top >= 0 {
 			req.ProjectedFieldIds = append(req.ProjectedFieldIds, int32(p.selectIDs[i]))
-			tops[fl.arrow.Field(top).Name] = top
 		}
 	}
-	if fl.mapping != nil {
-		if req.NameMappingJson, err = json.Marshal(fl.mapping); err != nil {
+	if f.fl.mapping != nil {
+		if req.NameMappingJson, err = json.Marshal(f.fl.mapping); err != nil {
 			return nil, err
 		}
 	}
-	conn, err := ft.volume.conn(addr)
+	return req, nil
+}
+
+// runScan makes the call and hands each batch to its row group's slot,
+// in order; every slot is closed when the call ends (its row group done,
+// or not: fs.err says why).
+func (ft *fetcher) runScan(ctx context.Context, fs *fileScan, pf *pushdown_pb.PlannedFile, req *pushdown_pb.ScanRowsRequest, asked []*scanSlot, limit int64) {
+	defer fs.cancel()
+	next := 0 // the slot being filled
+	defer func() { closeSlots(asked[next:]) }()
+	fail := func(err error) { fs.fail(fmt.Errorf("ScanRows %s: %w", pf.GetFile(), err)) }
+	conn, err := ft.volume.conn(fs.addr)
 	if err != nil {
-		return nil, fmt.Errorf("dial: %w", err)
+		fail(fmt.Errorf("dial: %w", err))
+		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, volumeCallTimeout)
-	defer cancel()
-	if cctx, err = ft.volume.sign(cctx, addr, "ScanRows", req); err != nil {
-		return nil, fmt.Errorf("sign ScanRows: %w", err)
+	if ctx, err = ft.volume.sign(ctx, fs.addr, "ScanRows", req); err != nil {
+		fail(fmt.Errorf("sign: %w", err))
+		return
 	}
-	stream, err := pushdown_pb.NewPushdownVolumeClient(conn).ScanRows(cctx, req)
+	stream, err := pushdown_pb.NewPushdownVolumeClient(conn).ScanRows(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("ScanRows %s: %w", pf.GetFile(), err)
+		fail(err)
+		return
 	}
-	var recs []arrow.RecordBatch
-	defer func() {
-		for _, rec := range recs {
-			rec.Release()
-		}
-	}()
-	var got, received, evaluated int64
-	last := int64(-1)
-	done := false
+	var ipcs ipcPieces
+	defer ipcs.release()
+	var rows int64
+	last := int64(-1) // the slot's last row so far
+	columns := len(req.GetProjectedFieldIds()) > 0
+	sc := scanCountersOf(ctx)
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ScanRows %s: %w", pf.GetFile(), err)
+			fail(err)
+			return
 		}
-		if done || msg.GetRowGroup() != int32(r.rg) {
-			return nil, fmt.Errorf("ScanRows %s: a batch of row group %d after row group %d ended", pf.GetFile(), msg.GetRowGroup(), r.rg)
+		if next == len(asked) || msg.GetRowGroup() != int32(asked[next].rg) {
+			fail(fmt.Errorf("a batch of row group %d out of the order asked", msg.GetRowGroup()))
+			return
 		}
-		received += int64(len(msg.GetColumnsIpc()) + len(msg.GetRows()))
-		keep, err := scanBatchRows(msg, r, last)
+		n := int64(len(msg.GetColumnsIpc()) + len(msg.GetRows()))
+		ft.vol.bytes.Add(n)
+		if sc != nil {
+			sc.volumeBytes.Add(n)
+		}
+		slot := asked[next]
+		piece := scanPiece{msg: msg}
+		if piece.keep, err = scanBatchRows(msg, slot.r, last); err == nil && len(piece.keep) > 0 && columns {
+			// a batch's columns decode in the order sent: a piece of
+			// the call's one IPC stream needs the pieces before it
+			if len(msg.GetColumnsIpc()) == 0 {
+				err = errors.New("a batch of rows without their columns")
+			} else {
+				piece.rec, err = ipcs.next(msg.GetColumnsIpc(), msg.GetColumnsIpcContinues())
+			}
+		}
 		if err != nil {
-			return nil, fmt.Errorf("ScanRows %s row group %d: %w", pf.GetFile(), r.rg, err)
+			fail(fmt.Errorf("row group %d: %w", slot.rg, err))
+			return
 		}
-		if len(keep) > 0 {
-			last = keep[len(keep)-1]
+		if len(piece.keep) > 0 {
+			last = piece.keep[len(piece.keep)-1]
 		}
-		if len(keep) > 0 {
-			cols := map[int]*column{}
-			if len(tops) > 0 {
-				if err := ipcColumns(msg.GetColumnsIpc(), fl, keep, tops, cols); err != nil {
-					return nil, fmt.Errorf("ScanRows %s row group %d: %w", pf.GetFile(), r.rg, err)
+		rows += int64(len(piece.keep))
+		select {
+		case asked[next].ch <- piece:
+		case <-ctx.Done():
+			if piece.rec != nil {
+				piece.rec.Release()
+			}
+			fail(ctx.Err())
+			return
+		}
+		if msg.GetRowGroupDone() {
+			close(asked[next].ch)
+			next, last = next+1, -1
+		}
+	}
+	ft.vol.calls.Add(1)
+	if next < len(asked) {
+		if limit > 0 && rows >= limit {
+			fs.fail(errScanStoppedAtLimit)
+		} else {
+			fail(fmt.Errorf("the stream ended before row group %d did", asked[next].rg))
+		}
+	}
+}
+
+// ipcPieces decodes the columns of a call's batches: each either an
+// Arrow IPC stream of its own or the next record batch message of the
+// stream the previous one was part of.
+type ipcPieces struct {
+	feed bytes.Reader
+	rd   *ipc.Reader
+}
+
+// next decodes one batch's columns (the caller releases the record).
+func (d *ipcPieces) next(raw []byte, continues bool) (arrow.RecordBatch, error) {
+	d.feed.Reset(raw)
+	if !continues {
+		d.release()
+		rd, err := ipc.NewReader(&d.feed, ipc.WithAllocator(decodeMem))
+		if err != nil {
+			return nil, fmt.Errorf("Arrow IPC: %w", err)
+		}
+		d.rd = rd
+	} else if d.rd == nil {
+		return nil, errors.New("Arrow IPC: a batch continues a stream that never started")
+	}
+	if !d.rd.Next() {
+		return nil, fmt.Errorf("Arrow IPC holds no record: %v", d.rd.Err())
+	}
+	if continues && d.feed.Len() > 0 {
+		return nil, fmt.Errorf("Arrow IPC: %d bytes past the batch's record", d.feed.Len())
+	}
+	rec := d.rd.RecordBatch()
+	rec.Retain()
+	return rec, nil
+}
+
+func (d *ipcPieces) release() {
+	if d.rd != nil {
+		d.rd.Release()
+		d.rd = nil
+	}
+}
+
+// takeScan collects row group r's batches from its slot and projects
+// them. On an error it cancels the file's call (the row groups not done
+// are read here).
+func (ft *fetcher) takeScan(ctx context.Context, p *prepared, f *fileRead, fs *fileScan, slot *scanSlot, r *rowGroupRead) (rec arrow.RecordBatch, err error) {
+	fl, n := f.fl, f.need
+	sc := scanCountersOf(ctx)
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+		if err != nil {
+			fs.cancel()
+			for piece := range slot.ch {
+				if piece.rec != nil {
+					piece.rec.Release()
 				}
 			}
-			rec, err := project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
+		}
+	}()
+	tops := map[string]int{} // the file's top-level name → top
+	for _, top := range n.outTops {
+		if top >= 0 {
+			tops[fl.arrow.Field(top).Name] = top
+		}
+	}
+	var got, evaluated int64
+	done := false
+	for piece := range slot.ch {
+		if keep := piece.keep; len(keep) > 0 {
+			cols := map[int]*column{}
+			if len(tops) > 0 {
+				err = recordColumns(piece.rec, fl, keep, tops, cols)
+			}
+			if piece.rec != nil {
+				piece.rec.Release()
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ScanRows %s row group %d: %w", f.pf.GetFile(), r.rg, err)
+			}
+			out, err := project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
 			releaseColumns(cols)
 			if err != nil {
 				return nil, err
 			}
-			recs = append(recs, rec)
+			recs = append(recs, out)
 			got += int64(len(keep))
+		} else if piece.rec != nil {
+			piece.rec.Release()
 		}
-		if msg.GetRowGroupDone() {
-			done, evaluated = true, msg.GetRowsEvaluated()
+		if piece.msg.GetRowGroupDone() {
+			done, evaluated = true, piece.msg.GetRowsEvaluated()
 		}
 	}
-	limited := p.q.Limit > 0 && got >= p.q.Limit
-	if !done && !limited {
-		return nil, fmt.Errorf("ScanRows %s: the stream ended before row group %d did", pf.GetFile(), r.rg)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !done {
+		why := fs.failure()
+		if why == nil {
+			why = fmt.Errorf("ScanRows %s: the call ended before row group %d did", f.pf.GetFile(), r.rg)
+		}
+		return nil, why
 	}
 	if p.q.Limit > 0 && got > p.q.Limit {
-		return nil, fmt.Errorf("ScanRows %s: %d rows for a LIMIT of %d", pf.GetFile(), got, p.q.Limit)
+		return nil, fmt.Errorf("ScanRows %s: %d rows for a LIMIT of %d", f.pf.GetFile(), got, p.q.Limit)
 	}
-	var rec arrow.RecordBatch
 	if len(recs) == 0 {
 		rec, err = project(ctx, p, fl, r, nil, nil, n.outSchema, n.outTops)
 	} else {
@@ -478,12 +759,9 @@ func (ft *fetcher) scanRows(ctx context.Context, addr string, p *prepared, f *fi
 	if err != nil {
 		return nil, err
 	}
-	ft.vol.bytes.Add(received)
-	ft.vol.calls.Add(1)
 	if sc != nil {
-		sc.volumeBytes.Add(received)
 		sc.volumeRows.Add(got)
-		if done && !limited {
+		if done && p.q.Limit == 0 {
 			// a LIMIT's evaluation stops early: only whole row groups count
 			sc.volumeEvaluated.Add(evaluated)
 			sc.evaluated.Add(evaluated)
@@ -520,9 +798,8 @@ func scanBatchRows(msg *pushdown_pb.ScanRowsResponse, r *rowGroupRead, last int6
 	return keep, nil
 }
 
-// ipcColumns decodes an answer's Arrow IPC (ReadRows, a ScanRows batch)
-// of the rows keep into cols, each wanted top typed as the file's layout
-// types it.
+// ipcColumns decodes an answer's Arrow IPC (a ReadRows file's) of the
+// rows keep into cols, each wanted top typed as the file's layout types it.
 func ipcColumns(raw []byte, fl *fileLayout, keep []int64, want map[string]int, cols map[int]*column) error {
 	rd, err := ipc.NewReader(bytes.NewReader(raw), ipc.WithAllocator(decodeMem))
 	if err != nil {
@@ -532,7 +809,12 @@ func ipcColumns(raw []byte, fl *fileLayout, keep []int64, want map[string]int, c
 	if !rd.Next() {
 		return fmt.Errorf("Arrow IPC holds no record: %v", rd.Err())
 	}
-	got := rd.RecordBatch()
+	return recordColumns(rd.RecordBatch(), fl, keep, want, cols)
+}
+
+// recordColumns takes the wanted columns of got (the rows keep) into
+// cols, each wanted top typed as the file's layout types it.
+func recordColumns(got arrow.RecordBatch, fl *fileLayout, keep []int64, want map[string]int, cols map[int]*column) error {
 	if got.NumRows() != int64(len(keep)) {
 		return fmt.Errorf("%d rows decoded for %d asked", got.NumRows(), len(keep))
 	}
@@ -542,6 +824,7 @@ func ipcColumns(raw []byte, fl *fileLayout, keep []int64, want map[string]int, c
 			continue
 		}
 		if !arrow.TypeEqual(fd.Type, fl.arrow.Field(top).Type) {
+			releaseColumns(cols)
 			return fmt.Errorf("column %s came back as %s, the file's layout types it %s", fd.Name, fd.Type, fl.arrow.Field(top).Type)
 		}
 		a := got.Column(j)

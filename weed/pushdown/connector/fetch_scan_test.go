@@ -1,16 +1,25 @@
 package connector
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/iceberg-go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lakeweed/seaweedfs/test/harness"
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -133,7 +142,8 @@ func TestAFailedOrWrongVolumeScanIsReadHereAndCounted(t *testing.T) {
 	} {
 		ft, _ := testFetcher(t, ReadAuto, "AKGOOD", c.v)
 		conn := &Connector{opts: Options{Mode: PageAware, FilterAt: FilterVolume}, fetch: ft}
-		f := &fileRead{pf: testPlanned("volume"), fl: fl, need: need}
+		f := &fileRead{pf: testPlanned("volume"), fl: fl, need: need, rgRefs: []*pushdown_pb.RowGroupRef{
+			{RowGroup: 0, RowCount: n, RowRanges: []*pushdown_pb.RowRange{{Start: 0, End: 100}}, DeletedPositions: bitmapBytes(t, 7)}}}
 		r := &rowGroupRead{rg: 0, numRows: n, rows: plan.RowSet{{Start: 0, End: 100}}, deleted: deleted}
 		counters := &scanCounters{}
 		ctx := context.WithValue(context.Background(), scanCountersKey{}, counters)
@@ -211,5 +221,121 @@ func TestExplainEstimatesWhereEachRowGroupWouldBeFiltered(t *testing.T) {
 	}
 	if h := ExplainFilterSites(resp, FilterHere, 0); h.Volume != 0 || h.Here != 3 {
 		t.Fatalf("-filterAt here: %+v: want every row group here", h)
+	}
+}
+
+// recordingScanVolume answers ScanRows with fixed batches and keeps the
+// requests it was sent.
+type recordingScanVolume struct {
+	scanVolume
+	reqs []*pushdown_pb.ScanRowsRequest
+}
+
+func (v *recordingScanVolume) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerStreamingServer[pushdown_pb.ScanRowsResponse]) error {
+	v.reqs = append(v.reqs, req)
+	return v.scanVolume.ScanRows(req, stream)
+}
+
+// ipcPiecesOf encodes recs as the pieces of one Arrow IPC stream: the
+// first with the schema, each other one record batch message.
+func ipcPiecesOf(t *testing.T, recs ...arrow.RecordBatch) [][]byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(recs[0].Schema()))
+	var out [][]byte
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, bytes.Clone(buf.Bytes()))
+		buf.Reset()
+	}
+	return out
+}
+
+// The row groups of a file the volume filters are asked in one ScanRows
+// call, whose batches' columns are pieces of one Arrow IPC stream (the
+// schema sent once); each row group gets exactly its rows. A piece that
+// continues a stream never started is a failed call: read here, counted.
+func TestAFilesRowGroupsAreAskedInOneCallWhoseBatchesShareOneArrowStream(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "msg", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	for i := range 2000 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("m%d", i))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	data := harness.WriteParquet(t, rec, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(1000)))
+	one, two := 1, 2
+	base := layoutOf(t, "mem", data)
+	fl, err := newFileLayout("mem", int64(len(data)), base.md, iceberg.NameMapping{{FieldID: &one, Names: []string{"id"}}, {FieldID: &two, Names: []string{"msg"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl.chunks = base.chunks
+	if fl.md.NumRowGroups() != 2 {
+		t.Fatalf("%d row groups, want 2", fl.md.NumRowGroups())
+	}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64}, iceberg.NestedField{ID: 2, Name: "msg", Type: iceberg.PrimitiveTypes.String})
+	p := &prepared{schema: sc, selectIDs: []int{1}, parents: map[int]int{},
+		expr: &predicate.Leaf{FieldID: 1, Name: "id", Op: predicate.OpLt},
+		req:  &pushdown_pb.ParquetPushdownRequest{PredicateKind: pushdown_pb.PredicateKind_PREDICATE_SUBSTRAIT, Predicate: []byte("substrait")}}
+	outSchema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	need := &fileNeed{tops: []int{0, 1}, predIDs: []int{1}, outTops: []int{0}, outSchema: outSchema}
+	refs := []*pushdown_pb.RowGroupRef{{RowGroup: 0, RowCount: 1000}, {RowGroup: 1, RowCount: 1000, FirstRow: 1000}}
+	ids := func(vs ...int64) arrow.RecordBatch {
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil), []arrow.Array{ints(vs...)}, int64(len(vs)))
+	}
+	pieces := ipcPiecesOf(t, ids(3, 5), ids(1010))
+	run := func(batches []*pushdown_pb.ScanRowsResponse) (*recordingScanVolume, *fetcher, []arrow.RecordBatch, Stats) {
+		v := &recordingScanVolume{scanVolume: scanVolume{batches: batches}}
+		ft, _ := testFetcher(t, ReadAuto, "AKGOOD", v)
+		conn := &Connector{opts: Options{Mode: PageAware, FilterAt: FilterVolume}, fetch: ft}
+		f := &fileRead{pf: testPlanned("volume"), fl: fl, need: need, rgRefs: refs}
+		counters := &scanCounters{}
+		ctx := context.WithValue(context.Background(), scanCountersKey{}, counters)
+		var out []arrow.RecordBatch
+		for _, ref := range refs {
+			r, err := conn.rowGroupReadOf(f, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, ok, err := conn.volumeFilter(ctx, p, f, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				out = append(out, rec)
+			}
+		}
+		var st Stats
+		counters.fill(&st, FilterVolume)
+		return v, ft, out, st
+	}
+	v, ft, got, st := run([]*pushdown_pb.ScanRowsResponse{
+		{RowGroup: 0, Rows: bitmapBytes(t, 3, 5), RowCount: 2, ColumnsIpc: pieces[0], RowsEvaluated: 1000, RowGroupDone: true},
+		{RowGroup: 1, Rows: bitmapBytes(t, 10), RowCount: 1, ColumnsIpc: pieces[1], ColumnsIpcContinues: true, RowsEvaluated: 1000, RowGroupDone: true},
+	})
+	if len(v.reqs) != 1 || len(v.reqs[0].GetRowGroups()) != 2 || !v.reqs[0].GetIpcContinuation() {
+		t.Fatalf("%d calls (%v): want one call asking both row groups as one IPC stream", len(v.reqs), v.reqs)
+	}
+	if len(got) != 2 || st.FilterVolumeRowGroups != 2 || st.FilterVolumeFallbacks != 0 || st.FilterVolumeRows != 3 || ft.vol.calls.Load() != 1 {
+		t.Fatalf("%d records, stats %+v, %d calls: want both row groups from one call", len(got), st, ft.vol.calls.Load())
+	}
+	for i, want := range [][]int64{{3, 5}, {1010}} {
+		col := got[i].Column(0).(*array.Int64)
+		if !slices.Equal(col.Int64Values(), want) {
+			t.Fatalf("row group %d: ids %v, want %v", i, col.Int64Values(), want)
+		}
+		got[i].Release()
+	}
+
+	_, ft, got, st = run([]*pushdown_pb.ScanRowsResponse{
+		{RowGroup: 0, Rows: bitmapBytes(t, 1010-1000), RowCount: 1, ColumnsIpc: pieces[1], ColumnsIpcContinues: true, RowGroupDone: true},
+	})
+	if len(got) != 0 || st.FilterVolumeFallbacks != 2 || !strings.Contains(st.FilterFallbackReason, "never started") || ft.vol.fallbacks.Load() != 2 {
+		t.Fatalf("%d records, stats %+v: want both row groups read here, the reason naming the stream never started", len(got), st)
 	}
 }

@@ -54,6 +54,12 @@ type fileRead struct {
 	err  error
 	fl   *fileLayout
 	need *fileNeed
+
+	scanOnce sync.Once // the file's ScanRows call (fetch_scan.go), made once
+	scan     *fileScan
+	scanErr  error
+	ahead    []*fileRead // the files after it whose calls its first call starts
+	started  atomic.Bool // its call was started ahead
 }
 
 // fileNeed is what a query decodes of one file.
@@ -103,7 +109,12 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		}
 	}
 	var units []*unit
-	for _, f := range order {
+	workers := c.opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	for i, f := range order {
+		f.ahead = order[i+1 : min(len(order), i+1+workers)]
 		sort.Slice(f.given, func(i, j int) bool { return f.given[i].Off < f.given[j].Off })
 		var planned int64
 		for _, r := range f.given {
@@ -131,10 +142,6 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 		scans.fill(&res.Stats, c.opts.FilterAt)
 	}()
 	budget := newBudget(c.opts.MaxBufferBytes)
-	workers := c.opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	sem := make(chan struct{}, workers)
 	// under a LIMIT one unit runs at first: each unit taken without
 	// meeting it lets one more run at once, up to workers; a unit's slot

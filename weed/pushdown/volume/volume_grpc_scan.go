@@ -120,6 +120,7 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 	}
 	var sf *scanFile // opened once, on the first row group with a candidate
 	budget := s.answerBudget("ScanRows")
+	batches := &batchStream{continuation: req.GetIpcContinuation()}
 	sent := int64(0)
 	for _, g := range req.GetRowGroups() {
 		rg := int(g.GetRowGroup())
@@ -176,10 +177,15 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 				return err
 			}
 			if len(part) > 0 && len(ids) > 0 {
+				var rec arrow.RecordBatch
 				if aligned != nil {
-					msg.ColumnsIpc, err = alignedIPC(aligned, start, start+len(part))
+					rec = alignedRecord(aligned, start, start+len(part))
 				} else {
-					msg.ColumnsIpc, _, err = s.projectRows(ctx, req.GetPath(), identity, ft, cm, ids, part, memo)
+					rec, _, err = s.projectRecord(ctx, req.GetPath(), identity, ft, cm, ids, part, memo)
+				}
+				if err == nil {
+					msg.ColumnsIpc, msg.ColumnsIpcContinues, err = batches.encode(rec)
+					rec.Release()
 				}
 				if err != nil {
 					return fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
@@ -275,25 +281,73 @@ func scanRowGroup(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int,
 	return nil, nil
 }
 
-// alignedIPC is rows [from, to) of g (columns aligned with a row group's
-// matching rows) as an Arrow IPC stream.
-func alignedIPC(g *decodedRowGroup, from, to int) ([]byte, error) {
+// alignedRecord is rows [from, to) of g (columns aligned with a row
+// group's matching rows) as a record batch (the caller releases it).
+func alignedRecord(g *decodedRowGroup, from, to int) arrow.RecordBatch {
 	arrs := make([]arrow.Array, len(g.cols))
 	for c, a := range g.cols {
 		arrs[c] = array.NewSlice(a, int64(from), int64(to))
 		defer arrs[c].Release()
 	}
-	rec := array.NewRecordBatch(g.schema, arrs, int64(to-from))
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(g.schema))
-	if err := w.Write(rec); err != nil {
-		return nil, perr.New(perr.Internal, "%v", err)
+	return array.NewRecordBatch(g.schema, arrs, int64(to-from))
+}
+
+// batchStream encodes a ScanRows call's batches of columns. Without
+// continuation each batch is an Arrow IPC stream of its own; with it the
+// batches are pieces of one stream: the first (and any whose columns are
+// typed otherwise than the stream's schema) starts with the schema, each
+// other is one record batch message, and no end-of-stream marker is sent
+// (the call's end is the stream's).
+type batchStream struct {
+	continuation bool
+	buf          bytes.Buffer
+	w            *ipc.Writer
+	schema       *arrow.Schema
+}
+
+// encode is rec's bytes and whether they continue the previous batch's
+// stream.
+func (b *batchStream) encode(rec arrow.RecordBatch) ([]byte, bool, error) {
+	if !b.continuation {
+		out, err := recordIPC(rec)
+		return out, false, err
 	}
-	if err := w.Close(); err != nil {
-		return nil, perr.New(perr.Internal, "%v", err)
+	continues := b.w != nil
+	if continues && !rec.Schema().Equal(b.schema) {
+		if sameColumnTypes(rec.Schema(), b.schema) {
+			// the same columns, other metadata: typed as the stream is
+			rec = array.NewRecordBatch(b.schema, rec.Columns(), rec.NumRows())
+			defer rec.Release()
+		} else {
+			continues = false
+		}
 	}
-	return buf.Bytes(), nil
+	if !continues {
+		b.buf.Reset()
+		b.schema = rec.Schema()
+		b.w = ipc.NewWriter(&b.buf, ipc.WithSchema(b.schema))
+	}
+	if err := b.w.Write(rec); err != nil {
+		return nil, false, perr.New(perr.Internal, "%v", err)
+	}
+	out := bytes.Clone(b.buf.Bytes())
+	b.buf.Reset()
+	return out, continues, nil
+}
+
+// sameColumnTypes says whether a and b have the same fields, by name and
+// type, in the same order.
+func sameColumnTypes(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || fa.Nullable != fb.Nullable || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeProjection decodes row group rg's projected columns (leaves cols,

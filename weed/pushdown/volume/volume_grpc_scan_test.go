@@ -3,6 +3,7 @@ package volume
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -281,5 +283,85 @@ func TestFewCandidatesDecodeOnlyThePagesHoldingThemAndMatchAWholeDecode(t *testi
 				}
 			}
 		})
+	}
+}
+
+// With continuation a call's batches are pieces of one Arrow IPC stream:
+// the schema once, then one record batch message a batch (a batch whose
+// columns carry other metadata is typed as the stream is); a batch typed
+// otherwise starts a stream of its own. Without it each batch is a whole
+// stream. Read piece by piece, every batch decodes to its rows.
+func TestBatchesOfOneCallArePiecesOfOneArrowStreamWithTheSchemaOnce(t *testing.T) {
+	batch := func(md arrow.Metadata, typ arrow.DataType, vs ...int64) arrow.RecordBatch {
+		b := array.NewBuilder(memory.DefaultAllocator, typ)
+		defer b.Release()
+		for _, v := range vs {
+			switch b := b.(type) {
+			case *array.Int64Builder:
+				b.Append(v)
+			case *array.Int32Builder:
+				b.Append(int32(v))
+			}
+		}
+		a := b.NewArray()
+		defer a.Release()
+		return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: typ, Nullable: true, Metadata: md}}, nil), []arrow.Array{a}, int64(len(vs)))
+	}
+	withID := arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"1"})
+	recs := []arrow.RecordBatch{batch(withID, arrow.PrimitiveTypes.Int64, 1, 2), batch(arrow.Metadata{}, arrow.PrimitiveTypes.Int64, 3),
+		batch(withID, arrow.PrimitiveTypes.Int64, 4, 5, 6), batch(withID, arrow.PrimitiveTypes.Int32, 7)}
+	bs := &batchStream{continuation: true}
+	var pieces [][]byte
+	var continues []bool
+	for _, rec := range recs {
+		b, c, err := bs.encode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pieces, continues = append(pieces, b), append(continues, c)
+		rec.Release()
+	}
+	if !slices.Equal(continues, []bool{false, true, true, false}) {
+		t.Fatalf("continues %v: want the first and the int32 batch to start a stream", continues)
+	}
+	if len(pieces[2]) >= len(pieces[0]) {
+		t.Fatalf("a continuing batch of 3 rows takes %d bytes, the first (schema and 2 rows) %d: want the schema sent once", len(pieces[2]), len(pieces[0]))
+	}
+	var feed bytes.Reader
+	var rd *ipc.Reader
+	var got []int64
+	for i, piece := range pieces {
+		feed.Reset(piece)
+		if !continues[i] {
+			var err error
+			if rd, err = ipc.NewReader(&feed); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !rd.Next() {
+			t.Fatalf("piece %d: no record: %v", i, rd.Err())
+		}
+		if feed.Len() != 0 {
+			t.Fatalf("piece %d: %d bytes left past its record", i, feed.Len())
+		}
+		switch col := rd.RecordBatch().Column(0).(type) {
+		case *array.Int64:
+			got = append(got, col.Int64Values()...)
+		case *array.Int32:
+			for _, v := range col.Int32Values() {
+				got = append(got, int64(v))
+			}
+		}
+	}
+	if !slices.Equal(got, []int64{1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("decoded %v", got)
+	}
+	whole, c, err := (&batchStream{}).encode(batch(withID, arrow.PrimitiveTypes.Int64, 9))
+	if err != nil || c {
+		t.Fatalf("without continuation: continues %v, %v", c, err)
+	}
+	rd, err = ipc.NewReader(bytes.NewReader(whole))
+	if err != nil || !rd.Next() || rd.RecordBatch().NumRows() != 1 || rd.Next() || rd.Err() != nil {
+		t.Fatalf("without continuation the batch is not a whole stream of one record: %v", err)
 	}
 }

@@ -522,6 +522,33 @@ const sliceRows = 4
 // is still looked up.
 func (s *Service) projectRows(ctx context.Context, path, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64,
 	memo map[int]*decodedRowGroup) (out []byte, cached bool, err error) {
+	rec, cached, err := s.projectRecord(ctx, path, identity, ft, cm, ids, positions, memo)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rec.Release()
+	out, err = recordIPC(rec)
+	return out, cached, err
+}
+
+// recordIPC is rec as an Arrow IPC stream of its own (schema, the batch,
+// end of stream).
+func recordIPC(rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, perr.New(perr.Internal, "%v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// projectRecord is projectRows's rows as a record batch (the caller
+// releases it).
+func (s *Service) projectRecord(ctx context.Context, path, identity string, ft *footer.Footer, cm *plan.ColumnMap, ids []int32, positions []int64,
+	memo map[int]*decodedRowGroup) (out arrow.RecordBatch, cached bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, cached, err = nil, false, perr.New(perr.Corrupt, "decode: %v", p)
@@ -661,15 +688,5 @@ func (s *Service) projectRows(ctx context.Context, path, identity string, ft *fo
 		arrs[c] = a
 		defer a.Release()
 	}
-	rec := array.NewRecordBatch(schema, arrs, int64(len(positions)))
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
-		return nil, false, perr.New(perr.Internal, "%v", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, false, perr.New(perr.Internal, "%v", err)
-	}
-	return buf.Bytes(), cached, nil
+	return array.NewRecordBatch(schema, arrs, int64(len(positions))), cached, nil
 }
