@@ -207,6 +207,29 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 		t.Logf("exact vector search WHERE %.60s: %d rows, %d row groups filtered by the volume", where, len(answers[0]), stats[1].FilterVolumeRowGroups)
 	}
 
+	// counting rows only: the same number of rows as the plain read, on
+	// every site, each record without columns (the volume sends none)
+	for _, where := range []string{"status = 'error'", "message LIKE '%timeout%' AND tenant_id <> 'tenant-003'", "tenant_id IN ('tenant-001', 'tenant-002')"} {
+		want, _ := run(plain, where, 0)
+		for i, conn := range []*connector.Connector{plain, volume, here} {
+			res, err := conn.Query(ctx, connector.Query{Table: name, Where: where, Select: []string{"status"}, CountOnly: true})
+			if err != nil {
+				t.Fatalf("count WHERE %s: %v", where, err)
+			}
+			var n int64
+			for _, rec := range res.Records {
+				if rec.NumCols() != 0 {
+					t.Fatalf("count WHERE %s (connector %d): a record with %d columns", where, i, rec.NumCols())
+				}
+				n += rec.NumRows()
+			}
+			if n != int64(len(want)) || res.Stats.Rows != n || res.Schema.NumFields() != 0 || (i == 1 && (res.Stats.FilterVolumeRowGroups == 0 || res.Stats.FilterVolumeFallbacks != 0)) {
+				t.Fatalf("count WHERE %s (connector %d): %d rows counted (stats %+v), plain %d", where, i, n, res.Stats, len(want))
+			}
+			res.Release()
+		}
+	}
+
 	// the CLI: -filterAt, -explain's estimate and the -stats figures
 	const sql = "SELECT id, message FROM " + name + " WHERE message LIKE '%tenant=tenant-007 %' AND status <> 'ok'"
 	out, _ := weed("query", "-sql", sql, "-explain", "-filterAt", "volume")

@@ -127,6 +127,12 @@ type Query struct {
 	// Vector orders the rows by a vector distance, nearest first, and
 	// returns the Limit nearest (vectors.go).
 	Vector *VectorQuery
+	// CountOnly: only how many rows match is wanted (COUNT(*)). The
+	// records handed on carry no columns, only their row counts: the
+	// predicate's columns are decoded and evaluated, nothing is projected
+	// (a volume sends no columns), and a plain read's columns are dropped.
+	// Not with Vector.
+	CountOnly bool
 	// out receives the records the readers produce, in order (output.go);
 	// the readers see Limit as the rows they must produce (OFFSET + LIMIT).
 	out *output
@@ -461,6 +467,8 @@ func (c *Connector) answer(ctx context.Context, q Query, sink func(arrow.RecordB
 		return nil, fmt.Errorf("LIMIT %d is negative", q.Limit)
 	case q.Offset > 0 && q.Vector != nil:
 		return nil, errors.New("OFFSET is not supported with ORDER BY a vector distance: raise the LIMIT and skip the first rows yourself")
+	case q.CountOnly && q.Vector != nil:
+		return nil, errors.New("counting rows is not supported with ORDER BY a vector distance")
 	}
 	return c.answerWith(q, sink, func(rq Query) (*Result, error) {
 		if rq.Vector != nil {
@@ -483,6 +491,9 @@ func (c *Connector) answerWith(q Query, sink func(arrow.RecordBatch) error, run 
 		return nil, err
 	}
 	res.Records, res.Stats.Rows = kept.Records, out.rows
+	if q.CountOnly {
+		res.Schema = countSchema // whichever path read it
+	}
 	return res, nil
 }
 

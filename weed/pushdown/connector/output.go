@@ -13,6 +13,7 @@ package connector
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // output is where a query's records go.
@@ -23,7 +24,11 @@ type output struct {
 	sink  func(arrow.RecordBatch) error
 	res   *Result // collects the records when sink is nil
 	ended bool    // the LIMIT is met
+	count bool    // Query.CountOnly: records go on without their columns
 }
+
+// countSchema is the schema of a CountOnly query's records: no columns.
+var countSchema = arrow.NewSchema(nil, nil)
 
 // newOutput is the output of q: records past q.Offset, at most q.Limit of
 // them (0: all), to sink (nil: kept in res).
@@ -32,7 +37,7 @@ func newOutput(q Query, res *Result, sink func(arrow.RecordBatch) error) *output
 	if q.Limit > 0 {
 		left = q.Limit
 	}
-	return &output{skip: max(0, q.Offset), left: left, sink: sink, res: res}
+	return &output{skip: max(0, q.Offset), left: left, sink: sink, res: res, count: q.CountOnly}
 }
 
 // readLimit is how many rows a reader of q must produce for the output:
@@ -51,6 +56,12 @@ func (o *output) add(rec arrow.RecordBatch) (done bool, err error) {
 	if o.ended {
 		rec.Release()
 		return true, nil
+	}
+	if o.count && rec.NumCols() > 0 {
+		// a plain read's columns: only the row count goes on
+		counted := array.NewRecordBatch(countSchema, nil, rec.NumRows())
+		rec.Release()
+		rec = counted
 	}
 	n := rec.NumRows()
 	if n == 0 || o.skip >= n {

@@ -244,6 +244,9 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}
 	if outSchema == nil {
 		outSchema = emptySchema(p)
+		if p.q.CountOnly {
+			outSchema = countSchema
+		}
 	}
 	res.Schema = outSchema
 	return res, nil
@@ -384,6 +387,9 @@ func (c *Connector) needOf(ctx context.Context, p *prepared, fl *fileLayout) (*f
 		}
 	}
 	n.outSchema, n.outTops = outputSchema(p, fl)
+	if p.q.CountOnly {
+		n.outSchema, n.outTops = countSchema, nil // row counts only: nothing projected
+	}
 	return n, nil
 }
 

@@ -343,11 +343,26 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 	if !answered {
 		q := st.query(o)
 		q.Select = columns
+		var counted *arrow.Schema
+		if countOnly {
+			// rows counted, no column projected: the read hands on row counts
+			var err error
+			if counted, err = arrowSchemaOf(schema, columns); err != nil {
+				return nil, err
+			}
+			if err := a.init(counted); err != nil {
+				return nil, err
+			}
+			q.CountOnly = true
+		}
 		res, err := conn.Stream(ctx, q, func(rec arrow.RecordBatch) error { return a.add(rec) })
 		if err != nil {
 			return nil, err
 		}
 		out.Stats.Stats, out.Stats.RowsRead, readSchema = res.Stats, res.Stats.Rows, res.Schema
+		if counted != nil {
+			readSchema = counted
+		}
 	}
 	if readSchema == nil || readSchema.NumFields() < len(columns) {
 		return nil, errors.New("the read returned no schema for its columns")
