@@ -87,7 +87,9 @@ func TestPlanBenchmark(t *testing.T) {
 		t.Skip("benchmark: run with `make bench` (LAKEWEED_BENCH=1)")
 	}
 	c := harness.StartMini(t, harness.MiniOptions{})
-	ctx := context.Background()
+	// the in-process service (no Guard) is called as its gRPC server's
+	// interceptor would hand it a call: caller established, none needed
+	ctx := grpcutil.WithCaller(context.Background(), nil)
 	tables := []struct {
 		name string
 		spec demo.Spec

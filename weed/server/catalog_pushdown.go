@@ -115,6 +115,7 @@ func StartCatalogPushdown(opts CatalogPushdownOptions) (*CatalogPushdown, error)
 	}
 	adm := opts.Limits.admission("catalog", guard, maxReq)
 	adm.OnRefused = svc.RefusedBeforeRead
+	adm.Caller = svc.Authenticate // every call's caller, before its handler
 	s := grpc.NewServer(grpcutil.ServerOptions(CatalogTLSComponent, adm)...)
 	pushdown_pb.RegisterPushdownCatalogServer(s, svc)
 	ctx, cancel := context.WithCancel(context.Background())

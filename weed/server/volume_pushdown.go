@@ -158,7 +158,9 @@ func StartVolumePushdown(ctx context.Context, opts VolumePushdownOptions) (*Volu
 	if opts.MaxAnswerBytes > 0 {
 		svc.Limits.MaxAnswerBytes = opts.MaxAnswerBytes
 	}
-	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent, opts.Limits.admission("volume", guard, VolumeMaxRequestBytes))...)
+	adm := opts.Limits.admission("volume", guard, VolumeMaxRequestBytes)
+	adm.Caller = svc.Authenticate // every call's caller, before its handler
+	s := grpc.NewServer(grpcutil.ServerOptions(VolumeTLSComponent, adm)...)
 	pushdown_pb.RegisterPushdownVolumeServer(s, svc)
 	actx, cancel := context.WithCancel(context.Background())
 	go tracker.Follow(actx, opts.Filer, dial, "pushdown-volume-"+advertise)

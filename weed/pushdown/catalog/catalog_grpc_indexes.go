@@ -57,7 +57,7 @@ func (s *Service) ListIndexes(ctx context.Context, req *pushdown_pb.ListIndexesR
 	if err != nil {
 		return nil, err
 	}
-	caller, err := s.authenticate(ctx, "ListIndexes", req)
+	caller, err := s.callerOf(ctx, "ListIndexes")
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *Service) authorizeTableWrite(ctx context.Context, method string, req pr
 	if err != nil {
 		return name, err
 	}
-	caller, err := s.authenticate(ctx, method, req)
+	caller, err := s.callerOf(ctx, method)
 	if err != nil {
 		return name, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/access"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -40,7 +41,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	if err != nil {
 		return nil, err
 	}
-	caller, err := s.authenticate(ctx, "Plan", req)
+	caller, err := s.callerOf(ctx, "Plan")
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +178,30 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	return resp, nil
 }
 
-// authenticate establishes the caller (nil without a Guard: in-process
-// services in tests and benchmarks).
-func (s *Service) authenticate(ctx context.Context, method string, req proto.Message) (*access.Caller, error) {
+// Authenticate establishes a call's caller from its metadata and request
+// (nil without a Guard: in-process services in tests and benchmarks); the
+// gRPC server's interceptor calls it before the handler
+// (grpcutil.Admission.Caller).
+func (s *Service) Authenticate(ctx context.Context, method string, req proto.Message) (any, error) {
 	if s.Guard == nil {
 		return nil, nil
 	}
 	return s.Guard.Authenticate(ctx, method, req)
+}
+
+// callerOf is the caller Authenticate established for the call of ctx
+// (nil: a service without a Guard); a call none was established for is
+// refused.
+func (s *Service) callerOf(ctx context.Context, method string) (*access.Caller, error) {
+	v, ok := grpcutil.CallerOf(ctx)
+	if !ok {
+		return nil, grpcutil.NoCaller(method)
+	}
+	caller, _ := v.(*access.Caller)
+	if caller == nil && s.Guard != nil {
+		return nil, grpcutil.NoCaller(method)
+	}
+	return caller, nil
 }
 
 // authorizeFiles checks the caller may read every data and delete file of

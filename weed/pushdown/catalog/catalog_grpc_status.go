@@ -10,7 +10,7 @@ import (
 // Status reports whether the catalog serves and the volume endpoints it
 // routes to.
 func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*pushdown_pb.CatalogStatus, error) {
-	if _, err := s.authenticate(ctx, "Status", req); err != nil {
+	if _, err := s.callerOf(ctx, "Status"); err != nil {
 		return nil, err
 	}
 	out := &pushdown_pb.CatalogStatus{

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 )
@@ -33,6 +34,9 @@ import (
 //	   ▼
 //	message read ─▶ reservation shrunk to the message's size, held until the
 //	   │            call ends
+//	   ▼
+//	Caller(method, request) ─▶ the caller in the call's context (caller.go)
+//	   │
 //	   ▼
 //	handler, under a deadline (Timeout) ─▶ call ends ─▶ reservation released
 //
@@ -55,6 +59,10 @@ type Admission struct {
 	// OnRefused, when set, hears of every call Authenticate refused (the
 	// call never reaches the handlers that count their calls).
 	OnRefused func(method string)
+	// Caller establishes a call's caller from its metadata and request
+	// before the handler runs (caller.go); handlers read it with CallerOf.
+	// nil: no caller is established (handlers that need one refuse).
+	Caller func(ctx context.Context, method string, req proto.Message) (any, error)
 
 	once   sync.Once
 	budget *semaphore.Weighted

@@ -50,9 +50,15 @@ func (s *volumeStub) ReadRanges(ctx context.Context, req *pushdown_pb.ReadRanges
 
 func serve(t *testing.T, adm *Admission, stub *volumeStub) pushdown_pb.PushdownVolumeClient {
 	t.Helper()
+	return serveCaller(t, adm, stub)
+}
+
+// serveCaller serves srv with adm's options over an in-memory listener.
+func serveCaller(t *testing.T, adm *Admission, srv pushdown_pb.PushdownVolumeServer) pushdown_pb.PushdownVolumeClient {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer(ServerOptions("grpc.volume", adm)...)
-	pushdown_pb.RegisterPushdownVolumeServer(s, stub)
+	pushdown_pb.RegisterPushdownVolumeServer(s, srv)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	conn, err := grpc.NewClient("passthrough:///stub", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),

@@ -48,11 +48,12 @@ var messageBuffers = func() mem.BufferPool {
 // [grpc.<component>] cert/key, with client certificates checked against
 // [grpc] ca when configured.
 func ServerOptions(component string, adm *Admission) []grpc.ServerOption {
+	unaryCaller, streamCaller := adm.callerInterceptors()
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(adm.MaxRequest),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(UnaryMetricsInterceptor, UnaryErrorInterceptor, adm.deadline),
-		grpc.ChainStreamInterceptor(StreamMetricsInterceptor, StreamErrorInterceptor, adm.streamDeadline),
+		grpc.ChainUnaryInterceptor(UnaryMetricsInterceptor, UnaryErrorInterceptor, adm.deadline, unaryCaller),
+		grpc.ChainStreamInterceptor(StreamMetricsInterceptor, StreamErrorInterceptor, adm.streamDeadline, streamCaller),
 		experimental.BufferPool(messageBuffers),
 		serverCodec,
 		// calls run on reused goroutines whose stacks have grown, not on a

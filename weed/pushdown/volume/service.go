@@ -37,6 +37,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexing"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/indexstore"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
@@ -125,9 +126,23 @@ func (s *Service) SetTracker(t *freshness.Tracker) {
 	s.indexes.Tracker = t
 }
 
-func (s *Service) authenticate(ctx context.Context, method string, req proto.Message) (*access.Caller, error) {
+// Authenticate establishes a call's caller from its metadata and request
+// (the gRPC server's interceptor calls it before the handler:
+// grpcutil.Admission.Caller).
+func (s *Service) Authenticate(ctx context.Context, method string, req proto.Message) (any, error) {
 	if s.Guard == nil {
 		return nil, perr.New(perr.PermissionDenied, "%s: this volume pushdown service has no access guard configured and serves no one", method)
 	}
 	return s.Guard.Authenticate(ctx, method, req)
+}
+
+// callerOf is the caller Authenticate established for the call of ctx;
+// a call none was established for is refused.
+func (s *Service) callerOf(ctx context.Context, method string) (*access.Caller, error) {
+	v, ok := grpcutil.CallerOf(ctx)
+	caller, _ := v.(*access.Caller)
+	if !ok || caller == nil {
+		return nil, grpcutil.NoCaller(method)
+	}
+	return caller, nil
 }

@@ -53,7 +53,7 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 	if err := checkAggregateRequest(req); err != nil {
 		return nil, err
 	}
-	caller, err := s.authenticate(ctx, "AggregateRows", req)
+	caller, err := s.callerOf(ctx, "AggregateRows")
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func (s *Service) ComputeDeletes(ctx context.Context, req *pushdown_pb.ComputeDe
 	if refs > s.Limits.MaxDeleteRefs {
 		return nil, perr.New(perr.ResourceExhausted, "ComputeDeletes: %d delete file references exceed the limit of %d per call", refs, s.Limits.MaxDeleteRefs)
 	}
-	caller, err := s.authenticate(ctx, "ComputeDeletes", req)
+	caller, err := s.callerOf(ctx, "ComputeDeletes")
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (s *Service) BuildIndexes(ctx context.Context, req *pushdown_pb.BuildIndexe
 	case len(req.GetIndexes()) > MaxBuildIndexes:
 		return nil, perr.New(perr.ResourceExhausted, "BuildIndexes: %d indexes exceed the limit of %d per call", len(req.GetIndexes()), MaxBuildIndexes)
 	}
-	caller, err := s.authenticate(ctx, "BuildIndexes", req)
+	caller, err := s.callerOf(ctx, "BuildIndexes")
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (s *Service) EvaluateIndexes(ctx context.Context, req *pushdown_pb.Evaluate
 	case len(req.GetPredicate()) > MaxPredicateSize:
 		return nil, perr.New(perr.ResourceExhausted, "EvaluateIndexes: predicate of %d bytes exceeds %d", len(req.GetPredicate()), MaxPredicateSize)
 	}
-	caller, err := s.authenticate(ctx, "EvaluateIndexes", req)
+	caller, err := s.callerOf(ctx, "EvaluateIndexes")
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +579,7 @@ func (s *Service) ReadPageIndexes(ctx context.Context, req *pushdown_pb.ReadPage
 	if len(req.GetProbes()) > MaxProbes {
 		return nil, perr.New(perr.ResourceExhausted, "ReadPageIndexes: %d probes exceed the limit of %d per call", len(req.GetProbes()), MaxProbes)
 	}
-	caller, err := s.authenticate(ctx, "ReadPageIndexes", req)
+	caller, err := s.callerOf(ctx, "ReadPageIndexes")
 	if err != nil {
 		return nil, err
 	}

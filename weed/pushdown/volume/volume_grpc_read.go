@@ -34,7 +34,7 @@ func (s *Service) ReadRanges(ctx context.Context, req *pushdown_pb.ReadRangesReq
 		}
 		ranges[i] = fileread.Range{Offset: r.GetOffset(), Length: r.GetLength()}
 	}
-	caller, err := s.authenticate(ctx, "ReadRanges", req)
+	caller, err := s.callerOf(ctx, "ReadRanges")
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func (s *Service) ReadRows(ctx context.Context, req *pushdown_pb.ReadRowsRequest
 			return nil, perr.New(perr.InvalidArgument, "ReadRows: files[%d]: size_bytes %d and record_count %d: want a positive size and a record count ≥ 0", i, f.GetSizeBytes(), f.GetRecordCount())
 		}
 	}
-	caller, err := s.authenticate(ctx, "ReadRows", req)
+	caller, err := s.callerOf(ctx, "ReadRows")
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (s *Service) ScanRows(req *pushdown_pb.ScanRowsRequest, stream grpc.ServerS
 	if err := checkScanRequest(req); err != nil {
 		return err
 	}
-	caller, err := s.authenticate(ctx, "ScanRows", req)
+	caller, err := s.callerOf(ctx, "ScanRows")
 	if err != nil {
 		return err
 	}

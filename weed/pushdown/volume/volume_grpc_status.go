@@ -10,7 +10,7 @@ import (
 
 // Status reports the service, the volume server beside it and its caches.
 func (s *Service) Status(ctx context.Context, req *pushdown_pb.StatusRequest) (*pushdown_pb.VolumeStatus, error) {
-	if _, err := s.authenticate(ctx, "Status", req); err != nil {
+	if _, err := s.callerOf(ctx, "Status"); err != nil {
 		return nil, err
 	}
 	st := s.Reader.Stats()

@@ -105,7 +105,7 @@ func (s *Service) SearchVectors(ctx context.Context, req *pushdown_pb.SearchVect
 	case req.GetNprobe() < 0 || req.GetRefine() < 0 || req.GetRefine() > 1000:
 		return nil, perr.New(perr.InvalidArgument, "SearchVectors: nprobe %d and refine %d: want nprobe ≥ 0 and refine in [0, 1000]", req.GetNprobe(), req.GetRefine())
 	}
-	caller, err := s.authenticate(ctx, "SearchVectors", req)
+	caller, err := s.callerOf(ctx, "SearchVectors")
 	if err != nil {
 		return nil, err
 	}
