@@ -57,6 +57,7 @@ var selected = []string{"id", "tenant_id", "status"}
 // Result is one measured (client, query, planning mode).
 type Result struct {
 	Client, Query, Mode string
+	Table               string // "" : bench.events
 	Files               int
 	Rows                int
 	Bytes               int64     // bytes the S3 gateway sent for one read
@@ -89,6 +90,13 @@ func TestRESTPlanBenchmark(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("LAKEWEED_RESTPLAN_BIG_FILES")); err == nil && v > 0 {
 		bigFiles = v
 	}
+	// the point lookup on a table of many files: a client planning locally
+	// reads every file (ids are not clustered by file), the server's btree
+	// plans one; on the 8-file demo the ratio cannot pass 8×
+	manyFiles := 1000
+	if v, err := strconv.Atoi(os.Getenv("LAKEWEED_RESTPLAN_MANY_FILES")); err == nil && v > 0 {
+		manyFiles = v
+	}
 	// LAKEWEED_RESTPLAN_ONLY=latency measures only the 10,000-file table;
 	// LAKEWEED_RESTPLAN_DIR keeps the cluster's data there, so a later run
 	// (a rebuilt weed, say) reuses the loaded tables instead of loading them.
@@ -99,7 +107,7 @@ func TestRESTPlanBenchmark(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, err := os.Stat(filepath.Join(dir, loadedMarker(rows, bigFiles, only)))
+		_, err := os.Stat(filepath.Join(dir, loadedMarker(rows, bigFiles, manyFiles, only)))
 		reuse = err == nil
 	}
 	ports := harness.FreePorts(t, 2)
@@ -118,6 +126,7 @@ func TestRESTPlanBenchmark(t *testing.T) {
 	if !reuse {
 		if only != "latency" {
 			loadDemo(t, c, rows)
+			loadMany(t, c, rows, manyFiles)
 		}
 		big := demo.DefaultSpec()
 		big.Rows, big.Files, big.Indexed = 1_000_000, bigFiles, demo.IndexedNone
@@ -126,7 +135,7 @@ func TestRESTPlanBenchmark(t *testing.T) {
 		}
 		t.Logf("loaded in %s", time.Since(t0))
 		if dir != "" {
-			if err := os.WriteFile(filepath.Join(dir, loadedMarker(rows, bigFiles, only)), nil, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, loadedMarker(rows, bigFiles, manyFiles, only)), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -144,11 +153,25 @@ func TestRESTPlanBenchmark(t *testing.T) {
 				results = append(results, icebergGo(t, tbl, q, mode, sent))
 			}
 		}
+		many, err := cat.LoadTable(ctx, table.Identifier{"bench", manyName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []table.ScanPlanningMode{table.ScanPlanningRemote, table.ScanPlanningLocal} {
+			r := icebergGo(t, many, queries[0], mode, sent)
+			r.Table = "bench." + manyName
+			results = append(results, r)
+		}
 		if py := pyiceberg(); py != "" {
 			for _, q := range queries {
 				for _, mode := range []string{"server", "client"} {
-					results = append(results, pyIceberg(t, c, py, q, mode, sent))
+					results = append(results, pyIceberg(t, c, py, "bench.events", q, mode, sent))
 				}
+			}
+			for _, mode := range []string{"server", "client"} {
+				r := pyIceberg(t, c, py, "bench."+manyName, queries[0], mode, sent)
+				r.Table = "bench." + manyName
+				results = append(results, r)
 			}
 		} else {
 			t.Log("PyIceberg is not installed (.tools/pyiceberg): its rows are left out; run ./scripts/install-clients.sh")
@@ -177,17 +200,33 @@ func TestRESTPlanBenchmark(t *testing.T) {
 			bigFiles, l.Query, l.Mode, l.P50Ms, l.P99Ms, l.ClientCPUMs, l.ServerCPUMs, l.Files)
 	}
 	if only == "" {
-		write(t, rows, bigFiles, results, lat)
+		write(t, rows, bigFiles, manyFiles, results, lat)
 	}
 }
 
 // loadedMarker names the file that says a kept cluster directory holds the
 // benchmark's tables.
-func loadedMarker(rows int64, bigFiles int, only string) string {
+func loadedMarker(rows int64, bigFiles, manyFiles int, only string) string {
 	if only == "latency" {
 		return fmt.Sprintf(".restplan-loaded-latency-%d", bigFiles)
 	}
-	return fmt.Sprintf(".restplan-loaded-%d-%d", rows, bigFiles)
+	return fmt.Sprintf(".restplan-loaded-%d-%d-%d", rows, bigFiles, manyFiles)
+}
+
+// manyName is the table of many files (bench.<manyName>).
+const manyName = "events_many"
+
+// loadMany loads bench.events_many (rows in files files, -indexed none)
+// with a btree on id.
+func loadMany(t *testing.T, c *harness.Cluster, rows int64, files int) {
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Files, spec.Indexed = rows, files, demo.IndexedNone
+	t0 := time.Now()
+	if _, err := demo.Load(context.Background(), demo.LoadOptions{Endpoints: c.Endpoints(), Table: "bench." + manyName, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	pushdownCLI(t, c)("index", "create", "-table", "bench."+manyName, "-column", "id", "-kind", "btree", "-wait")
+	t.Logf("loaded and indexed bench.%s (%d files) in %s", manyName, files, time.Since(t0).Round(time.Second))
 }
 
 // loadDemo loads bench.events (8 files, -indexed none) with a btree on id
@@ -198,15 +237,20 @@ func loadDemo(t *testing.T, c *harness.Cluster, rows int64) {
 	if _, err := demo.Load(context.Background(), demo.LoadOptions{Endpoints: c.Endpoints(), Table: "bench.events", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
-	weed := func(args ...string) {
+	weed := pushdownCLI(t, c)
+	weed("index", "create", "-table", "bench.events", "-column", "id", "-kind", "btree", "-wait")
+	weed("index", "create", "-table", "bench.events", "-column", "tenant_id", "-kind", "bitmap", "-wait")
+}
+
+// pushdownCLI runs `weed pushdown` against c.
+func pushdownCLI(t *testing.T, c *harness.Cluster) func(args ...string) {
+	return func(args ...string) {
 		e := c.Endpoints()
 		args = append(args, "-catalog", c.CatalogAddr(), "-iceberg", e.Iceberg, "-s3", e.S3, "-warehouse", e.Warehouse)
 		if out, errOut, err := harness.Weed(t, append([]string{"pushdown"}, args...)...); err != nil {
 			t.Fatalf("weed pushdown %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 		}
 	}
-	weed("index", "create", "-table", "bench.events", "-column", "id", "-kind", "btree", "-wait")
-	weed("index", "create", "-table", "bench.events", "-column", "tenant_id", "-kind", "bitmap", "-wait")
 }
 
 // startProfiles records CPU profiles of the server (its -debug port) and of
@@ -298,11 +342,11 @@ func pyiceberg() string {
 
 // pyIceberg measures PyIceberg's scan (a subprocess per run; the time is
 // to_arrow's, measured inside it) in mode (its scan-planning-mode).
-func pyIceberg(t *testing.T, c *harness.Cluster, py string, q query, mode string, sent func() int64) Result {
+func pyIceberg(t *testing.T, c *harness.Cluster, py, tableName string, q query, mode string, sent func() int64) Result {
 	root, _ := harness.RepoRoot()
 	script := filepath.Join(root, "test", "clients", "pyiceberg", "scan.py")
 	run := func(extra ...string) (files, rows int, ms float64) {
-		args := []string{script, "--uri", c.IcebergURI(), "--warehouse", c.Warehouse, "--s3", c.S3Endpoint(), "--table", "bench.events",
+		args := []string{script, "--uri", c.IcebergURI(), "--warehouse", c.Warehouse, "--s3", c.S3Endpoint(), "--table", tableName,
 			"--mode", mode, "--select", strings.Join(selected, ",")}
 		if q.Py != "" {
 			args = append(args, "--filter", q.Py)
@@ -471,7 +515,7 @@ func processCPU(pid int) time.Duration {
 // Linux for every architecture Go supports).
 const clockTicks = 100
 
-func write(t *testing.T, rows int64, bigFiles int, results []Result, lat []PlanLatency) {
+func write(t *testing.T, rows int64, bigFiles, manyFiles int, results []Result, lat []PlanLatency) {
 	b, _ := json.MarshalIndent(struct {
 		Results []Result
 		Latency []PlanLatency
@@ -483,22 +527,26 @@ func write(t *testing.T, rows int64, bigFiles int, results []Result, lat []PlanL
 	var md strings.Builder
 	fmt.Fprintf(&md, "# Server-side scan planning (Iceberg REST) against each client's own planning\n\n"+
 		"`BENCH=restplan ./scripts/bench.sh`, %s, %d cores, load average at the end %s. `weed mini -pushdown`; `bench.events`: %d demo rows in 8 files "+
-		"written with `-indexed none`, btree on `id`, bitmap on `tenant_id`; selected `%s`. Bytes: what the S3 gateway sent for one read "+
+		"written with `-indexed none`, btree on `id`, bitmap on `tenant_id`; `bench.%s` (the point lookup on many files): the same rows in %d files, btree on `id`; selected `%s`. Bytes: what the S3 gateway sent for one read "+
 		"(manifests and data files: what the client read); wall: three timed reads after one warm-up (iceberg-go in this process; PyIceberg's "+
 		"`to_arrow` timed inside its process). Remote = the REST catalog's scan planning (lakeweed's planner), local = the client reads the manifests.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), strings.TrimSpace(string(load)), rows, strings.Join(selected, ", "))
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), strings.TrimSpace(string(load)), rows, manyName, manyFiles, strings.Join(selected, ", "))
 	fmt.Fprintf(&md, "| client | query | rows | files remote | files local | bytes remote | bytes local | fewer bytes | wall ms remote | wall ms local | faster |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |\n")
 	byKey := map[string]Result{}
 	for _, r := range results {
-		byKey[r.Client+"|"+r.Query+"|"+r.Mode] = r
+		byKey[r.Client+"|"+r.Table+"|"+r.Query+"|"+r.Mode] = r
 	}
 	for _, r := range results {
 		if r.Mode != string(table.ScanPlanningRemote) && r.Mode != "server" {
 			continue
 		}
 		localMode := map[string]string{"remote": "local", "server": "client"}[r.Mode]
-		l := byKey[r.Client+"|"+r.Query+"|"+localMode]
-		fmt.Fprintf(&md, "| %s | %s | %d | %d | %d | %d | %d | %.1f× | %s | %s | %.2f× |\n", r.Client, r.Query, r.Rows, r.Files, l.Files, r.Bytes, l.Bytes,
+		l := byKey[r.Client+"|"+r.Table+"|"+r.Query+"|"+localMode]
+		name := r.Query
+		if r.Table != "" {
+			name += ", `" + r.Table + "`"
+		}
+		fmt.Fprintf(&md, "| %s | %s | %d | %d | %d | %d | %d | %.1f× | %s | %s | %.2f× |\n", r.Client, name, r.Rows, r.Files, l.Files, r.Bytes, l.Bytes,
 			float64(l.Bytes)/float64(max(1, r.Bytes)), runs(r.WallMs), runs(l.WallMs), median(l.WallMs)/median(r.WallMs))
 	}
 	fmt.Fprintf(&md, "\nPlan latency, `bench.events10k` (%d files, 1,000,000 rows, `-indexed none`), warm: remote = iceberg-go's low-level client through "+
