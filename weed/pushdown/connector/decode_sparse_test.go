@@ -180,10 +180,15 @@ func TestSparseDecodeGivesTheWholeFileValuesAtTheWantedRows(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for trial := 0; trial < 12; trial++ {
-					// wanted rows: a point, a few scattered, a short run, the first and last rows
+				for trial := 0; trial < 15; trial++ {
+					// wanted rows: a point, a few scattered, a short run, the first and last rows,
+					// many a few rows apart (read in windows, the rows between dropped)
 					var rs []plan.RowRange
-					switch trial % 4 {
+					switch trial % 5 {
+					case 4:
+						for row := rnd.Int64N(40); row < numRows; row += 1 + rnd.Int64N(60) {
+							rs = append(rs, plan.RowRange{Start: row, End: min(numRows, row+1+rnd.Int64N(3))})
+						}
 					case 0:
 						row := rnd.Int64N(numRows)
 						rs = []plan.RowRange{{Start: row, End: row + 1}}

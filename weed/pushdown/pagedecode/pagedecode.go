@@ -135,25 +135,32 @@ func Runs(cr file.ColumnChunkReader, typ arrow.DataType, typeLength int, runs pl
 	case *file.BooleanColumnChunkReader:
 		if typ.ID() == arrow.BOOL {
 			b := array.NewBooleanBuilder(mem)
-			return built(cr, b, b.Append, runs, nrows, maxDef)
+			return built(cr, b, b.Append, runs, nrows, maxDef, readThrough)
 		}
 	case *file.ByteArrayColumnChunkReader:
 		switch typ.ID() {
 		case arrow.STRING:
 			b := array.NewStringBuilder(mem)
-			return built(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef)
+			return built(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef, 0)
 		case arrow.BINARY:
 			b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-			return built(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef)
+			return built(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef, 0)
 		}
 	case *file.FixedLenByteArrayColumnChunkReader:
 		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == typeLength {
 			b := array.NewFixedSizeBinaryBuilder(mem, ft)
-			return built(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef)
+			return built(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef, 0)
 		}
 	}
 	return nil, nil
 }
+
+// Runs of fixed-width values at most readThrough rows apart are read in
+// one window of at most readWindow rows (readRuns).
+const (
+	readThrough = 256
+	readWindow  = 8192
+)
 
 // batchReader is a typed column chunk reader of arrow-go.
 type batchReader[T any] interface {
@@ -165,7 +172,15 @@ type batchReader[T any] interface {
 // non-repeated column of nrows rows: vals are the non-NULL ones in order,
 // valid[i] tells whether the i-th wanted row is not NULL (nil: none is).
 // The pages must hold exactly nrows rows.
-func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef int16) (vals []T, valid []bool, err error) {
+//
+// Runs at most through rows apart are read as one window, the rows
+// between them decoded and dropped, rather than skipped: Skip decodes what
+// it skips anyway, and every call costs arrow-go's dictionary decoder a
+// 4 KiB index buffer on the heap — with a few matches in every page of a
+// fixed-width column that was most of the connector's allocations (0:
+// every gap skipped, as for byte arrays, whose ReadBatch copies every
+// value it reads).
+func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef int16, through int64) (vals []T, valid []bool, err error) {
 	n := runs.Rows()
 	vals = make([]T, n)
 	var defs []int16
@@ -174,27 +189,88 @@ func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef in
 	}
 	var at, got int64
 	nv := 0
-	for _, run := range runs {
-		if run.Start > at {
-			if _, err := cr.Skip(run.Start - at); err != nil {
+	// read reads rows [at, end) into v (and d): the values, the levels read
+	read := func(end int64, v []T, d []int16) (int, error) {
+		nr := 0
+		for at < end {
+			var dd []int16
+			if d != nil {
+				dd = d[at-(end-int64(len(d))):]
+			}
+			lv, r, err := cr.ReadBatch(end-at, v[nr:], dd, nil)
+			if err != nil {
+				return 0, err
+			}
+			if lv == 0 {
+				return 0, fmt.Errorf("the pages end at row %d, before the %d rows they are planned to hold", at, nrows)
+			}
+			at, nr = at+lv, nr+r
+		}
+		return nr, nil
+	}
+	var wv []T
+	var wd []int16
+	for i := 0; i < len(runs); {
+		start, end, j := runs[i].Start, runs[i].End, i+1
+		for through > 0 && j < len(runs) && runs[j].Start-end <= through && runs[j].End-start <= readWindow {
+			end = runs[j].End
+			j++
+		}
+		if start > at {
+			if _, err := cr.Skip(start - at); err != nil {
 				return nil, nil, err
 			}
-			at = run.Start
+			at = start
 		}
-		for at < run.End {
+		if j == i+1 {
+			// one run: straight into vals
 			var d []int16
 			if defs != nil {
-				d = defs[got:]
+				d = defs[got : got+(end-start)]
 			}
-			lv, read, err := cr.ReadBatch(run.End-at, vals[nv:], d, nil)
+			r, err := read(end, vals[nv:], d)
 			if err != nil {
 				return nil, nil, err
 			}
-			if lv == 0 {
-				return nil, nil, fmt.Errorf("the pages end at row %d, before the %d rows they are planned to hold", at, nrows)
-			}
-			at, got, nv = at+lv, got+lv, nv+read
+			got, nv, i = got+(end-start), nv+r, j
+			continue
 		}
+		span := int(end - start)
+		if cap(wv) < span {
+			wv = make([]T, span)
+			if defs != nil {
+				wd = make([]int16, span)
+			}
+		}
+		var d []int16
+		if defs != nil {
+			d = wd[:span]
+		}
+		if _, err := read(end, wv[:span], d); err != nil {
+			return nil, nil, err
+		}
+		vi, k := 0, i
+		for r := 0; r < span; r++ {
+			row := start + int64(r)
+			for k < j && row >= runs[k].End {
+				k++
+			}
+			isVal := d == nil || d[r] == maxDef
+			if k < j && row >= runs[k].Start {
+				if defs != nil {
+					defs[got] = d[r]
+				}
+				if isVal {
+					vals[nv] = wv[vi]
+					nv++
+				}
+				got++
+			}
+			if isVal {
+				vi++
+			}
+		}
+		i = j
 	}
 	// the pages hold nrows rows, no more, no fewer: the last row reads,
 	// then nothing
@@ -231,7 +307,7 @@ func readRuns[T any](cr batchReader[T], runs plan.RowSet, nrows int64, maxDef in
 // fixed reads the runs of a fixed-width column into an array of typ
 // (whose layout is T's).
 func fixed[T arrow.FixedWidthType](cr batchReader[T], typ arrow.DataType, runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
-	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
+	vals, valid, err := readRuns(cr, runs, nrows, maxDef, readThrough)
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +339,9 @@ func fixed[T arrow.FixedWidthType](cr batchReader[T], typ arrow.DataType, runs p
 }
 
 // built reads the runs of a column into builder b through appendOne.
-func built[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16) (arrow.Array, error) {
+func built[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16, through int64) (arrow.Array, error) {
 	defer b.Release()
-	vals, valid, err := readRuns(cr, runs, nrows, maxDef)
+	vals, valid, err := readRuns(cr, runs, nrows, maxDef, through)
 	if err != nil {
 		return nil, err
 	}
