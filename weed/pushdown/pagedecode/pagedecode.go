@@ -39,7 +39,12 @@ func PagesReader(descr *schema.Column, codec compress.Compression, pages []byte,
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	stream, err := parquet.NewReaderProperties(mem).GetStream(bytes.NewReader(pages), 0, int64(len(pages)))
+	// buffered: the pages are read through a buffer of about a page, not
+	// copied whole into a new one (an allocation the size of the chunk's
+	// chosen pages, for every column of every row group decoded)
+	props := parquet.NewReaderProperties(mem)
+	props.BufferedStreamEnabled, props.BufferSize = true, pageStreamBuffer
+	stream, err := props.GetStream(bytes.NewReader(pages), 0, int64(len(pages)))
 	if err != nil {
 		return nil, err
 	}
@@ -135,25 +140,29 @@ func Runs(cr file.ColumnChunkReader, typ arrow.DataType, typeLength int, runs pl
 	case *file.BooleanColumnChunkReader:
 		if typ.ID() == arrow.BOOL {
 			b := array.NewBooleanBuilder(mem)
-			return built(cr, b, b.Append, runs, nrows, maxDef, readThrough)
+			return built(cr, b, b.Append, runs, nrows, maxDef, readThrough, nil)
 		}
 	case *file.ByteArrayColumnChunkReader:
 		switch typ.ID() {
 		case arrow.STRING:
 			b := array.NewStringBuilder(mem)
-			return built(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef, 0)
+			return built(cr, b, func(v parquet.ByteArray) { b.BinaryBuilder.Append(v) }, runs, nrows, maxDef, 0, reserveBytes(b.BinaryBuilder))
 		case arrow.BINARY:
 			b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-			return built(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef, 0)
+			return built(cr, b, func(v parquet.ByteArray) { b.Append(v) }, runs, nrows, maxDef, 0, reserveBytes(b))
 		}
 	case *file.FixedLenByteArrayColumnChunkReader:
 		if ft, isFixed := typ.(*arrow.FixedSizeBinaryType); isFixed && ft.ByteWidth == typeLength {
 			b := array.NewFixedSizeBinaryBuilder(mem, ft)
-			return built(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef, 0)
+			return built(cr, b, func(v parquet.FixedLenByteArray) { b.Append(v) }, runs, nrows, maxDef, 0, nil)
 		}
 	}
 	return nil, nil
 }
+
+// pageStreamBuffer is the buffer pages are read through (it grows to a
+// page larger than it).
+const pageStreamBuffer = 64 << 10
 
 // Runs of fixed-width values at most readThrough rows apart are read in
 // one window of at most readWindow rows (readRuns).
@@ -338,12 +347,28 @@ func fixed[T arrow.FixedWidthType](cr batchReader[T], typ arrow.DataType, runs p
 	return array.MakeFromData(data), nil
 }
 
-// built reads the runs of a column into builder b through appendOne.
-func built[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16, through int64) (arrow.Array, error) {
+// reserveBytes reserves b's data buffer for the values (one allocation,
+// not a doubling per overflow).
+func reserveBytes(b *array.BinaryBuilder) func([]parquet.ByteArray) {
+	return func(vals []parquet.ByteArray) {
+		n := 0
+		for _, v := range vals {
+			n += len(v)
+		}
+		b.ReserveData(n)
+	}
+}
+
+// built reads the runs of a column into builder b through appendOne
+// (reserve, when set, reserves its data for the values first).
+func built[T any](cr batchReader[T], b array.Builder, appendOne func(T), runs plan.RowSet, nrows int64, maxDef int16, through int64, reserve func([]T)) (arrow.Array, error) {
 	defer b.Release()
 	vals, valid, err := readRuns(cr, runs, nrows, maxDef, through)
 	if err != nil {
 		return nil, err
+	}
+	if reserve != nil {
+		reserve(vals)
 	}
 	if valid == nil {
 		b.Reserve(len(vals))
