@@ -291,7 +291,7 @@ func chunkReader(fl *fileLayout, sf *sparseFile, rg, top int) (file.ColumnChunkR
 	if typ == nil {
 		return nil, nil, nil
 	}
-	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md))
+	rdr, err := file.NewParquetReader(sf, file.WithMetadata(fl.md), file.WithReadProps(readProps())) // the chunk read through a buffer, not copied whole
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s row group %d: chunk decoder: %w", fl.path, rg, err)
 	}
