@@ -60,6 +60,18 @@ func TestAggregatesThroughTheConnectorEqualDuckDBsWithDeletesApplied(t *testing.
 	wheres := []string{"", "tenant_id = 'tenant-007'", "status = 'error' AND id < 20000", "message IS NULL OR id > 25000",
 		"tenant_id IN ('tenant-001', 'tenant-050') OR id < 100", "ts >= TIMESTAMP '2026-01-02 00:00:00'", "id BETWEEN 3000 AND 7000"}
 	groupings := [][]string{nil, {"status"}, {"tenant_id"}, {"tenant_id", "status"}}
+	// COUNT(*) with a WHERE counts the matching rows without projecting
+	// them (connector.Query.CountOnly), on every aggregation site
+	for _, where := range wheres[1:] {
+		q := "SELECT COUNT(*) AS n FROM %s WHERE " + where
+		want := duckAnswer(t, db, fmt.Sprintf(q, from))
+		for _, site := range []connector.AggregateSite{connector.AggregateAuto, connector.AggregateHere, connector.AggregateVolume} {
+			got, _ := at.run(t, q, sqlexec.Options{AggregateAt: site})
+			if msg := sameAnswer(got, want); msg != "" {
+				t.Errorf("%s (-aggregateAt %s): %s: %v, DuckDB %v", q, site, msg, got, want)
+			}
+		}
+	}
 	aggs := []string{"COUNT(*)", "COUNT(message)", "COUNT(DISTINCT message)", "SUM(id)", "AVG(id)", "MIN(id)", "MAX(id)", "MIN(ts)", "MAX(message)", "MIN(status)"}
 	checked := 0
 	for i := range 40 {

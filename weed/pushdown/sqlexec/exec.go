@@ -336,7 +336,7 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 	}
 	if !answered && o.AggregateAt != connector.AggregateHere {
 		var err error
-		if answered, readSchema, err = volumeAggregate(ctx, conn, st, schema, columns, a, o, out); err != nil {
+		if answered, readSchema, err = volumeAggregate(ctx, conn, st, schema, columns, a, o, out, countOnly); err != nil {
 			return nil, err
 		}
 	}
@@ -506,7 +506,7 @@ func countsRowsOnly(st *Statement, schema *iceberg.Schema) bool {
 // added to a). answered false: nothing was added, read instead (the reason
 // in Stats.AggregateNote).
 func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Statement, schema *iceberg.Schema, columns []string, a *aggregator,
-	o Options, out *Result) (answered bool, readSchema *arrow.Schema, err error) {
+	o Options, out *Result, countOnly bool) (answered bool, readSchema *arrow.Schema, err error) {
 	aggs, ok := PartialAggs(st)
 	if !ok {
 		out.Stats.AggregateNote = "COUNT(DISTINCT) has no partial state"
@@ -520,6 +520,7 @@ func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Stateme
 	}
 	q := st.query(o)
 	q.Select = columns
+	q.CountOnly = countOnly // files read here hand on row counts only
 	aq := connector.AggregateQuery{Query: q, GroupBy: st.GroupBy, MaxGroups: MaxGroups, Site: o.AggregateAt}
 	p := 0
 	for _, it := range st.Items {
