@@ -1,23 +1,30 @@
 // Package volume implements the PushdownVolume gRPC service that runs beside
 // a volume server: the "hands" of the design. Next to the data (preferring
 // the chunks its own volume server holds) it reads byte ranges, computes
-// delete bitmaps, builds and evaluates side indexes, answers exact rows and
-// runs filtered vector searches. One file per RPC family:
+// delete bitmaps, builds and evaluates side indexes, answers exact rows,
+// filters rows, computes partial aggregates and runs filtered vector
+// searches. One file per RPC family:
 //
 //	catalog / connector ──gRPC──▶ admission (grpcutil: auth tap, in-flight budget, deadline)
 //	                                   │
 //	                                   ▼
-//	                      access.Guard: who calls? may it read (write) each file named?
-//	                                   │ (only files inside table buckets, never .index/)
+//	                      interceptor: Service.Authenticate (access.Guard) ─▶ the caller in the
+//	                                   │ call's context; handlers: may it read (write) each file
+//	                                   │ named? (only files inside table buckets, never .index/)
 //	                                   ▼
-//	  volume_grpc_read.go     ReadRanges       ──▶ fileread.Reader ──▶ local volume server
-//	  volume_grpc_deletes.go  ComputeDeletes         (deletes.Computer)   └──▶ other replicas
-//	  volume_grpc_indexes.go  BuildIndexes, EvaluateIndexes, ReadPageIndexes
-//	                          (sideindex kinds; payloads trusted by the registry's SHA-256)
-//	  volume_grpc_rows.go     ReadRows         exact side-index answers as rows (answer budget)
-//	  volume_grpc_vectors.go  SearchVectors    ivf / ivf_pq / exact, filtered (…_filter.go)
-//	  volume_grpc_status.go   Status
+//	  volume_grpc_read.go      ReadRanges       ──▶ fileread.Reader ──▶ local volume server
+//	  volume_grpc_deletes.go   ComputeDeletes         (deletes.Computer)   └──▶ other replicas
+//	  volume_grpc_indexes.go   BuildIndexes, EvaluateIndexes, ReadPageIndexes
+//	                           (sideindex kinds; payloads trusted by the registry's SHA-256)
+//	  volume_grpc_rows.go      ReadRows         exact side-index answers as rows (answer budget)
+//	  volume_grpc_scan.go      ScanRows         a file's planned row groups filtered here (colfilter;
+//	                           scan_pages.go: few rows decoded from the pages holding them, pagedecode),
+//	                           the matching rows streamed as pieces of one Arrow IPC stream
+//	  volume_grpc_aggregate.go AggregateRows    partial aggregates of a file's matching rows
+//	  volume_grpc_vectors.go   SearchVectors    ivf / ivf_pq / exact, filtered (…_filter.go)
+//	  volume_grpc_status.go    Status
 //	                                   │
+//	                                   ├──▶ chunk_cache.go: column chunks as stored, kept for warm calls
 //	                                   └──▶ footer.Cache: a data file's identity before anything
 //	                                        is written under its .index/
 package volume
