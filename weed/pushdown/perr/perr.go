@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Kind classifies an error.
@@ -97,16 +98,24 @@ const MaxQuoted = 64
 
 // Quote quotes client input for an error message: at most MaxQuoted bytes
 // of it, and its length when it is longer, so a message never echoes an
-// unbounded string back.
+// unbounded string back; the quoted text is at most 2×MaxQuoted bytes
+// (escapes of binary input take up to 4 bytes a byte: fewer of its bytes
+// are quoted).
 func Quote(s string) string {
-	if len(s) <= MaxQuoted {
-		return fmt.Sprintf("%q", s)
+	cut := min(len(s), MaxQuoted)
+	for {
+		for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
+			cut--
+		}
+		q := strconv.Quote(s[:cut])
+		if len(q) <= 2*MaxQuoted+2 || cut == 0 {
+			if cut == len(s) {
+				return q
+			}
+			return fmt.Sprintf("%s… (%d bytes)", q, len(s))
+		}
+		cut = cut * 2 / 3
 	}
-	cut := MaxQuoted
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }
 
 // Truncate cuts s to at most n bytes (at a UTF-8 boundary), marking the

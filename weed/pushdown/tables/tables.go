@@ -138,7 +138,7 @@ func ParseName(warehouse, name, defaultWarehouse string) (Name, error) {
 		return Name{}, perr.New(perr.InvalidArgument, "table %s: want namespace.table", perr.Quote(name))
 	}
 	for _, p := range strings.Split(name, ".") {
-		if err := checkPart("table "+perr.Quote(name)+": name part", p); err != nil {
+		if err := checkPart("table name part", p); err != nil { // the part quoted, not the whole name again
 			return Name{}, err
 		}
 	}
