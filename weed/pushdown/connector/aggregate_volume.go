@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -126,12 +127,10 @@ func (c *Connector) AggregateOnVolumes(ctx context.Context, aq AggregateQuery, p
 	}
 	q := aq.Query
 	q.Limit, q.Offset, q.Vector = 0, 0, nil
-	if q.CountOnly {
-		for _, a := range aq.Aggregates {
-			if a.Func != pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS || len(aq.GroupBy) > 0 {
-				return nil, errors.New("Query.CountOnly aggregates COUNT(*) alone: the rows read here carry no columns")
-			}
-		}
+	if q.CountOnly && (len(aq.GroupBy) > 0 || slices.ContainsFunc(aq.Aggregates, func(a AggregateCall) bool {
+		return a.Func != pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS
+	})) {
+		return nil, errors.New("Query.CountOnly aggregates COUNT(*) alone: the rows read here carry no columns")
 	}
 	ac := &aggregateCounters{}
 	res, err := c.answerWith(q, rows, func(rq Query) (*Result, error) {

@@ -293,7 +293,8 @@ func (fl *fileLayout) rowBytesOf(rg int, tops []int) float64 {
 // asking the volume holding the file; ok false: read it here (the site
 // chosen was here, the volume cannot, or the call failed — counted).
 // A file's row groups sent to the volume are asked in one ScanRows call
-// (fileScan), made by the first of them to get here.
+// (fileScan), made by the first of them to get here or started ahead by
+// an earlier file's (startFileScan).
 func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
 	sc := scanCountersOf(ctx)
 	if _, isConst := p.expr.(predicate.Const); sc == nil || r.exact || isConst {

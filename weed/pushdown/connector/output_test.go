@@ -1,10 +1,14 @@
 package connector
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 )
 
 // A CountOnly query's output hands on row counts only: a record that
@@ -37,5 +41,20 @@ func TestACountOnlyOutputHandsOnRowCountsWithoutColumns(t *testing.T) {
 	}
 	if n != 5 || o.rows != 5 {
 		t.Fatalf("%d rows handed on (%d counted): want the LIMIT's 5 past the OFFSET's 2", n, o.rows)
+	}
+}
+
+// Counting rows only aggregates COUNT(*) alone: with a GROUP BY or another
+// aggregate the volumes' path refuses it before planning (the rows it
+// reads here would carry none of the columns those need).
+func TestCountOnlyRefusesAggregatesThatNeedColumns(t *testing.T) {
+	count := AggregateCall{Func: pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS}
+	for _, aq := range []AggregateQuery{
+		{Query: Query{CountOnly: true}, GroupBy: []string{"status"}, Aggregates: []AggregateCall{count}},
+		{Query: Query{CountOnly: true}, Aggregates: []AggregateCall{count, {Func: pushdown_pb.AggregateFunc_AGGREGATE_SUM, Column: "id"}}},
+	} {
+		if _, err := (&Connector{}).AggregateOnVolumes(context.Background(), aq, nil, nil); err == nil || !strings.Contains(err.Error(), "COUNT(*) alone") {
+			t.Fatalf("%+v: %v; want a refusal naming COUNT(*) alone", aq, err)
+		}
 	}
 }
