@@ -117,6 +117,9 @@ type Query struct {
 	Table    string // namespace.table
 	Snapshot int64  // 0: current
 	Where    string // SQL predicate; empty: every row
+	// Clause is the predicate already parsed (a SELECT's WHERE, handed on
+	// by sqlexec so the SQL is parsed once); when set, Where is not read.
+	Clause *sqlpred.Clause
 	Select   []string
 	Limit    int64 // 0: no limit; with Vector: k, 1 to MaxVectorK
 	// Offset skips that many rows of the answer before the Limit's rows
@@ -366,7 +369,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	}
 	p.parents = parentIDs(p.schema)
 	p.identity, p.partitions = identityFieldsOf(tbl.Metadata()), &partitionIndex{}
-	w, err := te.boundWhere(q.Where, p.schema)
+	w, err := te.boundWhere(q.Where, q.Clause, p.schema)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +406,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 			p.selectIDs = append(p.selectIDs, f.ID)
 		}
 	} else {
-		ids, err := sqlpred.Columns(strings.Join(q.Select, ","), p.schema)
+		ids, err := sqlpred.ColumnIDs(q.Select, p.schema)
 		if err != nil {
 			return nil, err
 		}
@@ -682,19 +685,25 @@ type boundWhere struct {
 	wire           []byte
 }
 
-// boundWhere is where bound to s, from the entry's cache when it was
-// bound to s before.
-func (te *tableEntry) boundWhere(where string, s *iceberg.Schema) (*boundWhere, error) {
+// boundWhere is the predicate (clause, else where parsed) bound to s,
+// from the entry's cache when it was bound to s before: a cached
+// predicate is not parsed again.
+func (te *tableEntry) boundWhere(where string, clause *sqlpred.Clause, s *iceberg.Schema) (*boundWhere, error) {
+	if clause != nil {
+		where = clause.Text
+	}
 	key := whereKey{s.ID, where}
 	if w, ok := te.wheres.Get(key); ok {
 		return w, nil
 	}
-	w := &boundWhere{}
 	var err error
-	if w.bound, err = sqlpred.Bind(where, s); err != nil {
-		return nil, err
+	if clause == nil {
+		if clause, err = sqlpred.ParseClause(where); err != nil {
+			return nil, err
+		}
 	}
-	if w.unbound, err = sqlpred.ParseFor(where, s); err != nil {
+	w := &boundWhere{}
+	if w.unbound, w.bound, err = clause.Bind(s); err != nil {
 		return nil, err
 	}
 	if w.expr, w.wire, err = residual(s, w.bound); err != nil {

@@ -30,7 +30,7 @@ import (
 // could not (then read and count).
 func planCount(ctx context.Context, conn *connector.Connector, st *Statement, column string, o Options) (n int64, stats connector.Stats, note string, err error) {
 	start := time.Now()
-	resp, err := conn.Explain(ctx, connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where, Select: []string{column}})
+	resp, err := conn.Explain(ctx, connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where, Clause: st.where, Select: []string{column}})
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, stats, "", ctx.Err()

@@ -127,7 +127,7 @@ func (st *Statement) canonical(schema *iceberg.Schema) (*Statement, error) {
 }
 
 func (st *Statement) query(o Options) connector.Query {
-	q := connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where}
+	q := connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where, Clause: st.where}
 	if st.Vector != nil {
 		q.Vector = &connector.VectorQuery{Column: st.Vector.Column, Metric: vector.Metric(st.Vector.Metric), Vector: st.Vector.Vector, Nprobe: o.Nprobe}
 	}
@@ -304,7 +304,11 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 			rows.Items[i] = it
 		}
 		st = &rows
-		c, err := countColumn(schema, st.Where)
+		where, err := st.whereClause()
+		if err != nil {
+			return nil, err
+		}
+		c, err := countColumn(schema, where)
 		if err != nil {
 			return nil, err
 		}
@@ -390,9 +394,9 @@ func finishAggregate(ctx context.Context, st *Statement, a *aggregator, readSche
 // countColumn is the column read to count rows when none is named: one
 // of the WHERE's columns (read anyway), else the table's first column of
 // a fixed-width type, else its first column.
-func countColumn(schema *iceberg.Schema, where string) (string, error) {
-	if strings.TrimSpace(where) != "" {
-		e, err := sqlpred.ParseFor(where, schema)
+func countColumn(schema *iceberg.Schema, where *sqlpred.Clause) (string, error) {
+	if !where.Empty() {
+		e, err := where.For(schema)
 		if err != nil {
 			return "", err
 		}

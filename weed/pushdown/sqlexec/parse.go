@@ -85,7 +85,10 @@ type Statement struct {
 	// Star: SELECT * (Items then empty).
 	Star      bool
 	Items     []Item
-	Where     string
+	Where     string // the WHERE as SQL ("": none)
+	// where is the WHERE as parsed with the statement, handed to the
+	// connector so it is not parsed again.
+	where *sqlpred.Clause
 	GroupBy   []string
 	Aggregate bool // aggregates or GROUP BY: one row a group
 	Having    tree.Expr
@@ -176,6 +179,15 @@ func (s *Statement) Bind(params []any) (*Statement, error) {
 	return build(sel)
 }
 
+// whereClause is the statement's WHERE as parsed with it (parsed from
+// Where only for a Statement built without Parse).
+func (s *Statement) whereClause() (*sqlpred.Clause, error) {
+	if s.where != nil {
+		return s.where, nil
+	}
+	return sqlpred.ParseClause(s.Where)
+}
+
 // numberQuestionMarks rewrites ODBC/JDBC-style ? parameters (outside
 // string literals and quoted names) as $1, $2, …; n is how many.
 func numberQuestionMarks(sql string) (string, int) {
@@ -249,7 +261,8 @@ func build(sel *tree.Select) (*Statement, error) {
 		s.Table = string(tn.CatalogName) + "." + s.Table
 	}
 	if clause.Where != nil {
-		s.Where = tree.AsString(clause.Where.Expr)
+		s.where = sqlpred.ClauseOf(clause.Where.Expr)
+		s.Where = s.where.Text
 	}
 	for _, g := range clause.GroupBy {
 		name, ok := columnName(g)

@@ -103,3 +103,35 @@ func TestAVectorQueryParsesItsOrderAndLimit(t *testing.T) {
 		}
 	}
 }
+
+// The WHERE is parsed once, with the statement: the connector's query
+// carries that parse (its clause), for a statement and for a prepared one
+// once its parameters are bound.
+func TestTheWhereParsedWithTheStatementIsHandedToTheConnector(t *testing.T) {
+	st, err := Parse(`SELECT id FROM demo.events WHERE status = 'error' AND id > 10`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := st.query(Options{})
+	if q.Clause == nil || q.Clause != st.where || q.Clause.Text != st.Where || q.Where != "(status = 'error') AND (id > 10)" {
+		t.Fatalf("query clause %+v, where %q", q.Clause, q.Where)
+	}
+	prep, err := Parse(`SELECT id FROM demo.events WHERE id = ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := prep.Bind([]any{int64(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := bound.query(Options{}); q.Clause == nil || q.Clause.Text != "id = 7" {
+		t.Fatalf("bound statement's clause %+v", q.Clause)
+	}
+	none, err := Parse(`SELECT id FROM demo.events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := none.query(Options{}); !q.Clause.Empty() || q.Where != "" {
+		t.Fatalf("no WHERE handed on clause %+v", q.Clause)
+	}
+}

@@ -3,9 +3,9 @@
 // SeaweedFS already depends on:
 //
 //	"tenant_id = 'a' AND ts >= TIMESTAMP '2026-01-02'"
-//	   │ parser.ParseExpr
+//	   │ parser.ParseExpr (ParseClause), or a SELECT's parse (ClauseOf): once
 //	   ▼
-//	CockroachDB AST ──convert──▶ iceberg.BooleanExpression (names)
+//	Clause (CockroachDB AST) ──convert──▶ iceberg.BooleanExpression (names)
 //	   │ iceberg.BindExpr(schema)   (names → field ids, literal types)
 //	   ▼
 //	bound expression ──predicate.EncodeSubstrait──▶ request bytes
@@ -39,7 +39,66 @@ const Supported = "supported: = != < <= > >= [NOT] IN (...), [NOT] BETWEEN, IS [
 
 // Parse converts a WHERE clause to an unbound Iceberg expression.
 func Parse(where string) (iceberg.BooleanExpression, error) {
-	return converter{}.parse(where)
+	c, err := ParseClause(where)
+	if err != nil {
+		return nil, err
+	}
+	return converter{}.clause(c)
+}
+
+// Clause is a WHERE clause parsed once: its syntax tree, converted to an
+// Iceberg expression for each schema it meets (For, Bind) without being
+// parsed again. A nil *Clause, or one of an empty text, is every row.
+//
+//	"status = 'error'" ─ParseClause─▶ Clause ─For(schema)──▶ names spelled as the schema does
+//	SELECT's parse ─ClauseOf(ast)──▶ Clause ─Bind(schema)─▶ bound to field ids
+type Clause struct {
+	// Text is the clause as SQL (the key predicates are cached under, and
+	// what plans and errors show).
+	Text string
+	expr tree.Expr
+}
+
+// ParseClause parses a WHERE clause (without the WHERE).
+func ParseClause(where string) (*Clause, error) {
+	if strings.TrimSpace(where) == "" {
+		return &Clause{}, nil
+	}
+	ast, err := parser.ParseExpr(where)
+	if err != nil {
+		return nil, fmt.Errorf("WHERE clause: %v", err)
+	}
+	return &Clause{Text: where, expr: ast}, nil
+}
+
+// ClauseOf is the clause of a WHERE already parsed with a statement (nil:
+// every row).
+func ClauseOf(e tree.Expr) *Clause {
+	if e == nil {
+		return &Clause{}
+	}
+	return &Clause{Text: tree.AsString(e), expr: e}
+}
+
+// Empty reports whether the clause keeps every row (no WHERE).
+func (c *Clause) Empty() bool { return c == nil || c.expr == nil }
+
+// For is the clause as an unbound Iceberg expression with every column
+// name spelled as schema spells it (see ParseFor).
+func (c *Clause) For(schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
+	return converter{schema: schema, resolve: func(name string) (string, error) { return ResolveName(schema, name) }}.clause(c)
+}
+
+// Bind is the clause bound to schema: unbound as For returns it, and
+// bound by iceberg-go (see the package's Bind).
+func (c *Clause) Bind(schema *iceberg.Schema) (unbound, bound iceberg.BooleanExpression, err error) {
+	if unbound, err = c.For(schema); err != nil {
+		return nil, nil, err
+	}
+	if bound, err = iceberg.BindExpr(schema, unbound, true); err != nil {
+		return nil, nil, fmt.Errorf("WHERE clause does not bind to schema %d: %v", schema.ID, err)
+	}
+	return unbound, bound, nil
 }
 
 // ParseFor is Parse with every column name spelled as schema spells it
@@ -51,7 +110,11 @@ func Parse(where string) (iceberg.BooleanExpression, error) {
 // '2026-01-01') compared with a timestamp column is that day's midnight
 // (SQL's cast of a date to a timestamp).
 func ParseFor(where string, schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
-	return converter{schema: schema, resolve: func(name string) (string, error) { return ResolveName(schema, name) }}.parse(where)
+	c, err := ParseClause(where)
+	if err != nil {
+		return nil, err
+	}
+	return c.For(schema)
 }
 
 // converter turns a parsed WHERE clause into an Iceberg expression;
@@ -62,15 +125,11 @@ type converter struct {
 	schema  *iceberg.Schema
 }
 
-func (c converter) parse(where string) (iceberg.BooleanExpression, error) {
-	if strings.TrimSpace(where) == "" {
+func (c converter) clause(w *Clause) (iceberg.BooleanExpression, error) {
+	if w.Empty() {
 		return iceberg.AlwaysTrue{}, nil
 	}
-	ast, err := parser.ParseExpr(where)
-	if err != nil {
-		return nil, fmt.Errorf("WHERE clause: %v", err)
-	}
-	return c.convert(ast)
+	return c.convert(w.expr)
 }
 
 // Bind parses where and binds it to schema, literals converted to the
@@ -81,15 +140,12 @@ func (c converter) parse(where string) (iceberg.BooleanExpression, error) {
 // column UserId, while tables with both user_id and uSeR_Id need the exact
 // spelling, quoted).
 func Bind(where string, schema *iceberg.Schema) (iceberg.BooleanExpression, error) {
-	e, err := ParseFor(where, schema)
+	c, err := ParseClause(where)
 	if err != nil {
 		return nil, err
 	}
-	bound, err := iceberg.BindExpr(schema, e, true)
-	if err != nil {
-		return nil, fmt.Errorf("WHERE clause does not bind to schema %d: %v", schema.ID, err)
-	}
-	return bound, nil
+	_, bound, err := c.Bind(schema)
+	return bound, err
 }
 
 // Encode returns the Substrait bytes of a WHERE clause bound to schema.
@@ -561,9 +617,19 @@ func Columns(list string, schema *iceberg.Schema) ([]int, error) {
 	if strings.TrimSpace(list) == "" || strings.TrimSpace(list) == "*" {
 		return nil, nil
 	}
+	names := strings.Split(list, ",")
+	for i, name := range names {
+		names[i] = strings.Trim(strings.TrimSpace(name), `"`)
+	}
+	return ColumnIDs(names, schema)
+}
+
+// ColumnIDs is the field id of each named column of schema (names resolved
+// as ResolveName does).
+func ColumnIDs(names []string, schema *iceberg.Schema) ([]int, error) {
 	var out []int
-	for _, name := range strings.Split(list, ",") {
-		name, err := ResolveName(schema, strings.Trim(strings.TrimSpace(name), `"`))
+	for _, name := range names {
+		name, err := ResolveName(schema, name)
 		if err != nil {
 			return nil, err
 		}
