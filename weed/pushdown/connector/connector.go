@@ -120,8 +120,8 @@ type Query struct {
 	// Clause is the predicate already parsed (a SELECT's WHERE, handed on
 	// by sqlexec so the SQL is parsed once); when set, Where is not read.
 	Clause *sqlpred.Clause
-	Select   []string
-	Limit    int64 // 0: no limit; with Vector: k, 1 to MaxVectorK
+	Select []string
+	Limit  int64 // 0: no limit; with Vector: k, 1 to MaxVectorK
 	// Offset skips that many rows of the answer before the Limit's rows
 	// (SQL's OFFSET; rows come in read order: the plan's file and row
 	// group order, or the scan's file order on a plain read). Not with

@@ -83,12 +83,12 @@ type Order struct {
 type Statement struct {
 	Table string
 	// Star: SELECT * (Items then empty).
-	Star      bool
-	Items     []Item
-	Where     string // the WHERE as SQL ("": none)
+	Star  bool
+	Items []Item
+	Where string // the WHERE as SQL ("": none)
 	// where is the WHERE as parsed with the statement, handed to the
 	// connector so it is not parsed again.
-	where *sqlpred.Clause
+	where     *sqlpred.Clause
 	GroupBy   []string
 	Aggregate bool // aggregates or GROUP BY: one row a group
 	Having    tree.Expr
