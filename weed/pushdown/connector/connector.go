@@ -421,9 +421,11 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 
 func ptr[T any](v T) *T { return &v }
 
-// residual is the predicate the connector evaluates on rows, bound through
-// the Substrait form the catalog receives (wire; nil: every row), so both
-// sides read the same expression.
+// residual is the predicate the connector evaluates on rows, converted
+// from the bound expression (predicate.FromBound: no Substrait round trip
+// in the process), and wire, the Substrait form sent to the catalog (nil:
+// every row); predicate's tests hold the two equal, so both sides
+// evaluate the same expression.
 func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Expr, []byte, error) {
 	if _, always := bound.(iceberg.AlwaysTrue); always {
 		return predicate.Const{Value: true}, nil, nil
@@ -432,7 +434,7 @@ func residual(s *iceberg.Schema, bound iceberg.BooleanExpression) (predicate.Exp
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := predicate.DecodeSubstrait(wire, s)
+	raw, err := predicate.FromBound(bound)
 	if err != nil {
 		return nil, nil, err
 	}
