@@ -171,6 +171,8 @@ const (
 	urnString  = "extension:io.substrait:functions_string"
 	urnList    = "extension:io.substrait:functions_list"
 	urnCompare = "extension:io.substrait:functions_comparison"
+	// urnIceberg declares is_in, as iceberg-go's Substrait converter writes IN.
+	urnIceberg = "extension:apache.iceberg:functions_set"
 )
 
 // subEncoder writes an expression holding BoundMatch nodes: standard

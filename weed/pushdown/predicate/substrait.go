@@ -2,6 +2,8 @@ package predicate
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/big"
 	"strings"
 
@@ -9,6 +11,9 @@ import (
 	"github.com/apache/iceberg-go"
 	icesubstrait "github.com/apache/iceberg-go/table/substrait"
 	"github.com/google/uuid"
+	substraitgo "github.com/substrait-io/substrait-go/v8"
+	"github.com/substrait-io/substrait-go/v8/expr"
+	"github.com/substrait-io/substrait-go/v8/extensions"
 	substraitpb "github.com/substrait-io/substrait-protobuf/go/substraitpb"
 	"google.golang.org/protobuf/proto"
 
@@ -17,16 +22,27 @@ import (
 
 // DecodeSubstrait decodes a Substrait ExtendedExpression bound to schema s.
 //
+// The message is read with substrait-go (expr.ExtendedFromProto), whose
+// extension registry resolves each function reference to its extension URN
+// and name; functions are then matched by that identity (knownFunctions).
+// A function of a known extension the planner does not interpret is a
+// residual (might match); an extension substrait-go's collection does not
+// know (Substrait's standard ones and Iceberg's functions_set) is refused
+// naming it, as is a reference to a function nothing declares.
+//
 // Binding: field references are positions in the expression's base_schema,
 // which must be the schema's own Substrait form (iceberg-go's
 // substrait.ConvertSchema: the same field names in the same order), so a
 // position names exactly one Iceberg field id. A base_schema that differs is
 // refused, naming the first difference. Several referred expressions are
 // ANDed. Functions the planner does not know become residuals.
+//
+//	bytes ─proto.Unmarshal─▶ ExtendedExpression ─checkBaseSchema─▶ substrait-go expr.Extended
+//	      ─subDecoder (functions by extensions.ID)─▶ Expr (field ids, raw literals)
 func DecodeSubstrait(b []byte, s *iceberg.Schema) (e Expr, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			e, err = nil, bindErr("malformed Substrait expression: %v", r)
+			e, err = nil, bindErr("malformed Substrait expression: %s", perr.Quote(fmt.Sprint(r)))
 		}
 	}()
 	var ee substraitpb.ExtendedExpression
@@ -39,19 +55,17 @@ func DecodeSubstrait(b []byte, s *iceberg.Schema) (e Expr, err error) {
 	if err := checkBaseSchema(ee.GetBaseSchema(), s); err != nil {
 		return nil, err
 	}
-	d := &subDecoder{funcs: map[uint32]string{}, schema: s}
-	for _, ext := range ee.GetExtensions() {
-		if f := ext.GetExtensionFunction(); f != nil {
-			name := f.GetName()
-			if i := strings.IndexByte(name, ':'); i >= 0 {
-				name = name[:i]
-			}
-			d.funcs[f.GetFunctionAnchor()] = name
-		}
+	ext, err := expr.ExtendedFromProto(&ee, substraitFunctions())
+	if errors.Is(err, substraitgo.ErrNotFound) {
+		return nil, bindErr("Substrait ExtendedExpression refers to an extension the planner does not know (it knows Substrait's standard extensions and Iceberg's functions_set): %s", perr.Quote(err.Error()))
 	}
+	if err != nil {
+		return nil, bindErr("Substrait ExtendedExpression does not resolve: %s", perr.Quote(err.Error()))
+	}
+	d := &subDecoder{schema: s}
 	var kids []Expr
-	for i, r := range ee.GetReferredExpr() {
-		x := r.GetExpression()
+	for i, r := range ext.ReferredExpr {
+		x := r.GetExpr()
 		if x == nil {
 			return nil, bindErr("Substrait referred expression %d is not a scalar expression", i)
 		}
@@ -65,6 +79,12 @@ func DecodeSubstrait(b []byte, s *iceberg.Schema) (e Expr, err error) {
 		return kids[0], nil
 	}
 	return And{Kids: kids}, nil
+}
+
+// substraitFunctions is substrait-go's collection of the standard
+// extensions (loaded once, by substrait-go).
+func substraitFunctions() *extensions.Collection {
+	return extensions.GetDefaultCollectionWithNoError()
 }
 
 // EncodeSubstrait converts a bound iceberg-go expression on schema s into a
@@ -122,17 +142,51 @@ func checkBaseSchema(got *substraitpb.NamedStruct, s *iceberg.Schema) error {
 }
 
 type subDecoder struct {
-	funcs  map[uint32]string
 	schema *iceberg.Schema
 }
 
-func (d *subDecoder) expr(x *substraitpb.Expression, depth int) (Expr, error) {
+// knownFunctions are the functions the decoder interprets, by the
+// identity substrait-go's registry resolves a reference to: the extension
+// URN and the name without its signature. The same name in another
+// extension is not ours to interpret (a residual).
+var knownFunctions = func() map[[2]string]bool {
+	known := map[string][]string{
+		urnBoolean: {"and", "or", "not"},
+		urnCompare: {"is_null", "is_not_null", "is_nan", "equal", "not_equal", "lt", "lte", "gt", "gte", "between"},
+		urnString:  {"starts_with", "like", "contains", "ends_with"},
+		urnList:    {"any_match"},
+		urnIceberg: {"is_in"},
+	}
+	out := map[[2]string]bool{}
+	for urn, names := range known {
+		for _, n := range names {
+			out[[2]string{urn, n}] = true
+		}
+	}
+	return out
+}()
+
+// literalOf is x's literal in protobuf form (the form literal converts),
+// nil when x is not a literal.
+func literalOf(x expr.Expression) *substraitpb.Expression_Literal {
+	if l, ok := x.(expr.Literal); ok {
+		return l.ToProtoLiteral()
+	}
+	return nil
+}
+
+func isFieldRef(x expr.Expression) bool {
+	_, ok := x.(*expr.FieldReference)
+	return ok
+}
+
+func (d *subDecoder) expr(x expr.Expression, depth int) (Expr, error) {
 	if depth > maxJSONDepth {
 		return nil, bindErr("Substrait expression nests more than %d levels", maxJSONDepth)
 	}
-	switch {
-	case x.GetLiteral() != nil:
-		lit := x.GetLiteral()
+	switch v := x.(type) {
+	case expr.Literal:
+		lit := v.ToProtoLiteral()
 		if _, ok := lit.GetLiteralType().(*substraitpb.Expression_Literal_Boolean); ok {
 			return Const{Value: lit.GetBoolean()}, nil
 		}
@@ -141,11 +195,10 @@ func (d *subDecoder) expr(x *substraitpb.Expression, depth int) (Expr, error) {
 			return Const{Value: false}, nil
 		}
 		return nil, bindErr("Substrait predicate is a non-boolean literal")
-	case x.GetScalarFunction() != nil:
-		return d.function(x.GetScalarFunction(), depth)
-	case x.GetSingularOrList() != nil:
-		sol := x.GetSingularOrList()
-		id, ok, err := d.fieldRef(sol.GetValue())
+	case *expr.ScalarFunction:
+		return d.function(v, depth)
+	case *expr.SingularOrList:
+		id, ok, err := d.fieldRef(v.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -153,19 +206,20 @@ func (d *subDecoder) expr(x *substraitpb.Expression, depth int) (Expr, error) {
 			return Residual{Reason: "IN over an expression that is not a column"}, nil
 		}
 		l := &Leaf{FieldID: id, Op: OpIn}
-		for _, o := range sol.GetOptions() {
-			if o.GetLiteral() == nil {
+		for _, o := range v.Options {
+			lit := literalOf(o)
+			if lit == nil {
 				return Residual{Reason: "IN list with a non-literal option"}, nil
 			}
-			v, err := d.literal(o.GetLiteral(), id)
+			val, err := d.literal(lit, id)
 			if err != nil {
 				return nil, err
 			}
-			l.Raw = append(l.Raw, v)
+			l.Raw = append(l.Raw, val)
 		}
 		return l, nil
-	case x.GetSelection() != nil:
-		id, ok, err := d.fieldRef(x)
+	case *expr.FieldReference:
+		id, ok, err := d.fieldRef(v)
 		if err != nil {
 			return nil, err
 		}
@@ -177,29 +231,42 @@ func (d *subDecoder) expr(x *substraitpb.Expression, depth int) (Expr, error) {
 	return Residual{Reason: "Substrait expression kind not used for pruning"}, nil
 }
 
-func (d *subDecoder) args(f *substraitpb.Expression_ScalarFunction) []*substraitpb.Expression {
-	var out []*substraitpb.Expression
-	for _, a := range f.GetArguments() {
-		out = append(out, a.GetValue())
+// args are f's arguments, each a value (an enum argument is refused).
+func (d *subDecoder) args(f *expr.ScalarFunction, name string) ([]expr.Expression, error) {
+	out := make([]expr.Expression, f.NArgs())
+	for i := range out {
+		a, ok := f.Arg(i).(expr.Expression)
+		if !ok || a == nil {
+			return nil, bindErr("Substrait function %s: argument %d is not a value", name, i)
+		}
+		out[i] = a
 	}
-	if len(out) == 0 {
-		out = f.GetArgs()
-	}
-	return out
+	return out, nil
 }
 
 var flipped = map[Op]Op{OpLt: OpGt, OpLtEq: OpGtEq, OpGt: OpLt, OpGtEq: OpLtEq, OpEq: OpEq}
 
-func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth int) (Expr, error) {
-	name, ok := d.funcs[f.GetFunctionReference()]
-	if !ok {
-		return nil, bindErr("Substrait function reference %d is not declared in the expression's extensions", f.GetFunctionReference())
+// functionName is f's name without its signature when it is one of
+// knownFunctions, else "".
+func functionName(f *expr.ScalarFunction) string {
+	name := f.Name()
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
 	}
-	args := d.args(f)
-	for i, a := range args {
-		if a == nil {
-			return nil, bindErr("Substrait function %s: argument %d is not a value", name, i)
-		}
+	if !knownFunctions[[2]string{f.ID().URN, name}] {
+		return ""
+	}
+	return name
+}
+
+func (d *subDecoder) function(f *expr.ScalarFunction, depth int) (Expr, error) {
+	name := functionName(f)
+	if name == "" {
+		return Residual{Reason: "Substrait function " + perr.Quote(f.ID().Name) + " of extension " + perr.Quote(f.ID().URN)}, nil
+	}
+	args, err := d.args(f, name)
+	if err != nil {
+		return nil, err
 	}
 	switch name {
 	case "and", "or":
@@ -243,7 +310,7 @@ func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth in
 		}
 		op := map[string]Op{"equal": OpEq, "not_equal": OpEq, "lt": OpLt, "lte": OpLtEq, "gt": OpGt, "gte": OpGtEq, "starts_with": OpStartsWith}[name]
 		col, lit := args[0], args[1]
-		if col.GetLiteral() != nil && lit.GetSelection() != nil {
+		if literalOf(col) != nil && isFieldRef(lit) {
 			if name == "starts_with" {
 				return Residual{Reason: "starts_with with the column as the prefix"}, nil
 			}
@@ -253,14 +320,15 @@ func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth in
 		if err != nil || !ok {
 			return residualOr(name+" over an expression that is not a column", err)
 		}
-		if lit.GetLiteral() == nil {
+		l := literalOf(lit)
+		if l == nil {
 			return Residual{Reason: name + " between two non-literal expressions"}, nil
 		}
-		if lit.GetLiteral().GetNull() != nil {
+		if l.GetNull() != nil {
 			// Comparing with NULL is never TRUE.
 			return Const{Value: false}, nil
 		}
-		v, err := d.literal(lit.GetLiteral(), id)
+		v, err := d.literal(l, id)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +341,7 @@ func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth in
 		if err != nil || !ok {
 			return residualOr("is_in over an expression that is not a column", err)
 		}
-		list := args[1].GetLiteral().GetList()
+		list := literalOf(args[1]).GetList()
 		if list == nil {
 			return Residual{Reason: "is_in without a literal list"}, nil
 		}
@@ -295,20 +363,21 @@ func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth in
 			return nil, bindErr("Substrait between takes three arguments, got %d", len(args))
 		}
 		id, ok, err := d.fieldRef(args[0])
-		if err != nil || !ok || args[1].GetLiteral() == nil || args[2].GetLiteral() == nil {
+		lo, hi := literalOf(args[1]), literalOf(args[2])
+		if err != nil || !ok || lo == nil || hi == nil {
 			return residualOr("between over non-literal bounds", err)
 		}
-		lo, err := d.literal(args[1].GetLiteral(), id)
+		lov, err := d.literal(lo, id)
 		if err != nil {
 			return nil, err
 		}
-		hi, err := d.literal(args[2].GetLiteral(), id)
+		hiv, err := d.literal(hi, id)
 		if err != nil {
 			return nil, err
 		}
 		return And{Kids: []Expr{
-			&Leaf{FieldID: id, Op: OpGtEq, Raw: []iceberg.Literal{lo}},
-			&Leaf{FieldID: id, Op: OpLtEq, Raw: []iceberg.Literal{hi}},
+			&Leaf{FieldID: id, Op: OpGtEq, Raw: []iceberg.Literal{lov}},
+			&Leaf{FieldID: id, Op: OpLtEq, Raw: []iceberg.Literal{hiv}},
 		}}, nil
 	}
 	return Residual{Reason: "Substrait function " + name}, nil
@@ -316,39 +385,37 @@ func (d *subDecoder) function(f *substraitpb.Expression_ScalarFunction, depth in
 
 // fieldRef resolves a direct field reference from the root to a field id.
 // ok is false for expressions that are not plain column references.
-func (d *subDecoder) fieldRef(x *substraitpb.Expression) (id int, ok bool, err error) {
+func (d *subDecoder) fieldRef(x expr.Expression) (id int, ok bool, err error) {
 	if x == nil {
 		return 0, false, bindErr("Substrait argument is missing")
 	}
-	if c := x.GetCast(); c != nil {
-		// A cast of a column compares converted values; not prunable here.
+	ref, isRef := x.(*expr.FieldReference)
+	if !isRef || ref.Root != expr.RootReference {
+		// A cast of a column compares converted values, an outer or
+		// lambda reference is no column: not prunable here.
 		return 0, false, nil
 	}
-	sel := x.GetSelection()
-	if sel == nil || sel.GetRootReference() == nil {
-		return 0, false, nil
-	}
-	seg := sel.GetDirectReference()
+	seg, _ := ref.Reference.(expr.ReferenceSegment)
 	fields := d.schema.Fields()
 	var f iceberg.NestedField
 	for depth := 0; ; depth++ {
-		sf := seg.GetStructField()
-		if sf == nil {
+		sf, isStruct := seg.(*expr.StructFieldRef)
+		if !isStruct || sf == nil {
 			return 0, false, nil
 		}
-		pos := int(sf.GetField())
+		pos := int(sf.Field)
 		if pos < 0 || pos >= len(fields) {
 			return 0, false, bindErr("Substrait field reference %d is out of range (the struct has %d fields)", pos, len(fields))
 		}
 		f = fields[pos]
-		if sf.GetChild() == nil {
+		if sf.Child == nil {
 			return f.ID, true, nil
 		}
 		st, isStruct := f.Type.(*iceberg.StructType)
 		if !isStruct {
-			return 0, false, bindErr("Substrait field reference descends into %s, which is not a struct", f.Name)
+			return 0, false, bindErr("Substrait field reference descends into %s, which is not a struct", perr.Quote(f.Name))
 		}
-		fields, seg = st.FieldList, sf.GetChild()
+		fields, seg = st.FieldList, sf.Child
 		if depth > 256 {
 			return 0, false, bindErr("Substrait field reference is too deep")
 		}
@@ -444,7 +511,7 @@ func precisionTimestamp(precision int32, v int64) (iceberg.Literal, error) {
 // like decodes like(col, pattern) (case_sensitivity CASE_INSENSITIVE:
 // ILIKE), contains(col, s) (LIKE '%s%') and ends_with(col, s) (LIKE
 // '%s'), s's wildcards escaped.
-func (d *subDecoder) like(name string, f *substraitpb.Expression_ScalarFunction, args []*substraitpb.Expression) (Expr, error) {
+func (d *subDecoder) like(name string, f *expr.ScalarFunction, args []expr.Expression) (Expr, error) {
 	if len(args) != 2 {
 		return nil, bindErr("Substrait %s takes two arguments, got %d", name, len(args))
 	}
@@ -452,7 +519,7 @@ func (d *subDecoder) like(name string, f *substraitpb.Expression_ScalarFunction,
 	if err != nil || !ok {
 		return residualOr(name+" over an expression that is not a column", err)
 	}
-	lit := args[1].GetLiteral()
+	lit := literalOf(args[1])
 	if lit == nil {
 		return Residual{Reason: name + " with a pattern that is not a literal"}, nil
 	}
@@ -477,7 +544,7 @@ func (d *subDecoder) like(name string, f *substraitpb.Expression_ScalarFunction,
 		case "CASE_INSENSITIVE":
 			op = OpILike
 		default:
-			return Residual{Reason: name + " with case_sensitivity " + o.GetPreference()[0]}, nil
+			return Residual{Reason: name + " with case_sensitivity " + perr.Quote(o.GetPreference()[0])}, nil
 		}
 	}
 	pat := string(str)
@@ -504,7 +571,7 @@ func EscapeLike(s string) string {
 
 // anyMatch decodes any_match(list, (x) -> equal(x, v)) as
 // ARRAY_CONTAINS(list, v); any other lambda is a residual.
-func (d *subDecoder) anyMatch(args []*substraitpb.Expression) (Expr, error) {
+func (d *subDecoder) anyMatch(args []expr.Expression) (Expr, error) {
 	if len(args) != 2 {
 		return nil, bindErr("Substrait any_match takes two arguments, got %d", len(args))
 	}
@@ -512,25 +579,34 @@ func (d *subDecoder) anyMatch(args []*substraitpb.Expression) (Expr, error) {
 	if err != nil || !ok {
 		return residualOr("any_match over an expression that is not a column", err)
 	}
-	lam := args[1].GetLambda()
-	body := lam.GetBody().GetScalarFunction()
-	if lam == nil || len(lam.GetParameters().GetTypes()) != 1 || body == nil || d.funcs[body.GetFunctionReference()] != "equal" {
-		return Residual{Reason: "any_match with a lambda other than x = literal"}, nil
+	other := Residual{Reason: "any_match with a lambda other than x = literal"}
+	lam, isLambda := args[1].(*expr.Lambda)
+	if !isLambda || lam.Parameters == nil || len(lam.Parameters.Types) != 1 {
+		return other, nil
 	}
-	bargs := d.args(body)
-	if len(bargs) != 2 {
-		return Residual{Reason: "any_match with a lambda other than x = literal"}, nil
+	body, isFunc := lam.Body.(*expr.ScalarFunction)
+	if !isFunc || functionName(body) != "equal" || body.NArgs() != 2 {
+		return other, nil
+	}
+	bargs, err := d.args(body, "equal")
+	if err != nil {
+		return nil, err
 	}
 	param, lit := bargs[0], bargs[1]
-	if param.GetLiteral() != nil {
+	if literalOf(param) != nil {
 		param, lit = lit, param
 	}
-	ref := param.GetSelection()
-	seg := ref.GetDirectReference().GetStructField()
-	if ref.GetLambdaParameterReference() == nil || ref.GetLambdaParameterReference().GetStepsOut() != 0 || seg == nil || seg.GetField() != 0 || seg.GetChild() != nil || lit.GetLiteral() == nil {
-		return Residual{Reason: "any_match with a lambda other than x = literal"}, nil
+	ref, isRef := param.(*expr.FieldReference)
+	if !isRef {
+		return other, nil
 	}
-	if lit.GetLiteral().GetNull() != nil {
+	root, isParam := ref.Root.(expr.LambdaParameterReference)
+	seg, isStruct := ref.Reference.(*expr.StructFieldRef)
+	l := literalOf(lit)
+	if !isParam || root.StepsOut != 0 || !isStruct || seg.Field != 0 || seg.Child != nil || l == nil {
+		return other, nil
+	}
+	if l.GetNull() != nil {
 		return Const{Value: false}, nil
 	}
 	elemID := id
@@ -539,7 +615,7 @@ func (d *subDecoder) anyMatch(args []*substraitpb.Expression) (Expr, error) {
 			elemID = lt.ElementID
 		}
 	}
-	v, err := d.literal(lit.GetLiteral(), elemID)
+	v, err := d.literal(l, elemID)
 	if err != nil {
 		return nil, err
 	}
