@@ -1,9 +1,12 @@
 // Package predicate holds query predicates bound to Iceberg field ids: the
-// two wire decoders (Substrait ExtendedExpression, Iceberg expression JSON),
-// binding against a table schema, normalization, and row-level evaluation
-// (the oracle of the differential tests and the connector's residual).
+// two wire decoders (Substrait ExtendedExpression read with substrait-go,
+// Iceberg expression JSON), the conversion of an iceberg-go bound
+// expression in the process that holds it (FromBound), binding against a
+// table schema, normalization, and row-level evaluation (the oracle of the
+// differential tests and the connector's residual).
 //
 //	wire bytes ──Decode*──▶ Expr (field ids, raw literals)
+//	bound iceberg-go expression ──FromBound──▶ Expr (the same, no wire)
 //	            ──Bind(schema)──▶ Expr (typed Values, NOT pushed to leaves)
 //	            ──▶ planner tiers ask MightMatch per file / row group / page
 //
