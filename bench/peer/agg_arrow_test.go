@@ -14,6 +14,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // DuckDB fed by the connector's pushdown read: the query's WHERE and
@@ -21,11 +22,11 @@ import (
 // and registered as an Arrow view, the aggregation run by DuckDB.
 func init() {
 	arrowEngine = func(ctx context.Context, conn *connector.Connector, table string, q aggQuery) (int, error) {
-		st, err := sqlexec.Parse(fmt.Sprintf(q.sql, table))
+		st, err := sqlstmt.Parse(fmt.Sprintf(q.sql, table))
 		if err != nil {
 			return 0, err
 		}
-		cq := st.ConnectorQuery(sqlexec.Options{})
+		cq := sqlexec.ConnectorQuery(st, sqlexec.Options{})
 		if len(cq.Select) == 0 {
 			cq.Select = []string{"id"}
 		}

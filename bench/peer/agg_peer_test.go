@@ -33,6 +33,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 type aggQuery struct {
@@ -132,7 +133,7 @@ func TestAggregateBenchmark(t *testing.T) {
 	timed := func(q aggQuery, o sqlexec.Options) (float64, sqlexec.Stats) {
 		var stats sqlexec.Stats
 		ms, err := warm(func() error {
-			st, err := sqlexec.Parse(fmt.Sprintf(q.sql, name))
+			st, err := sqlstmt.Parse(fmt.Sprintf(q.sql, name))
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // Aggregates through the one SQL front end (sqlexec over the connector)
@@ -280,7 +281,7 @@ func loadAggregateTable(t *testing.T) *aggregateTable {
 // run answers q (its %s the table) with o.
 func (at *aggregateTable) run(t *testing.T, q string, o sqlexec.Options) ([][]any, *sqlexec.Result) {
 	t.Helper()
-	st, err := sqlexec.Parse(fmt.Sprintf(q, at.name))
+	st, err := sqlstmt.Parse(fmt.Sprintf(q, at.name))
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}

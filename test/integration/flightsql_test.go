@@ -30,6 +30,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // flightIdentities: admin reads everything, alice only fsql_it/open*.
@@ -531,7 +532,7 @@ func TestADBCPythonReadsAFilterAGroupByAndAPreparedStatement(t *testing.T) {
 	defer conn.Close()
 	answer := func(q string) [][]string {
 		t.Helper()
-		st, err := sqlexec.Parse(q)
+		st, err := sqlstmt.Parse(q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,9 +15,10 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
-const querySupported = sqlexec.Supported
+const querySupported = sqlstmt.Supported
 
 func init() {
 	register(&subcommand{
@@ -99,7 +100,7 @@ func runQuery(args []string) error {
 	if minVolumeRows == 0 {
 		minVolumeRows = -1 // Options: negative asks the volume however small
 	}
-	st, err := sqlexec.Parse(*sql)
+	st, err := sqlstmt.Parse(*sql)
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func runQuery(args []string) error {
 	defer conn.Close()
 	eo := sqlexec.Options{Snapshot: *snapshot, Nprobe: *nprobe, NoMetadataAnswers: *noPushdown, AggregateAt: aa}
 	if *explain {
-		cq := st.ConnectorQuery(eo)
+		cq := sqlexec.ConnectorQuery(st, eo)
 		resp, err := conn.Explain(ctx, cq)
 		if err != nil {
 			return err

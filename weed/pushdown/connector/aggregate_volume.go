@@ -118,7 +118,7 @@ func (a *aggregateCounters) chose(volume bool, reason string) {
 
 // AggregateOnVolumes plans aq and aggregates each planned file on the
 // volume holding it, handing each file's partial states (one Arrow record,
-// a row per group: see sqlexec.Partials) to partial and the rows of the
+// a row per group: see sqlstmt.Partials) to partial and the rows of the
 // files read here instead to rows. A NotAggregatedError means neither
 // sink was called.
 func (c *Connector) AggregateOnVolumes(ctx context.Context, aq AggregateQuery, partial, rows func(arrow.RecordBatch) error) (*Result, error) {

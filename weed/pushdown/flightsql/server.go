@@ -43,6 +43,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/version"
 )
 
@@ -104,7 +105,7 @@ type session struct {
 type prepared struct {
 	owner  string // session id
 	sql    string
-	st     *sqlexec.Statement
+	st     *sqlstmt.Statement
 	params []any
 }
 
@@ -198,11 +199,11 @@ func newToken() string {
 
 // statement parses sql, refusing what the front end does not support
 // with an error naming it.
-func statement(sql string) (*sqlexec.Statement, error) {
+func statement(sql string) (*sqlstmt.Statement, error) {
 	if len(sql) > maxSQLBytes {
 		return nil, perr.New(perr.ResourceExhausted, "SQL of %d bytes: at most %d", len(sql), maxSQLBytes)
 	}
-	return sqlexec.Parse(sql)
+	return sqlstmt.Parse(sql)
 }
 
 func (s *Server) flightInfo(desc *flight.FlightDescriptor, ticket []byte, sch *arrow.Schema) *flight.FlightInfo {
@@ -267,7 +268,7 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd afsql.StatementQueryTic
 }
 
 // run answers st for ses, streaming its records.
-func (s *Server) run(ctx context.Context, ses *session, ticket string, st *sqlexec.Statement) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+func (s *Server) run(ctx context.Context, ses *session, ticket string, st *sqlstmt.Statement) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	conn, err := s.connectorFor(ctx, ses)
 	if err != nil {
 		return nil, nil, grpcutil.ToStatus(err)
@@ -545,7 +546,7 @@ func paramValue(a arrow.Array, r int) (any, error) {
 }
 
 // boundStatement is a prepared statement with its parameters.
-func (p *prepared) boundStatement() (*sqlexec.Statement, error) {
+func (p *prepared) boundStatement() (*sqlstmt.Statement, error) {
 	return p.st.Bind(p.params)
 }
 

@@ -24,13 +24,16 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // planCount counts st's rows from its plan. note, when set, says why it
 // could not (then read and count).
-func planCount(ctx context.Context, conn *connector.Connector, st *Statement, column string, o Options) (n int64, stats connector.Stats, note string, err error) {
+func planCount(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, column string, o Options) (n int64, stats connector.Stats, note string, err error) {
 	start := time.Now()
-	resp, err := conn.Explain(ctx, connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where, Clause: st.where, Select: []string{column}})
+	q := query(st, o)
+	q.Vector, q.Select = nil, []string{column}
+	resp, err := conn.Explain(ctx, q)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, stats, "", ctx.Err()

@@ -1,3 +1,15 @@
+// Package sqlexec is the one SQL front end of lakeweed: `weed pushdown
+// query` and the Flight SQL endpoint both run a SELECT (parsed by sqlstmt)
+// here, over the connector's streamed Arrow records.
+//
+//	sqlstmt.Statement ─▶ WHERE (parsed once: its sqlpred.Clause), the columns read
+//	   │                  ─▶ connector.Stream (pushdown: pages, ReadRows, volume scans, vectors)
+//	   │  records ─▶ plain SELECT: sqlstmt.Layout, streamed through (LIMIT/OFFSET in the connector)
+//	   │          ─▶ ORDER BY columns: sqlstmt.Sorter ─▶ Cut
+//	   │          ─▶ GROUP BY / aggregates: sqlstmt.Aggregator (here), or the volumes'
+//	   │             partial states merged (connector.AggregateOnVolumes) ─▶ Finish ─▶ Cut
+//	   ▼
+//	COUNT(*) alone: answered from the plan (row counts − deleted positions), reading no data (count.go)
 package sqlexec
 
 import (
@@ -15,11 +27,9 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
-
-// MaxVectorK bounds the LIMIT of a vector query.
-const MaxVectorK = connector.MaxVectorK
 
 // Options tune one execution.
 type Options struct {
@@ -63,15 +73,15 @@ type Result struct {
 }
 
 // Run answers st, handing its records to sink in order.
-func Run(ctx context.Context, conn *connector.Connector, st *Statement, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
-	if st.sel != nil && st.Params > 0 && st.Table == "" {
+func Run(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
+	if st.Params > 0 && st.Table == "" {
 		return nil, perr.New(perr.InvalidArgument, "SQL: the statement takes %d parameters; bind them first", st.Params)
 	}
 	schema, err := tableSchema(ctx, conn, st.Table, o.Snapshot)
 	if err != nil {
 		return nil, err
 	}
-	st, err = st.canonical(schema)
+	st, err = canonical(st, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +94,10 @@ func Run(ctx context.Context, conn *connector.Connector, st *Statement, o Option
 	return runPlain(ctx, conn, st, o, sink)
 }
 
-// canonical is st with every column spelled as the schema spells it.
-func (st *Statement) canonical(schema *iceberg.Schema) (*Statement, error) {
-	c := *st
-	resolve := func(name string) (string, error) {
+// canonical is st with every column spelled as the schema spells it (a
+// vector query's distance column as it is).
+func canonical(st *sqlstmt.Statement, schema *iceberg.Schema) (*sqlstmt.Statement, error) {
+	return st.Canonical(func(name string) (string, error) {
 		if name == connector.DistanceColumn && st.Vector != nil {
 			return name, nil
 		}
@@ -99,88 +109,29 @@ func (st *Statement) canonical(schema *iceberg.Schema) (*Statement, error) {
 			return "", perr.New(perr.InvalidArgument, "SQL: %v", sqlpred.UnknownColumn(name, schema))
 		}
 		return r, nil
-	}
-	c.Items = make([]Item, len(st.Items))
-	for i, it := range st.Items {
-		var err error
-		if it.Agg == nil {
-			if it.Column, err = resolve(it.Column); err != nil {
-				return nil, err
-			}
-		} else if it.Agg.Column != "" {
-			a := *it.Agg
-			if a.Column, err = resolve(a.Column); err != nil {
-				return nil, err
-			}
-			it.Agg = &a
-		}
-		c.Items[i] = it
-	}
-	c.GroupBy = make([]string, len(st.GroupBy))
-	for i, g := range st.GroupBy {
-		var err error
-		if c.GroupBy[i], err = resolve(g); err != nil {
-			return nil, err
-		}
-	}
-	return &c, nil
+	})
 }
 
-func (st *Statement) query(o Options) connector.Query {
-	q := connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where, Clause: st.where}
+// query is the connector's read of st's rows (its WHERE as parsed with
+// it), before columns, LIMIT and OFFSET are chosen.
+func query(st *sqlstmt.Statement, o Options) connector.Query {
+	q := connector.Query{Table: st.Table, Snapshot: o.Snapshot, Where: st.Where}
+	if c, err := st.WhereClause(); err == nil {
+		q.Clause = c // else the connector parses Where and says what is wrong
+	}
 	if st.Vector != nil {
 		q.Vector = &connector.VectorQuery{Column: st.Vector.Column, Metric: vector.Metric(st.Vector.Metric), Vector: st.Vector.Vector, Nprobe: o.Nprobe}
 	}
 	return q
 }
 
-// readColumns are the distinct table columns of items (and extra), in
-// first-use order.
-func readColumns(items []Item, extra []string) []string {
-	var out []string
-	add := func(c string) {
-		if c != "" && !contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	for _, g := range extra {
-		add(g)
-	}
-	for _, it := range items {
-		if it.Agg != nil {
-			add(it.Agg.Column)
-		} else {
-			add(it.Column)
-		}
-	}
-	return out
-}
-
-// layout rebuilds rec (columns in read order) in item order, named by
-// the items; hidden items only when withHidden.
-func layout(rec arrow.RecordBatch, items []Item, columns []string, withHidden bool) arrow.RecordBatch {
-	var fields []arrow.Field
-	var cols []arrow.Array
-	for _, it := range items {
-		if it.Hidden && !withHidden {
-			continue
-		}
-		at := readColumn(columns, it.Column)
-		f := rec.Schema().Field(at)
-		f.Name = it.Name
-		fields = append(fields, f)
-		cols = append(cols, rec.Column(at))
-	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
-}
-
 // runPlain streams a SELECT of columns: LIMIT and OFFSET are the
 // connector's.
-func runPlain(ctx context.Context, conn *connector.Connector, st *Statement, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
-	q := st.query(o)
+func runPlain(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
+	q := query(st, o)
 	var columns []string
 	if !st.Star {
-		columns = readColumns(st.Items, nil)
+		columns = sqlstmt.ReadColumns(st.Items, nil)
 		q.Select = columns
 	}
 	q.Limit, q.Offset = st.Limit, st.Offset
@@ -197,7 +148,7 @@ func runPlain(ctx context.Context, conn *connector.Connector, st *Statement, o O
 		if st.Star {
 			return sink(rec)
 		}
-		out := layout(rec, st.Items, columns, false)
+		out := sqlstmt.Layout(rec, st.Items, columns, false)
 		defer out.Release()
 		return sink(out)
 	})
@@ -207,7 +158,7 @@ func runPlain(ctx context.Context, conn *connector.Connector, st *Statement, o O
 	out := &Result{Schema: res.Schema, Stats: Stats{Stats: res.Stats, RowsRead: res.Stats.Rows, AnsweredBy: "scan"}}
 	if !st.Star && res.Schema != nil && res.Schema.NumFields() >= len(columns) {
 		empty := emptyRecord(res.Schema)
-		shaped := layout(empty, st.Items, columns, false)
+		shaped := sqlstmt.Layout(empty, st.Items, columns, false)
 		out.Schema = shaped.Schema()
 		shaped.Release()
 		empty.Release()
@@ -227,31 +178,34 @@ func emptyRecord(sch *arrow.Schema) arrow.RecordBatch {
 
 // runSorted reads every matching row's columns, sorts them and hands on
 // OFFSET … LIMIT.
-func runSorted(ctx context.Context, conn *connector.Connector, st *Statement, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
+func runSorted(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
 	if st.Vector != nil {
-		return nil, unsupported("ORDER BY columns with a vector distance")
+		return nil, sqlstmt.Unsupported("ORDER BY columns with a vector distance")
 	}
-	q := st.query(o)
-	columns := readColumns(st.Items, nil)
+	q := query(st, o)
+	columns := sqlstmt.ReadColumns(st.Items, nil)
 	q.Select = columns
-	s := newSorter(st.Orders, st)
-	defer s.release()
+	s := sqlstmt.NewSorter(st.Orders, st)
+	defer s.Release()
 	res, err := conn.Stream(ctx, q, func(rec arrow.RecordBatch) error {
-		shaped := layout(rec, st.Items, columns, true)
+		shaped := sqlstmt.Layout(rec, st.Items, columns, true)
 		defer shaped.Release()
-		return s.add(ctx, shaped)
+		return s.Add(ctx, shaped)
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := &Result{Stats: Stats{Stats: res.Stats, RowsRead: res.Stats.Rows, AnsweredBy: "scan"}}
-	if len(s.recs) == 0 {
+	if s.Len() == 0 {
 		empty := emptyRecord(res.Schema)
 		defer empty.Release()
-		shaped := layout(empty, st.Items, columns, true)
-		s.recs = append(s.recs, shaped)
+		shaped := sqlstmt.Layout(empty, st.Items, columns, true)
+		defer shaped.Release()
+		if err := s.Add(ctx, shaped); err != nil {
+			return nil, err
+		}
 	}
-	sorted, err := s.sorted(ctx)
+	sorted, err := s.Sorted(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -260,22 +214,8 @@ func runSorted(ctx context.Context, conn *connector.Connector, st *Statement, o 
 }
 
 // emit hands on rows OFFSET … LIMIT of rec without its hidden items.
-func emit(st *Statement, rec arrow.RecordBatch, out *Result, sink func(arrow.RecordBatch) error) (*Result, error) {
-	start, end := min(st.Offset, rec.NumRows()), rec.NumRows()
-	if st.HasLimit {
-		end = min(end, start+st.Limit)
-	}
-	cut := rec.NewSlice(start, end)
-	defer cut.Release()
-	var fields []arrow.Field
-	var cols []arrow.Array
-	for i, it := range st.Items {
-		if !it.Hidden {
-			fields = append(fields, cut.Schema().Field(i))
-			cols = append(cols, cut.Column(i))
-		}
-	}
-	final := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, cut.NumRows())
+func emit(st *sqlstmt.Statement, rec arrow.RecordBatch, out *Result, sink func(arrow.RecordBatch) error) (*Result, error) {
+	final := st.Cut(rec)
 	defer final.Release()
 	out.Schema = final.Schema()
 	out.Stats.Rows = final.NumRows()
@@ -289,22 +229,22 @@ func emit(st *Statement, rec arrow.RecordBatch, out *Result, sink func(arrow.Rec
 
 // runAggregate groups and aggregates the matching rows (or, for COUNT(*)
 // alone, counts them from the plan), then HAVING, ORDER BY, OFFSET, LIMIT.
-func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement, schema *iceberg.Schema, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
+func runAggregate(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, schema *iceberg.Schema, o Options, sink func(arrow.RecordBatch) error) (*Result, error) {
 	if st.Vector != nil {
-		return nil, unsupported("aggregates with ORDER BY a vector distance")
+		return nil, sqlstmt.Unsupported("aggregates with ORDER BY a vector distance")
 	}
-	columns := readColumns(st.Items, st.GroupBy)
+	columns := sqlstmt.ReadColumns(st.Items, st.GroupBy)
 	countOnly := countsRowsOnly(st, schema)
 	if countOnly {
 		// every item is a row count: COUNT(*)
 		rows := *st
-		rows.Items = make([]Item, len(st.Items))
+		rows.Items = make([]sqlstmt.Item, len(st.Items))
 		for i, it := range st.Items {
-			it.Agg = &Agg{Func: Count}
+			it.Agg = &sqlstmt.Agg{Func: sqlstmt.Count}
 			rows.Items[i] = it
 		}
 		st = &rows
-		where, err := st.whereClause()
+		where, err := st.WhereClause()
 		if err != nil {
 			return nil, err
 		}
@@ -314,7 +254,7 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 		}
 		columns = []string{c}
 	}
-	a := newAggregator(st, columns)
+	a := sqlstmt.NewAggregator(st, columns)
 	out := &Result{Stats: Stats{AnsweredBy: "scan"}}
 	var readSchema *arrow.Schema
 	answered := false
@@ -327,10 +267,7 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 			answered = true
 			out.Stats.Stats = pst
 			out.Stats.AnsweredBy = "plan"
-			g := a.newGroup(nil, nil)
-			for i := range g.accs {
-				g.accs[i].n = n
-			}
+			a.SetRowCount(n)
 			readSchema, err = arrowSchemaOf(schema, columns)
 			if err != nil {
 				return nil, err
@@ -345,7 +282,7 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 		}
 	}
 	if !answered {
-		q := st.query(o)
+		q := query(st, o)
 		q.Select = columns
 		var counted *arrow.Schema
 		if countOnly {
@@ -354,12 +291,12 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 			if counted, err = arrowSchemaOf(schema, columns); err != nil {
 				return nil, err
 			}
-			if err := a.init(counted); err != nil {
+			if err := a.Init(counted); err != nil {
 				return nil, err
 			}
 			q.CountOnly = true
 		}
-		res, err := conn.Stream(ctx, q, func(rec arrow.RecordBatch) error { return a.add(rec) })
+		res, err := conn.Stream(ctx, q, func(rec arrow.RecordBatch) error { return a.Add(rec) })
 		if err != nil {
 			return nil, err
 		}
@@ -376,18 +313,13 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *Statement,
 
 // finishAggregate hands on the groups a holds: HAVING, ORDER BY, OFFSET,
 // LIMIT.
-func finishAggregate(ctx context.Context, st *Statement, a *aggregator, readSchema *arrow.Schema, out *Result, sink func(arrow.RecordBatch) error) (*Result, error) {
-	rec, err := a.finish(readSchema, memory.DefaultAllocator)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Release()
-	out.Stats.Groups = int64(len(a.groups))
-	sorted, err := sortRecord(ctx, rec, st.Orders)
+func finishAggregate(ctx context.Context, st *sqlstmt.Statement, a *sqlstmt.Aggregator, readSchema *arrow.Schema, out *Result, sink func(arrow.RecordBatch) error) (*Result, error) {
+	sorted, err := a.Finish(ctx, readSchema)
 	if err != nil {
 		return nil, err
 	}
 	defer sorted.Release()
+	out.Stats.Groups = int64(a.Groups())
 	return emit(st, sorted, out, sink)
 }
 
@@ -462,10 +394,10 @@ func arrowSchemaOf(schema *iceberg.Schema, columns []string) (*arrow.Schema, err
 }
 
 // ConnectorQuery is the read st makes (for an explanation of its plan).
-func (st *Statement) ConnectorQuery(o Options) connector.Query {
-	q := st.query(o)
+func ConnectorQuery(st *sqlstmt.Statement, o Options) connector.Query {
+	q := query(st, o)
 	if !st.Star {
-		q.Select = readColumns(st.Items, st.GroupBy)
+		q.Select = sqlstmt.ReadColumns(st.Items, st.GroupBy)
 	}
 	if !st.Aggregate && len(st.Orders) == 0 {
 		q.Limit, q.Offset = st.Limit, st.Offset
@@ -487,12 +419,12 @@ func tableSchema(ctx context.Context, conn *connector.Connector, name string, sn
 // countsRowsOnly: every item counts rows — COUNT(*), or COUNT of a
 // required column (never NULL) — with no GROUP BY, so the answer is the
 // number of matching rows.
-func countsRowsOnly(st *Statement, schema *iceberg.Schema) bool {
+func countsRowsOnly(st *sqlstmt.Statement, schema *iceberg.Schema) bool {
 	if len(st.GroupBy) > 0 {
 		return false
 	}
 	for _, it := range st.Items {
-		if it.Agg == nil || it.Agg.Func != Count || it.Agg.Distinct {
+		if it.Agg == nil || it.Agg.Func != sqlstmt.Count || it.Agg.Distinct {
 			return false
 		}
 		if it.Agg.Column != "" {
@@ -509,9 +441,9 @@ func countsRowsOnly(st *Statement, schema *iceberg.Schema) bool {
 // states and merges them into a (files they cannot aggregate are read and
 // added to a). answered false: nothing was added, read instead (the reason
 // in Stats.AggregateNote).
-func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Statement, schema *iceberg.Schema, columns []string, a *aggregator,
+func volumeAggregate(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, schema *iceberg.Schema, columns []string, a *sqlstmt.Aggregator,
 	o Options, out *Result, countOnly bool) (answered bool, readSchema *arrow.Schema, err error) {
-	aggs, ok := PartialAggs(st)
+	aggs, ok := sqlstmt.PartialAggs(st)
 	if !ok {
 		out.Stats.AggregateNote = "COUNT(DISTINCT) has no partial state"
 		return false, nil, nil
@@ -519,13 +451,13 @@ func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Stateme
 	if readSchema, err = arrowSchemaOf(schema, columns); err != nil {
 		return false, nil, err
 	}
-	if err := a.init(readSchema); err != nil {
+	if err := a.Init(readSchema); err != nil {
 		return false, nil, err
 	}
-	q := st.query(o)
+	q := query(st, o)
 	q.Select = columns
 	q.CountOnly = countOnly // files read here hand on row counts only
-	aq := connector.AggregateQuery{Query: q, GroupBy: st.GroupBy, MaxGroups: MaxGroups, Site: o.AggregateAt}
+	aq := connector.AggregateQuery{Query: q, GroupBy: st.GroupBy, MaxGroups: sqlstmt.MaxGroups, Site: o.AggregateAt}
 	p := 0
 	for _, it := range st.Items {
 		if it.Agg == nil {
@@ -538,7 +470,7 @@ func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Stateme
 		aq.Aggregates = append(aq.Aggregates, call)
 		p++
 	}
-	res, err := conn.AggregateOnVolumes(ctx, aq, a.addPartials, a.add)
+	res, err := conn.AggregateOnVolumes(ctx, aq, a.AddPartials, a.Add)
 	var na *connector.NotAggregatedError
 	if errors.As(err, &na) {
 		out.Stats.AggregateNote = na.Reason
@@ -557,10 +489,10 @@ func volumeAggregate(ctx context.Context, conn *connector.Connector, st *Stateme
 	return true, readSchema, nil
 }
 
-var partialFuncs = map[Func]pushdown_pb.AggregateFunc{
-	Count: pushdown_pb.AggregateFunc_AGGREGATE_COUNT,
-	Sum:   pushdown_pb.AggregateFunc_AGGREGATE_SUM,
-	Min:   pushdown_pb.AggregateFunc_AGGREGATE_MIN,
-	Max:   pushdown_pb.AggregateFunc_AGGREGATE_MAX,
-	Avg:   pushdown_pb.AggregateFunc_AGGREGATE_AVG,
+var partialFuncs = map[sqlstmt.Func]pushdown_pb.AggregateFunc{
+	sqlstmt.Count: pushdown_pb.AggregateFunc_AGGREGATE_COUNT,
+	sqlstmt.Sum:   pushdown_pb.AggregateFunc_AGGREGATE_SUM,
+	sqlstmt.Min:   pushdown_pb.AggregateFunc_AGGREGATE_MIN,
+	sqlstmt.Max:   pushdown_pb.AggregateFunc_AGGREGATE_MAX,
+	sqlstmt.Avg:   pushdown_pb.AggregateFunc_AGGREGATE_AVG,
 }

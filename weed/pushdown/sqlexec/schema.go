@@ -11,12 +11,13 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // Schema is the Arrow schema of st's answer, from the table's schema
 // alone (nothing is read): what a Flight SQL client is told before it
 // fetches the rows (Conform makes every record of the answer carry it).
-func Schema(ctx context.Context, conn *connector.Connector, st *Statement, o Options) (*arrow.Schema, error) {
+func Schema(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, o Options) (*arrow.Schema, error) {
 	if st.Params > 0 && st.Table == "" {
 		return nil, perr.New(perr.InvalidArgument, "SQL: the statement takes %d parameters; bind them first", st.Params)
 	}
@@ -27,7 +28,7 @@ func Schema(ctx context.Context, conn *connector.Connector, st *Statement, o Opt
 	if st.Star {
 		return table.SchemaToArrowSchema(schema, nil, true, false)
 	}
-	st, err = st.canonical(schema)
+	st, err = canonical(st, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -60,22 +61,16 @@ func Schema(ctx context.Context, conn *connector.Connector, st *Statement, o Opt
 				f.Nullable = true
 			}
 			f.Metadata = arrow.Metadata{}
-		case it.Agg.Func == Count:
-			f = arrow.Field{Type: arrow.PrimitiveTypes.Int64}
-		case it.Agg.Func == Avg:
-			f = arrow.Field{Type: arrow.PrimitiveTypes.Float64, Nullable: true}
 		default:
-			arg, err := columnType(it.Agg.Column)
-			if err != nil {
-				return nil, err
-			}
-			f = arrow.Field{Type: plainType(arg.Type), Nullable: true}
-			if it.Agg.Func == Sum {
-				f.Type = arrow.PrimitiveTypes.Int64
-				if valueKind(arg.Type) == kFloat {
-					f.Type = arrow.PrimitiveTypes.Float64
+			var arg arrow.DataType
+			if it.Agg.Column != "" {
+				af, err := columnType(it.Agg.Column)
+				if err != nil {
+					return nil, err
 				}
+				arg = af.Type
 			}
+			f = arrow.Field{Type: it.Agg.ResultType(arg), Nullable: it.Agg.Func != sqlstmt.Count}
 		}
 		f.Name = it.Name
 		fields = append(fields, f)

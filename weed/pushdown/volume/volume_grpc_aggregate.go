@@ -22,7 +22,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // Limits of AggregateRows besides ScanRows' (row groups, row ranges,
@@ -43,7 +43,7 @@ const (
 //	   planned rows − deleted positions ─▶ (not exact) predicate.Eval
 //	   (IEEE) == TRUE, evaluateOnRows as ScanRows ─▶ decode the grouping
 //	   and argument columns (string columns as dictionaries: grouped by
-//	   dictionary code) ─▶ take the matching rows ─▶ sqlexec.Partials
+//	   dictionary code) ─▶ take the matching rows ─▶ sqlstmt.Partials
 //	─▶ one Arrow IPC record of partial states, a row per group
 //
 // Memory: one row group's grouping and argument columns decoded at a
@@ -110,12 +110,12 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 	}
 	// the columns read: grouping columns, then each aggregate's argument
 	var ids []int
-	aggs := make([]sqlexec.PartialAgg, len(req.GetAggregates()))
+	aggs := make([]sqlstmt.PartialAgg, len(req.GetAggregates()))
 	for _, id := range req.GetGroupFieldIds() {
 		ids = append(ids, int(id))
 	}
 	for i, a := range req.GetAggregates() {
-		aggs[i] = sqlexec.PartialAgg{Func: aggregateFuncs[a.GetFunc()], HasArg: a.GetFunc() != pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS}
+		aggs[i] = sqlstmt.PartialAgg{Func: aggregateFuncs[a.GetFunc()], HasArg: a.GetFunc() != pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS}
 		if aggs[i].HasArg {
 			ids = append(ids, int(a.GetFieldId()))
 		}
@@ -130,7 +130,7 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 	if m := req.GetMaxGroups(); m > 0 && m < int64(maxGroups) {
 		maxGroups = int(m)
 	}
-	partials, err := sqlexec.NewPartials(len(req.GetGroupFieldIds()), aggs, maxGroups)
+	partials, err := sqlstmt.NewPartials(len(req.GetGroupFieldIds()), aggs, maxGroups)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -235,13 +235,13 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 	return resp, nil
 }
 
-var aggregateFuncs = map[pushdown_pb.AggregateFunc]sqlexec.Func{
-	pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS: sqlexec.Count,
-	pushdown_pb.AggregateFunc_AGGREGATE_COUNT:      sqlexec.Count,
-	pushdown_pb.AggregateFunc_AGGREGATE_SUM:        sqlexec.Sum,
-	pushdown_pb.AggregateFunc_AGGREGATE_MIN:        sqlexec.Min,
-	pushdown_pb.AggregateFunc_AGGREGATE_MAX:        sqlexec.Max,
-	pushdown_pb.AggregateFunc_AGGREGATE_AVG:        sqlexec.Avg,
+var aggregateFuncs = map[pushdown_pb.AggregateFunc]sqlstmt.Func{
+	pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS: sqlstmt.Count,
+	pushdown_pb.AggregateFunc_AGGREGATE_COUNT:      sqlstmt.Count,
+	pushdown_pb.AggregateFunc_AGGREGATE_SUM:        sqlstmt.Sum,
+	pushdown_pb.AggregateFunc_AGGREGATE_MIN:        sqlstmt.Min,
+	pushdown_pb.AggregateFunc_AGGREGATE_MAX:        sqlstmt.Max,
+	pushdown_pb.AggregateFunc_AGGREGATE_AVG:        sqlstmt.Avg,
 }
 
 // storedLeaf is the file's column of a top-level primitive field it
@@ -266,7 +266,7 @@ func storedLeaf(schema *iceberg.Schema, cm *plan.ColumnMap, id int) (int, error)
 // first, n of them) and folds the rows of matched (file positions) into
 // partials.
 func aggregateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, rg int, first, n int64, leaves []int,
-	readSchema *arrow.Schema, matched *roaring64.Bitmap, partials *sqlexec.Partials) error {
+	readSchema *arrow.Schema, matched *roaring64.Bitmap, partials *sqlstmt.Partials) error {
 	distinct := slices.Clone(leaves)
 	slices.Sort(distinct)
 	distinct = slices.Compact(distinct)
@@ -391,7 +391,7 @@ func statisticsStates(ft *footer.Footer, rg int, n int64, req *pushdown_pb.Aggre
 				raw = st.Min
 			}
 			v, ok := plainInt(raw, phys)
-			if !st.HasMinMax || !st.TypeDefinedOrder || !ok || sqlexec.AppendInt(b, v) != nil {
+			if !st.HasMinMax || !st.TypeDefinedOrder || !ok || sqlstmt.AppendInt(b, v) != nil {
 				b.Release()
 				release()
 				return nil

@@ -19,7 +19,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // Requests past AggregateRows' bounds are refused before anything is
@@ -126,7 +126,7 @@ func TestARowGroupsMatchingRowsFoldIntoPartialStatesByDictionaryCode(t *testing.
 		t.Fatalf("the key reads as %s, want a dictionary", fileSchema.Field(0).Type)
 	}
 	ft := &footer.Footer{Meta: pr.MetaData()}
-	partials, err := sqlexec.NewPartials(1, []sqlexec.PartialAgg{{Func: sqlexec.Count}, {Func: sqlexec.Sum, HasArg: true}}, 0)
+	partials, err := sqlstmt.NewPartials(1, []sqlstmt.PartialAgg{{Func: sqlstmt.Count}, {Func: sqlstmt.Sum, HasArg: true}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +222,14 @@ func TestRowGroupStatisticsGiveTheStatesDecodingGives(t *testing.T) {
 	req := &pushdown_pb.AggregateRowsRequest{Aggregates: []*pushdown_pb.AggregateSpec{spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS),
 		spec(pushdown_pb.AggregateFunc_AGGREGATE_COUNT), spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN), spec(pushdown_pb.AggregateFunc_AGGREGATE_MAX),
 		spec(pushdown_pb.AggregateFunc_AGGREGATE_MIN), spec(pushdown_pb.AggregateFunc_AGGREGATE_MAX)}}
-	aggs := []sqlexec.PartialAgg{{Func: sqlexec.Count}, {Func: sqlexec.Count, HasArg: true}, {Func: sqlexec.Min, HasArg: true},
-		{Func: sqlexec.Max, HasArg: true}, {Func: sqlexec.Min, HasArg: true}, {Func: sqlexec.Max, HasArg: true}}
+	aggs := []sqlstmt.PartialAgg{{Func: sqlstmt.Count}, {Func: sqlstmt.Count, HasArg: true}, {Func: sqlstmt.Min, HasArg: true},
+		{Func: sqlstmt.Max, HasArg: true}, {Func: sqlstmt.Min, HasArg: true}, {Func: sqlstmt.Max, HasArg: true}}
 	leaves := []int{0, 0, 0, 1, 1}
 	fileSchema, _ := fr.Schema()
 	readSchema := arrow.NewSchema([]arrow.Field{fileSchema.Field(0), fileSchema.Field(0), fileSchema.Field(0), fileSchema.Field(1), fileSchema.Field(1)}, nil)
 	for rg := range 3 {
 		first, n := int64(rg*1000), int64(1000)
-		fromStats, _ := sqlexec.NewPartials(0, aggs, 0)
+		fromStats, _ := sqlstmt.NewPartials(0, aggs, 0)
 		states := statisticsStates(ft, rg, n, req, leaves, readSchema)
 		if states == nil {
 			t.Fatalf("row group %d: no states from its statistics", rg)
@@ -238,7 +238,7 @@ func TestRowGroupStatisticsGiveTheStatesDecodingGives(t *testing.T) {
 			t.Fatal(err)
 		}
 		states.Release()
-		decoded, _ := sqlexec.NewPartials(0, aggs, 0)
+		decoded, _ := sqlstmt.NewPartials(0, aggs, 0)
 		all := roaring64.New()
 		all.AddRange(uint64(first), uint64(first+n))
 		if err := aggregateRowGroup(ctx, fr, ft, rg, first, n, leaves, readSchema, all, decoded); err != nil {

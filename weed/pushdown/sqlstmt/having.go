@@ -1,4 +1,4 @@
-package sqlexec
+package sqlstmt
 
 // HAVING: a condition over a group's output items (aggregates, grouping
 // columns, aliases) and literals, in SQL's three-valued logic: a group is
@@ -101,7 +101,7 @@ func (s *Statement) bindCond(e tree.Expr) (cond, error) {
 		return isNullCond{o: o, not: true}, nil
 	case *tree.RangeCond:
 		if x.Symmetric {
-			return nil, unsupported("BETWEEN SYMMETRIC in HAVING")
+			return nil, Unsupported("BETWEEN SYMMETRIC in HAVING")
 		}
 		l, err := s.operand(x.Left)
 		if err != nil {
@@ -124,7 +124,7 @@ func (s *Statement) bindCond(e tree.Expr) (cond, error) {
 		switch x.Operator.Symbol {
 		case treecmp.EQ, treecmp.NE, treecmp.LT, treecmp.LE, treecmp.GT, treecmp.GE:
 		default:
-			return nil, unsupported("the operator " + x.Operator.String() + " in HAVING")
+			return nil, Unsupported("the operator " + x.Operator.String() + " in HAVING")
 		}
 		l, err := s.operand(x.Left)
 		if err != nil {
@@ -135,11 +135,11 @@ func (s *Statement) bindCond(e tree.Expr) (cond, error) {
 			return nil, err
 		}
 		if l.item < 0 && r.item < 0 {
-			return nil, unsupported("HAVING " + perr.Quote(tree.AsString(x)) + " (a comparison of two literals)")
+			return nil, Unsupported("HAVING " + perr.Quote(tree.AsString(x)) + " (a comparison of two literals)")
 		}
 		return cmpCond{l, r, x.Operator.Symbol}, nil
 	}
-	return nil, unsupported("HAVING " + perr.Quote(tree.AsString(e)) + " (comparisons of aggregates, grouping columns and literals, AND, OR, NOT, IS [NOT] NULL, BETWEEN are)")
+	return nil, Unsupported("HAVING " + perr.Quote(tree.AsString(e)) + " (comparisons of aggregates, grouping columns and literals, AND, OR, NOT, IS [NOT] NULL, BETWEEN are)")
 }
 
 func (s *Statement) operand(e tree.Expr) (operand, error) {
@@ -199,7 +199,7 @@ func literal(e tree.Expr) (v val, ok bool, text string, err error) {
 	if e == tree.DNull {
 		return val{}, false, "", nil
 	}
-	return val{}, false, "", unsupported("the HAVING operand " + perr.Quote(tree.AsString(e)) + " (columns, aggregates and literals are)")
+	return val{}, false, "", Unsupported("the HAVING operand " + perr.Quote(tree.AsString(e)) + " (columns, aggregates and literals are)")
 }
 
 func (o operand) value(row []val, present []bool) (val, bool) {

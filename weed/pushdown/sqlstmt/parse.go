@@ -1,18 +1,19 @@
-// Package sqlexec is the one SQL front end of lakeweed: `weed pushdown
-// query` and the Flight SQL endpoint both parse a SELECT here and run it
-// over the connector's streamed Arrow records.
+// Package sqlstmt is a SELECT as lakeweed's SQL front end understands it,
+// and the computation of its answer from records, independent of where the
+// records come from: parsing (CockroachDB's parser, as sqlpred), GROUP BY
+// and aggregates (our grouping over arrow-go arrays), partial aggregate
+// states and their merge, HAVING, ORDER BY (arrow-go's sort_indices +
+// take), OFFSET/LIMIT. sqlexec runs a Statement over the connector's
+// pushdown reads; the volume servers compute Partials next to the data —
+// neither depends on the other through this package.
 //
 //	SELECT … FROM ns.table WHERE … GROUP BY … HAVING … ORDER BY … LIMIT … OFFSET …
-//	   │ Parse (CockroachDB's parser, as sqlpred)     $n / ? parameters bound by Bind
+//	   │ Parse                         $n / ? parameters bound by Bind
 //	   ▼
-//	Statement ─▶ WHERE, the columns read ─▶ connector.Stream (pushdown: pages,
-//	   │                                     ReadRows, volume reads, vectors)
-//	   │            records ─▶ plain SELECT: renamed, streamed through (LIMIT/OFFSET in the connector)
-//	   │                    ─▶ GROUP BY / aggregates: our grouping (agg.go), HAVING (having.go)
-//	   │                    ─▶ ORDER BY columns: arrow-go's sort_indices + take (order.go)
-//	   ▼
-//	COUNT(*) alone: answered from the plan (row counts − deleted positions), reading no data (count.go)
-package sqlexec
+//	Statement ── WHERE (sqlpred.Clause), ReadColumns ──▶ the reader (sqlexec: connector)
+//	   records ─▶ Layout (plain SELECT) ─▶ Sorter (ORDER BY) ─▶ Cut (OFFSET, LIMIT)
+//	           ─▶ Aggregator.Add / AddPartials (volume Partials) ─▶ Finish (HAVING, ORDER BY) ─▶ Cut
+package sqlstmt
 
 import (
 	"fmt"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/vector"
 )
 
 // Supported is the one-line summary shown with errors.
@@ -104,7 +106,7 @@ type Statement struct {
 	sel *tree.Select
 }
 
-func unsupported(what string) error {
+func Unsupported(what string) error {
 	return perr.New(perr.InvalidArgument, "SQL: %s is not supported (%s)", what, Supported)
 }
 
@@ -120,7 +122,7 @@ func Parse(sql string) (*Statement, error) {
 	}
 	sel, ok := stmts[0].AST.(*tree.Select)
 	if !ok {
-		return nil, unsupported(fmt.Sprintf("the statement %s", strings.ToUpper(stmts[0].AST.StatementTag())))
+		return nil, Unsupported(fmt.Sprintf("the statement %s", strings.ToUpper(stmts[0].AST.StatementTag())))
 	}
 	if n == 0 {
 		n = countPlaceholders(sel)
@@ -174,14 +176,15 @@ func (s *Statement) Bind(params []any) (*Statement, error) {
 	}
 	sel, ok := bound.(*tree.Select)
 	if !ok {
-		return nil, unsupported("the statement")
+		return nil, Unsupported("the statement")
 	}
 	return build(sel)
 }
 
-// whereClause is the statement's WHERE as parsed with it (parsed from
-// Where only for a Statement built without Parse).
-func (s *Statement) whereClause() (*sqlpred.Clause, error) {
+// WhereClause is the statement's WHERE as parsed with it (parsed from
+// Where only for a Statement built without Parse): hand it to the reader
+// so the SQL is parsed once.
+func (s *Statement) WhereClause() (*sqlpred.Clause, error) {
 	if s.where != nil {
 		return s.where, nil
 	}
@@ -231,27 +234,27 @@ func countPlaceholders(sel *tree.Select) int {
 func build(sel *tree.Select) (*Statement, error) {
 	clause, ok := sel.Select.(*tree.SelectClause)
 	if !ok {
-		return nil, unsupported(perr.Quote(tree.AsString(sel.Select)) + " (UNION, VALUES and subqueries)")
+		return nil, Unsupported(perr.Quote(tree.AsString(sel.Select)) + " (UNION, VALUES and subqueries)")
 	}
 	if sel.With != nil {
-		return nil, unsupported("WITH")
+		return nil, Unsupported("WITH")
 	}
 	switch {
 	case clause.Distinct:
-		return nil, unsupported("SELECT DISTINCT (use GROUP BY)")
+		return nil, Unsupported("SELECT DISTINCT (use GROUP BY)")
 	case clause.Window != nil:
-		return nil, unsupported("WINDOW")
+		return nil, Unsupported("WINDOW")
 	}
 	if len(clause.From.Tables) != 1 {
 		return nil, perr.New(perr.InvalidArgument, "SQL: exactly one table in FROM; joins and comma lists are not supported (%s)", Supported)
 	}
 	ate, ok := clause.From.Tables[0].(*tree.AliasedTableExpr)
 	if !ok {
-		return nil, unsupported("FROM " + perr.Quote(tree.AsString(clause.From.Tables[0])) + " (joins and subqueries)")
+		return nil, Unsupported("FROM " + perr.Quote(tree.AsString(clause.From.Tables[0])) + " (joins and subqueries)")
 	}
 	tn, ok := ate.Expr.(*tree.TableName)
 	if !ok {
-		return nil, unsupported("FROM " + perr.Quote(tree.AsString(ate.Expr)))
+		return nil, Unsupported("FROM " + perr.Quote(tree.AsString(ate.Expr)))
 	}
 	if !tn.ExplicitSchema {
 		return nil, perr.New(perr.InvalidArgument, "SQL: FROM needs namespace.table, got %s", perr.Quote(tree.AsString(ate.Expr)))
@@ -267,7 +270,7 @@ func build(sel *tree.Select) (*Statement, error) {
 	for _, g := range clause.GroupBy {
 		name, ok := columnName(g)
 		if !ok {
-			return nil, unsupported("GROUP BY " + perr.Quote(tree.AsString(g)) + " (group by columns)")
+			return nil, Unsupported("GROUP BY " + perr.Quote(tree.AsString(g)) + " (group by columns)")
 		}
 		s.GroupBy = append(s.GroupBy, name)
 	}
@@ -284,7 +287,7 @@ func build(sel *tree.Select) (*Statement, error) {
 	}
 	if s.Aggregate {
 		if s.Star {
-			return nil, unsupported("SELECT * with aggregates or GROUP BY")
+			return nil, Unsupported("SELECT * with aggregates or GROUP BY")
 		}
 		for _, it := range s.Items {
 			if it.Agg == nil && !contains(s.GroupBy, it.Column) {
@@ -350,7 +353,7 @@ func (s *Statement) addItem(se tree.SelectExpr) error {
 		}
 	}
 	if s.Star {
-		return unsupported("* beside other select items")
+		return Unsupported("* beside other select items")
 	}
 	if name, ok := columnName(se.Expr); ok {
 		it := Item{Name: name, Column: name}
@@ -379,25 +382,25 @@ func aggregate(e tree.Expr) (*Agg, error) {
 	}
 	f, ok := e.(*tree.FuncExpr)
 	if !ok {
-		return nil, unsupported("the select item " + perr.Quote(tree.AsString(e)) + " (not a column or an aggregate; expressions are not computed)")
+		return nil, Unsupported("the select item " + perr.Quote(tree.AsString(e)) + " (not a column or an aggregate; expressions are not computed)")
 	}
 	name := strings.ToLower(f.Func.String())
 	if f.WindowDef != nil {
-		return nil, unsupported("the window function " + perr.Quote(tree.AsString(f)))
+		return nil, Unsupported("the window function " + perr.Quote(tree.AsString(f)))
 	}
 	fn := Func(name)
 	switch fn {
 	case Count, Sum, Min, Max, Avg:
 	default:
-		return nil, unsupported("the function " + perr.Quote(name))
+		return nil, Unsupported("the function " + perr.Quote(name))
 	}
 	switch {
 	case f.WindowDef != nil:
-		return nil, unsupported("the window function " + perr.Quote(tree.AsString(f)))
+		return nil, Unsupported("the window function " + perr.Quote(tree.AsString(f)))
 	case f.Filter != nil:
-		return nil, unsupported("FILTER on " + name)
+		return nil, Unsupported("FILTER on " + name)
 	case len(f.OrderBy) > 0:
-		return nil, unsupported("ORDER BY inside " + name)
+		return nil, Unsupported("ORDER BY inside " + name)
 	}
 	if len(f.Exprs) != 1 {
 		return nil, perr.New(perr.InvalidArgument, "SQL: %s takes one argument, got %d", name, len(f.Exprs))
@@ -406,13 +409,13 @@ func aggregate(e tree.Expr) (*Agg, error) {
 	switch arg := f.Exprs[0].(type) {
 	case tree.UnqualifiedStar:
 		if fn != Count || a.Distinct {
-			return nil, unsupported(name + "(*)")
+			return nil, Unsupported(name + "(*)")
 		}
 		return a, nil
 	case *tree.UnresolvedName:
 		if arg.Star {
 			if fn != Count || a.Distinct {
-				return nil, unsupported(name + "(*)")
+				return nil, Unsupported(name + "(*)")
 			}
 			return a, nil
 		}
@@ -422,10 +425,10 @@ func aggregate(e tree.Expr) (*Agg, error) {
 		if _, isNum := f.Exprs[0].(*tree.NumVal); isNum && fn == Count && !a.Distinct {
 			return a, nil // COUNT(1)
 		}
-		return nil, unsupported("the aggregate argument " + perr.Quote(tree.AsString(f.Exprs[0])) + " (a column name is)")
+		return nil, Unsupported("the aggregate argument " + perr.Quote(tree.AsString(f.Exprs[0])) + " (a column name is)")
 	}
 	if a.Distinct && fn != Count {
-		return nil, unsupported(strings.ToUpper(name) + "(DISTINCT …) (only COUNT(DISTINCT col))")
+		return nil, Unsupported(strings.ToUpper(name) + "(DISTINCT …) (only COUNT(DISTINCT col))")
 	}
 	a.Column = col
 	return a, nil
@@ -465,7 +468,7 @@ func (s *Statement) item(e tree.Expr, where string) (int, error) {
 		return len(s.Items) - 1, nil
 	}
 	if _, isFunc := e.(*tree.FuncExpr); !isFunc {
-		return 0, unsupported(where + " " + perr.Quote(tree.AsString(e)) + " (output columns, aliases, positions and aggregates are)")
+		return 0, Unsupported(where + " " + perr.Quote(tree.AsString(e)) + " (output columns, aliases, positions and aggregates are)")
 	}
 	agg, err := aggregate(e)
 	if err != nil {
@@ -515,7 +518,7 @@ func (s *Statement) orderBy(sel *tree.Select) error {
 	}
 	for _, o := range sel.OrderBy {
 		if o.OrderType != tree.OrderByColumn {
-			return unsupported("ORDER BY " + perr.Quote(tree.AsString(o)))
+			return Unsupported("ORDER BY " + perr.Quote(tree.AsString(o)))
 		}
 		if sqlpred.IsVectorDistance(o.Expr) {
 			return perr.New(perr.InvalidArgument, "SQL: ORDER BY a vector distance takes no other ORDER BY terms (%s)", sqlpred.VectorSupported)
@@ -525,7 +528,7 @@ func (s *Statement) orderBy(sel *tree.Select) error {
 			return err
 		}
 		if s.Star {
-			return unsupported("ORDER BY with SELECT * (name the columns)")
+			return Unsupported("ORDER BY with SELECT * (name the columns)")
 		}
 		ord := Order{Item: i, Desc: o.Direction == tree.Descending}
 		// PostgreSQL's default: NULLs sort as if larger than every value.
@@ -542,13 +545,13 @@ func (s *Statement) orderBy(sel *tree.Select) error {
 }
 
 // vectorOrder reads ORDER BY <column> <distance operator> <vector>, which
-// needs a LIMIT of 1 to connector.MaxVectorK.
+// needs a LIMIT of 1 to vector.MaxK.
 func (s *Statement) vectorOrder(o *tree.Order) error {
 	if o.OrderType != tree.OrderByColumn {
-		return unsupported("ORDER BY " + perr.Quote(tree.AsString(o)))
+		return Unsupported("ORDER BY " + perr.Quote(tree.AsString(o)))
 	}
 	if s.Aggregate {
-		return unsupported("ORDER BY a vector distance with aggregates or GROUP BY")
+		return Unsupported("ORDER BY a vector distance with aggregates or GROUP BY")
 	}
 	if o.Direction == tree.Descending || o.NullsOrder != tree.DefaultNullsOrder {
 		return perr.New(perr.InvalidArgument, "SQL: ORDER BY a vector distance is ascending (nearest first); DESC and NULLS FIRST/LAST are not supported (%s)", sqlpred.VectorSupported)
@@ -558,13 +561,13 @@ func (s *Statement) vectorOrder(o *tree.Order) error {
 		return perr.New(perr.InvalidArgument, "SQL: %v", err)
 	}
 	if !s.HasLimit {
-		return perr.New(perr.InvalidArgument, "SQL: ORDER BY %s %s needs LIMIT k (1 to %d): a vector query returns the k nearest rows", vo.Column, vo.Metric.Operator(), MaxVectorK)
+		return perr.New(perr.InvalidArgument, "SQL: ORDER BY %s %s needs LIMIT k (1 to %d): a vector query returns the k nearest rows", vo.Column, vo.Metric.Operator(), vector.MaxK)
 	}
 	if s.Offset > 0 {
 		return perr.New(perr.InvalidArgument, "SQL: OFFSET is not supported with ORDER BY a vector distance (%s)", sqlpred.VectorSupported)
 	}
-	if s.Limit < 1 || s.Limit > MaxVectorK {
-		return perr.New(perr.InvalidArgument, "SQL: LIMIT %d with ORDER BY a vector distance: want 1 to %d", s.Limit, MaxVectorK)
+	if s.Limit < 1 || s.Limit > vector.MaxK {
+		return perr.New(perr.InvalidArgument, "SQL: LIMIT %d with ORDER BY a vector distance: want 1 to %d", s.Limit, vector.MaxK)
 	}
 	s.Vector = vo
 	return nil
@@ -614,4 +617,56 @@ func sqlLiteral(p any) (string, error) {
 		return "TIMESTAMP '" + v.UTC().Format("2006-01-02 15:04:05.999999") + "'", nil
 	}
 	return "", fmt.Errorf("values of Go type %T are not supported", p)
+}
+
+// Canonical is st with every column it names (items, aggregate arguments,
+// GROUP BY) replaced by resolve's answer: the table's spelling.
+func (st *Statement) Canonical(resolve func(name string) (string, error)) (*Statement, error) {
+	c := *st
+	c.Items = make([]Item, len(st.Items))
+	for i, it := range st.Items {
+		var err error
+		if it.Agg == nil {
+			if it.Column, err = resolve(it.Column); err != nil {
+				return nil, err
+			}
+		} else if it.Agg.Column != "" {
+			a := *it.Agg
+			if a.Column, err = resolve(a.Column); err != nil {
+				return nil, err
+			}
+			it.Agg = &a
+		}
+		c.Items[i] = it
+	}
+	c.GroupBy = make([]string, len(st.GroupBy))
+	for i, g := range st.GroupBy {
+		var err error
+		if c.GroupBy[i], err = resolve(g); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
+}
+
+// ReadColumns are the distinct table columns of items (and extra), in
+// first-use order: what a reader is asked for.
+func ReadColumns(items []Item, extra []string) []string {
+	var out []string
+	add := func(c string) {
+		if c != "" && !contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	for _, g := range extra {
+		add(g)
+	}
+	for _, it := range items {
+		if it.Agg != nil {
+			add(it.Agg.Column)
+		} else {
+			add(it.Column)
+		}
+	}
+	return out
 }

@@ -1,9 +1,9 @@
-package sqlexec
+package sqlstmt
 
 // Partial aggregates: the same grouping and accumulators as agg.go, run
 // next to the data on a volume server over one file's matching rows
 // (Partials), answered as one Arrow record of partial states, a row per
-// group, and merged here into the query's groups (aggregator.addPartials):
+// group, and merged here into the query's groups (Aggregator.addPartials):
 //
 //	volume: rows ─▶ Partials.Add (agg.go's grouping) ─▶ Partials.Record
 //	        g0…gk (keys) │ n<i> count │ s<i> int sum, b<i> its decimal text
@@ -35,7 +35,7 @@ type PartialAgg struct {
 
 // Partials groups one file's rows and keeps each group's partial states.
 type Partials struct {
-	a *aggregator
+	a *Aggregator
 }
 
 // NewPartials aggregates records whose columns are the groupBy grouping
@@ -65,7 +65,7 @@ func NewPartials(groupBy int, aggs []PartialAgg, maxGroups int) (*Partials, erro
 		}
 		st.Items = append(st.Items, it)
 	}
-	a := newAggregator(st, columns)
+	a := NewAggregator(st, columns)
 	a.maxGroups = maxGroups
 	return &Partials{a: a}, nil
 }
@@ -75,7 +75,7 @@ func (p *Partials) Add(rec arrow.RecordBatch) error {
 	if rec.NumCols() != int64(len(p.a.columns)) {
 		return perr.New(perr.Internal, "partial aggregation: %d columns for %d expected", rec.NumCols(), len(p.a.columns))
 	}
-	return p.a.add(rec)
+	return p.a.Add(rec)
 }
 
 // Groups is the number of groups so far.
@@ -86,7 +86,7 @@ func (p *Partials) Groups() int { return len(p.a.groups) }
 // added (needed when none was).
 func (p *Partials) Record(sch *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
 	a := p.a
-	if err := a.init(sch); err != nil {
+	if err := a.Init(sch); err != nil {
 		return nil, err
 	}
 	if len(a.groupAt) == 0 && len(a.groups) == 0 {
@@ -174,7 +174,7 @@ func PartialAggs(st *Statement) ([]PartialAgg, bool) {
 // addPartials merges a record of partial states (Partials.Record, made
 // for PartialAggs(a.st)) into a's groups. a must be initialized with the
 // read schema.
-func (a *aggregator) addPartials(rec arrow.RecordBatch) error {
+func (a *Aggregator) AddPartials(rec arrow.RecordBatch) error {
 	n := int(rec.NumRows())
 	if n == 0 {
 		return nil
@@ -221,7 +221,7 @@ func (a *aggregator) addPartials(rec arrow.RecordBatch) error {
 }
 
 // mergeItem merges the partial states of aggregate p into item i.
-func (a *aggregator) mergeItem(i, p int, agg *Agg, col func(string) (arrow.Array, error), gids []int32) error {
+func (a *Aggregator) mergeItem(i, p int, agg *Agg, col func(string) (arrow.Array, error), gids []int32) error {
 	c, err := col(fmt.Sprintf("n%d", p))
 	if err != nil {
 		return err
@@ -319,10 +319,10 @@ func firstErr(errs ...error) error {
 // a row group's statistics) to the groups; sch is the schema of the
 // records Add takes.
 func (p *Partials) Merge(sch *arrow.Schema, states arrow.RecordBatch) error {
-	if err := p.a.init(sch); err != nil {
+	if err := p.a.Init(sch); err != nil {
 		return err
 	}
-	return p.a.addPartials(states)
+	return p.a.AddPartials(states)
 }
 
 // AppendInt appends the integer v (a date, time or timestamp in its

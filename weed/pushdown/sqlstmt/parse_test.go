@@ -1,9 +1,18 @@
-package sqlexec
+package sqlstmt
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
 )
+
+// canonicalIn is st with its columns spelled as schema spells them.
+func canonicalIn(st *Statement, schema *iceberg.Schema) (*Statement, error) {
+	return st.Canonical(func(name string) (string, error) { return sqlpred.ResolveName(schema, name) })
+}
 
 func TestAnAggregateQueryParsesItsGroupsAliasesHavingOrderAndLimit(t *testing.T) {
 	st, err := Parse(`SELECT tenant_id AS t, status, COUNT(*) AS n, COUNT(DISTINCT message), SUM(id), MIN(ts), MAX(id), AVG(id)
@@ -101,37 +110,5 @@ func TestAVectorQueryParsesItsOrderAndLimit(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want it to contain %q", sql, err, want)
 		}
-	}
-}
-
-// The WHERE is parsed once, with the statement: the connector's query
-// carries that parse (its clause), for a statement and for a prepared one
-// once its parameters are bound.
-func TestTheWhereParsedWithTheStatementIsHandedToTheConnector(t *testing.T) {
-	st, err := Parse(`SELECT id FROM demo.events WHERE status = 'error' AND id > 10`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := st.query(Options{})
-	if q.Clause == nil || q.Clause != st.where || q.Clause.Text != st.Where || q.Where != "(status = 'error') AND (id > 10)" {
-		t.Fatalf("query clause %+v, where %q", q.Clause, q.Where)
-	}
-	prep, err := Parse(`SELECT id FROM demo.events WHERE id = ?`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bound, err := prep.Bind([]any{int64(7)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q := bound.query(Options{}); q.Clause == nil || q.Clause.Text != "id = 7" {
-		t.Fatalf("bound statement's clause %+v", q.Clause)
-	}
-	none, err := Parse(`SELECT id FROM demo.events`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q := none.query(Options{}); !q.Clause.Empty() || q.Where != "" {
-		t.Fatalf("no WHERE handed on clause %+v", q.Clause)
 	}
 }

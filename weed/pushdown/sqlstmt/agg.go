@@ -1,4 +1,4 @@
-package sqlexec
+package sqlstmt
 
 // Grouping and aggregates over streamed records: one hash map from the
 // group's key bytes to its accumulators; a query without GROUP BY is one
@@ -9,6 +9,7 @@ package sqlexec
 //	finish ─▶ HAVING per group ─▶ one Arrow record, a row a group
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -43,7 +44,7 @@ type group struct {
 	accs    []acc
 }
 
-type aggregator struct {
+type Aggregator struct {
 	st      *Statement
 	columns []string // the columns read, in record order
 	inited  bool
@@ -66,8 +67,8 @@ type aggregator struct {
 	maxGroups int
 }
 
-func newAggregator(st *Statement, columns []string) *aggregator {
-	return &aggregator{st: st, columns: columns, index: map[string]int32{}}
+func NewAggregator(st *Statement, columns []string) *Aggregator {
+	return &Aggregator{st: st, columns: columns, index: map[string]int32{}}
 }
 
 func readColumn(columns []string, name string) int {
@@ -80,7 +81,7 @@ func readColumn(columns []string, name string) int {
 }
 
 // init checks the column types once the records' schema is known.
-func (a *aggregator) init(sch *arrow.Schema) error {
+func (a *Aggregator) Init(sch *arrow.Schema) error {
 	if a.inited {
 		return nil
 	}
@@ -133,7 +134,7 @@ func numeric(t arrow.DataType) bool {
 	return false
 }
 
-func (a *aggregator) newGroup(keys []val, present []bool) *group {
+func (a *Aggregator) newGroup(keys []val, present []bool) *group {
 	g := &group{keys: keys, present: present, accs: make([]acc, len(a.st.Items))}
 	for i, it := range a.st.Items {
 		if it.Agg != nil && it.Agg.Distinct {
@@ -148,8 +149,8 @@ func (a *aggregator) newGroup(keys []val, present []bool) *group {
 // become small codes (one map per column, values kept once), the codes a
 // group id per row, then each aggregate runs over its column with the
 // group ids (typed loops for int64 and float64 columns).
-func (a *aggregator) add(rec arrow.RecordBatch) error {
-	if err := a.init(rec.Schema()); err != nil {
+func (a *Aggregator) Add(rec arrow.RecordBatch) error {
+	if err := a.Init(rec.Schema()); err != nil {
 		return err
 	}
 	n := int(rec.NumRows())
@@ -289,7 +290,7 @@ func (k *keyCoder) nullCode() int32 {
 
 // groupIDs is the group of each row (new groups made as met); column
 // gives the read columns' arrays (only the grouping ones are asked for).
-func (a *aggregator) groupIDs(column func(int) arrow.Array, n int) ([]int32, error) {
+func (a *Aggregator) groupIDs(column func(int) arrow.Array, n int) ([]int32, error) {
 	gids := a.gids[:0]
 	if cap(gids) < n {
 		gids = make([]int32, n)
@@ -366,7 +367,7 @@ const maxDense = 1 << 16
 // through a table indexed by their codes (no hashing), while the codes'
 // product is at most maxDense; false (nothing done) past it. The table
 // is rebuilt from byCodes when a column's codes outgrow it.
-func (a *aggregator) denseGroupIDs(gids []int32, n int) bool {
+func (a *Aggregator) denseGroupIDs(gids []int32, n int) bool {
 	n0, n1 := len(a.coders[0].values), 1
 	if len(a.codes) == 2 {
 		n1 = len(a.coders[1].values)
@@ -417,7 +418,7 @@ func (a *aggregator) denseGroupIDs(gids []int32, n int) bool {
 }
 
 // makeGroup adds the group of row r's codes.
-func (a *aggregator) makeGroup(r int) (int32, bool) {
+func (a *Aggregator) makeGroup(r int) (int32, bool) {
 	if len(a.groups) >= a.groupLimit() {
 		return 0, false
 	}
@@ -429,7 +430,7 @@ func (a *aggregator) makeGroup(r int) (int32, bool) {
 	return int32(len(a.groups) - 1), true
 }
 
-func (a *aggregator) groupLimit() int {
+func (a *Aggregator) groupLimit() int {
 	if a.maxGroups > 0 {
 		return a.maxGroups
 	}
@@ -437,7 +438,7 @@ func (a *aggregator) groupLimit() int {
 }
 
 // updateColumn folds item j's aggregate over rec's rows into their groups.
-func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids []int32, n int) error {
+func (a *Aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids []int32, n int) error {
 	if a.argAt[j] < 0 { // COUNT(*)
 		for _, g := range gids {
 			a.groups[g].accs[j].n++
@@ -485,7 +486,7 @@ func (a *aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids [
 }
 
 // foldInts is foldInt over rows with no NULL, the function chosen once.
-func (a *aggregator) foldInts(j int, f Func, v []int64, gids []int32) {
+func (a *Aggregator) foldInts(j int, f Func, v []int64, gids []int32) {
 	switch f {
 	case Sum, Avg:
 		for r, g := range gids {
@@ -518,7 +519,7 @@ func (a *aggregator) foldInts(j int, f Func, v []int64, gids []int32) {
 	}
 }
 
-func (a *aggregator) foldInt(ac *acc, f Func, x int64) {
+func (a *Aggregator) foldInt(ac *acc, f Func, x int64) {
 	switch f {
 	case Sum, Avg:
 		addInt(ac, x)
@@ -534,7 +535,7 @@ func (a *aggregator) foldInt(ac *acc, f Func, x int64) {
 	ac.n++
 }
 
-func (a *aggregator) foldFloat(ac *acc, f Func, x float64) {
+func (a *Aggregator) foldFloat(ac *acc, f Func, x float64) {
 	switch f {
 	case Sum, Avg:
 		ac.f += x
@@ -550,7 +551,7 @@ func (a *aggregator) foldFloat(ac *acc, f Func, x float64) {
 	ac.n++
 }
 
-func (a *aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
+func (a *Aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
 	v, ok := get(r)
 	if !ok {
 		return nil
@@ -581,27 +582,38 @@ func (a *aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
 }
 
 // outputType is the Arrow type of item i's result.
-func (a *aggregator) outputType(i int) arrow.DataType {
+func (a *Aggregator) outputType(i int) arrow.DataType {
 	it := a.st.Items[i]
 	if it.Agg == nil {
 		return a.types[a.groupAt[a.keyAt[i]]]
 	}
-	switch it.Agg.Func {
+	var arg arrow.DataType
+	if a.argAt[i] >= 0 {
+		arg = a.types[a.argAt[i]]
+	}
+	return it.Agg.ResultType(arg)
+}
+
+// ResultType is the Arrow type of the aggregate's result over a column of
+// type arg (nil for COUNT(*)): BIGINT counts, DOUBLE averages, a BIGINT
+// or DOUBLE sum, MIN and MAX of the column's (undictionaried) type.
+func (a Agg) ResultType(arg arrow.DataType) arrow.DataType {
+	switch a.Func {
 	case Count:
 		return arrow.PrimitiveTypes.Int64
 	case Avg:
 		return arrow.PrimitiveTypes.Float64
 	case Sum:
-		if valueKind(a.types[a.argAt[i]]) == kFloat {
+		if valueKind(plainType(arg)) == kFloat {
 			return arrow.PrimitiveTypes.Float64
 		}
 		return arrow.PrimitiveTypes.Int64
 	}
-	return a.types[a.argAt[i]]
+	return plainType(arg)
 }
 
 // result is item i's value for group g.
-func (a *aggregator) result(g *group, i int) (val, bool, error) {
+func (a *Aggregator) result(g *group, i int) (val, bool, error) {
 	it := a.st.Items[i]
 	if it.Agg == nil {
 		k := a.keyAt[i]
@@ -643,10 +655,34 @@ func (a *aggregator) result(g *group, i int) (val, bool, error) {
 	return ac.v, true, nil
 }
 
+// SetRowCount makes the answer one group (no GROUP BY) whose every
+// aggregate is n: COUNT(*)s answered without reading (from a plan).
+func (a *Aggregator) SetRowCount(n int64) {
+	g := a.newGroup(nil, nil)
+	for i := range g.accs {
+		g.accs[i].n = n
+	}
+}
+
+// Groups is the number of groups so far.
+func (a *Aggregator) Groups() int { return len(a.groups) }
+
+// Finish is the answer over the records of schema sch added: a row per
+// group that HAVING keeps (no GROUP BY: exactly one, even over no rows),
+// in ORDER BY's order, hidden items still in it (Cut drops them).
+func (a *Aggregator) Finish(ctx context.Context, sch *arrow.Schema) (arrow.RecordBatch, error) {
+	rec, err := a.finish(sch, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	return sortRecord(ctx, rec, a.st.Orders)
+}
+
 // finish builds the answer: a row per group that HAVING keeps (no GROUP
 // BY: exactly one row, even over no rows).
-func (a *aggregator) finish(sch *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
-	if err := a.init(sch); err != nil {
+func (a *Aggregator) finish(sch *arrow.Schema, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if err := a.Init(sch); err != nil {
 		return nil, err
 	}
 	if len(a.groupAt) == 0 && len(a.groups) == 0 {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package sqlexec
+package sqlstmt
 
 // Aggregates, GROUP BY, HAVING, ORDER BY, LIMIT and OFFSET against DuckDB
 // over the same Parquet file: random statements over generated columns
@@ -201,12 +201,12 @@ func runLocal(ctx context.Context, sql string, rec arrow.RecordBatch) ([][]any, 
 	if err != nil {
 		return nil, err
 	}
-	st, err = st.canonical(diffSchema)
+	st, err = canonicalIn(st, diffSchema)
 	if err != nil {
 		return nil, err
 	}
-	columns := readColumns(st.Items, st.GroupBy)
-	a := newAggregator(st, columns)
+	columns := ReadColumns(st.Items, st.GroupBy)
+	a := NewAggregator(st, columns)
 	idx := make([]int, len(columns))
 	for i, c := range columns {
 		idx[i] = rec.Schema().FieldIndices(c)[0]
@@ -225,18 +225,25 @@ func runLocal(ctx context.Context, sql string, rec arrow.RecordBatch) ([][]any, 
 		for _, c := range cols {
 			c.Release()
 		}
-		err := a.add(part)
+		err := a.Add(part)
 		part.Release()
 		if err != nil {
 			return nil, err
 		}
 	}
-	var rows [][]any
-	_, err = finishAggregate(ctx, st, a, readSchema, &Result{}, func(out arrow.RecordBatch) error {
-		rows = append(rows, recordRows(out)...)
-		return nil
-	})
-	return rows, err
+	return finishRows(ctx, st, a, readSchema)
+}
+
+// finishRows is the answer's rows: a's groups finished, OFFSET … LIMIT.
+func finishRows(ctx context.Context, st *Statement, a *Aggregator, readSchema *arrow.Schema) ([][]any, error) {
+	sorted, err := a.Finish(ctx, readSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer sorted.Release()
+	out := st.Cut(sorted)
+	defer out.Release()
+	return recordRows(out), nil
 }
 
 func recordRows(rec arrow.RecordBatch) [][]any {

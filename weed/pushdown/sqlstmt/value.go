@@ -1,4 +1,4 @@
-package sqlexec
+package sqlstmt
 
 // Values of one row of a column, as the grouping and HAVING see them:
 // integers (also dates, times and timestamps in their Arrow unit), floats,

@@ -1,4 +1,4 @@
-package sqlexec
+package sqlstmt
 
 import (
 	"fmt"
@@ -36,15 +36,15 @@ func BenchmarkGroupByTwoStringsOverAMillionRows(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if st, err = st.canonical(schema); err != nil {
+	if st, err = canonicalIn(st, schema); err != nil {
 		b.Fatal(err)
 	}
-	columns := readColumns(st.Items, st.GroupBy)
+	columns := ReadColumns(st.Items, st.GroupBy)
 	b.ResetTimer()
 	for range b.N {
-		a := newAggregator(st, columns)
+		a := NewAggregator(st, columns)
 		for _, rec := range recs {
-			if err := a.add(rec); err != nil {
+			if err := a.Add(rec); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package sqlexec
+package sqlstmt
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// A top-k over more rows than the sorter holds (cut to OFFSET + LIMIT as
+// A top-k over more rows than the Sorter holds (cut to OFFSET + LIMIT as
 // they pass its bound) gives the rows a sort of everything gives, NULLs
 // placed as asked.
 func TestATopKCutWhileReadingEqualsASortOfEveryRow(t *testing.T) {
@@ -21,8 +21,8 @@ func TestATopKCutWhileReadingEqualsASortOfEveryRow(t *testing.T) {
 	var all []*int64
 	st := &Statement{HasLimit: true, Limit: 10, Offset: 5}
 	orders := []Order{{Item: 0, Desc: true, NullsFirst: false}, {Item: 1}}
-	s := newSorter(orders, st)
-	defer s.release()
+	s := NewSorter(orders, st)
+	defer s.Release()
 	id := int64(0)
 	for range 40 {
 		b := array.NewRecordBuilder(memory.DefaultAllocator, sch)
@@ -40,15 +40,15 @@ func TestATopKCutWhileReadingEqualsASortOfEveryRow(t *testing.T) {
 		}
 		rec := b.NewRecordBatch()
 		b.Release()
-		if err := s.add(ctx, rec); err != nil {
+		if err := s.Add(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
 	}
 	if s.rows > 100_000 {
-		t.Fatalf("the sorter holds %d rows: it was never cut", s.rows)
+		t.Fatalf("the Sorter holds %d rows: it was never cut", s.rows)
 	}
-	sorted, err := s.sorted(ctx)
+	sorted, err := s.Sorted(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sqlexec
+package sqlstmt
 
 // ORDER BY output columns: arrow-go's sort_indices (stable, lexicographic,
 // NULLs first or last per key) and take. Under a LIMIT the rows kept are
@@ -21,23 +21,23 @@ import (
 // memory.
 const MaxSortRows = 50_000_000
 
-// sorter collects records (in item layout) and sorts them.
-type sorter struct {
+// Sorter collects records (in item layout) and sorts them.
+type Sorter struct {
 	orders []Order
 	keep   int64 // OFFSET + LIMIT; < 0: every row
 	recs   []arrow.RecordBatch
 	rows   int64
 }
 
-func newSorter(orders []Order, st *Statement) *sorter {
+func NewSorter(orders []Order, st *Statement) *Sorter {
 	keep := int64(-1)
 	if st.HasLimit {
 		keep = st.Limit + st.Offset
 	}
-	return &sorter{orders: orders, keep: keep}
+	return &Sorter{orders: orders, keep: keep}
 }
 
-func (s *sorter) add(ctx context.Context, rec arrow.RecordBatch) error {
+func (s *Sorter) Add(ctx context.Context, rec arrow.RecordBatch) error {
 	rec.Retain()
 	s.recs = append(s.recs, rec)
 	s.rows += rec.NumRows()
@@ -51,12 +51,12 @@ func (s *sorter) add(ctx context.Context, rec arrow.RecordBatch) error {
 }
 
 // compact sorts what is held and keeps the first keep rows.
-func (s *sorter) compact(ctx context.Context) error {
-	rec, err := s.sorted(ctx)
+func (s *Sorter) compact(ctx context.Context) error {
+	rec, err := s.Sorted(ctx)
 	if err != nil {
 		return err
 	}
-	s.release()
+	s.Release()
 	if s.keep >= 0 && rec.NumRows() > s.keep {
 		cut := rec.NewSlice(0, s.keep)
 		rec.Release()
@@ -66,7 +66,7 @@ func (s *sorter) compact(ctx context.Context) error {
 	return nil
 }
 
-func (s *sorter) release() {
+func (s *Sorter) Release() {
 	for _, r := range s.recs {
 		r.Release()
 	}
@@ -74,7 +74,7 @@ func (s *sorter) release() {
 }
 
 // sorted is every held row in order, as one record.
-func (s *sorter) sorted(ctx context.Context) (arrow.RecordBatch, error) {
+func (s *Sorter) Sorted(ctx context.Context) (arrow.RecordBatch, error) {
 	rec, err := concat(s.recs)
 	if err != nil {
 		return nil, err
@@ -152,4 +152,45 @@ func concat(recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 	}()
 	return array.NewRecordBatch(sch, cols, rows), nil
+}
+
+// Len is the number of records the sorter holds.
+func (s *Sorter) Len() int { return len(s.recs) }
+
+// Layout rebuilds rec (the columns read, in read order) in item order,
+// named by the items; hidden items only when withHidden.
+func Layout(rec arrow.RecordBatch, items []Item, columns []string, withHidden bool) arrow.RecordBatch {
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for _, it := range items {
+		if it.Hidden && !withHidden {
+			continue
+		}
+		at := readColumn(columns, it.Column)
+		f := rec.Schema().Field(at)
+		f.Name = it.Name
+		fields = append(fields, f)
+		cols = append(cols, rec.Column(at))
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+}
+
+// Cut is rows OFFSET … LIMIT of rec (in item layout) without its hidden
+// items. The caller releases it.
+func (st *Statement) Cut(rec arrow.RecordBatch) arrow.RecordBatch {
+	start, end := min(st.Offset, rec.NumRows()), rec.NumRows()
+	if st.HasLimit {
+		end = min(end, start+st.Limit)
+	}
+	cut := rec.NewSlice(start, end)
+	defer cut.Release()
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for i, it := range st.Items {
+		if !it.Hidden {
+			fields = append(fields, cut.Schema().Field(i))
+			cols = append(cols, cut.Column(i))
+		}
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, cut.NumRows())
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package sqlexec
+package sqlstmt
 
 import (
 	"bytes"
@@ -126,14 +126,14 @@ func runPartials(ctx context.Context, sql string, rec arrow.RecordBatch, cuts []
 	if err != nil {
 		return nil, false, err
 	}
-	if st, err = st.canonical(diffSchema); err != nil {
+	if st, err = canonicalIn(st, diffSchema); err != nil {
 		return nil, false, err
 	}
 	aggs, ok := PartialAggs(st)
 	if !ok {
 		return nil, false, nil
 	}
-	columns := readColumns(st.Items, st.GroupBy)
+	columns := ReadColumns(st.Items, st.GroupBy)
 	readSchema := arrow.NewSchema(nil, nil)
 	{
 		var fields []arrow.Field
@@ -142,8 +142,8 @@ func runPartials(ctx context.Context, sql string, rec arrow.RecordBatch, cuts []
 		}
 		readSchema = arrow.NewSchema(fields, nil)
 	}
-	a := newAggregator(st, columns)
-	if err := a.init(readSchema); err != nil {
+	a := NewAggregator(st, columns)
+	if err := a.Init(readSchema); err != nil {
 		return nil, false, err
 	}
 	// the volume's columns: grouping columns, then each aggregate's argument
@@ -210,17 +210,13 @@ func runPartials(ctx context.Context, sql string, rec arrow.RecordBatch, cuts []
 		if !rd.Next() {
 			return nil, false, fmt.Errorf("no record: %v", rd.Err())
 		}
-		err = a.addPartials(rd.RecordBatch())
+		err = a.AddPartials(rd.RecordBatch())
 		rd.Release()
 		if err != nil {
 			return nil, false, err
 		}
 	}
-	var rows [][]any
-	_, err = finishAggregate(ctx, st, a, readSchema, &Result{}, func(out arrow.RecordBatch) error {
-		rows = append(rows, recordRows(out)...)
-		return nil
-	})
+	rows, err := finishRows(ctx, st, a, readSchema)
 	return rows, true, err
 }
 
