@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/bytelru"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
@@ -128,9 +129,11 @@ type fetcher struct {
 
 	mu       sync.Mutex
 	inflight map[flightKey]*flight
-	cache    map[fileVersion][]span // by file version
-	order    []cacheKey             // insertion order, for eviction
-	held     int64
+	// the range cache: spans by file version (a read is served by a span
+	// holding it), their recency and bytes in cache (bytelru, whose
+	// evictions drop them from spans)
+	spans    map[fileVersion][]span
+	cache    *bytelru.Cache[cacheKey, span]
 	capacity int64 // bytes the range cache may hold (<= 0: none)
 }
 
@@ -182,15 +185,17 @@ func (ft *fetcher) cached(id fileVersion, r byteRange) ([]byte, bool) {
 }
 
 func (ft *fetcher) cachedLocked(id fileVersion, r byteRange) ([]byte, bool) {
-	for _, s := range ft.cache[id] {
+	for _, s := range ft.spans[id] {
 		if s.off <= r.Off && r.Off+r.Len <= s.off+int64(len(s.data)) {
+			ft.cache.Get(cacheKey{id, s.off}) // recently used
 			return s.data[r.Off-s.off : r.Off-s.off+r.Len], true
 		}
 	}
 	return nil, false
 }
 
-// remember adds a fetched span to the range cache, evicting the oldest.
+// remember adds a fetched span to the range cache, evicting the least
+// recently used.
 func (ft *fetcher) remember(id fileVersion, s span) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
@@ -202,29 +207,39 @@ func (ft *fetcher) rememberLocked(id fileVersion, s span) {
 		return
 	}
 	if ft.cache == nil {
-		ft.cache = map[fileVersion][]span{}
+		ft.spans = map[fileVersion][]span{}
+		// the newest span stays even when larger than the whole cache:
+		// the read that fetched it is served from it
+		ft.cache = bytelru.New[cacheKey, span](ft.capacity, bytelru.Options[cacheKey, span]{KeepOne: true, OnEvict: ft.forget})
 	}
-	ft.cache[id] = append(ft.cache[id], s)
-	ft.order = append(ft.order, cacheKey{id, s.off})
-	ft.held += int64(len(s.data))
-	for ft.held > ft.capacity && len(ft.order) > 1 {
-		old := ft.order[0]
-		ft.order = ft.order[1:]
-		spans := ft.cache[old.id]
-		for i, sp := range spans {
-			if sp.off == old.off {
-				ft.held -= int64(len(sp.data))
-				// slices.Delete zeroes the vacated slot: the backing array
-				// must not keep an evicted span's bytes alive
-				if spans = slices.Delete(spans, i, i+1); len(spans) == 0 {
-					delete(ft.cache, old.id)
-				} else {
-					ft.cache[old.id] = spans
-				}
-				break
+	ft.cache.Add(cacheKey{id, s.off}, s, int64(len(s.data))) // a span at the same offset is forgotten first
+	ft.spans[id] = append(ft.spans[id], s)
+}
+
+// forget drops an evicted span from its file's list (under ft.mu: the
+// cache evicts inside rememberLocked).
+func (ft *fetcher) forget(k cacheKey, _ span) {
+	spans := ft.spans[k.id]
+	for i, sp := range spans {
+		if sp.off == k.off {
+			// slices.Delete zeroes the vacated slot: the backing array
+			// must not keep an evicted span's bytes alive
+			if spans = slices.Delete(spans, i, i+1); len(spans) == 0 {
+				delete(ft.spans, k.id)
+			} else {
+				ft.spans[k.id] = spans
 			}
+			return
 		}
 	}
+}
+
+// heldBytes is what the range cache holds.
+func (ft *fetcher) heldBytes() int64 {
+	if ft.cache == nil {
+		return 0
+	}
+	return ft.cache.Stats().Bytes
 }
 
 // claim sorts the ranges of one file not yet in sf: read by this caller

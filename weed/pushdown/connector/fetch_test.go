@@ -43,7 +43,7 @@ func TestTheRangeCacheKeepsNoEvictedBytes(t *testing.T) {
 	ft.remember(a, span{0, make([]byte, 40)})
 	ft.remember(a, span{100, make([]byte, 40)})
 	ft.remember(b, span{0, make([]byte, 40)}) // evicts a@0
-	spans := ft.cache[a]
+	spans := ft.spans[a]
 	if len(spans) != 1 || spans[0].off != 100 {
 		t.Fatalf("file a keeps %d spans, want the one at 100", len(spans))
 	}
@@ -53,7 +53,7 @@ func TestTheRangeCacheKeepsNoEvictedBytes(t *testing.T) {
 		}
 	}
 	ft.remember(b, span{100, make([]byte, 40)}) // evicts a@100: a has none left
-	if _, ok := ft.cache[a]; ok || ft.held != 80 {
-		t.Fatalf("file a is still in the cache (%v) or %d bytes held, want 80", ok, ft.held)
+	if _, ok := ft.spans[a]; ok || ft.heldBytes() != 80 {
+		t.Fatalf("file a is still in the cache (%v) or %d bytes held, want 80", ok, ft.heldBytes())
 	}
 }

@@ -1,13 +1,11 @@
 package deletes
 
 import (
-	"container/list"
 	"context"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -16,6 +14,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/bytelru"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
@@ -420,43 +419,41 @@ func (c *Computer) CacheStats() (entries, bytes, capacity, hits, misses, evictio
 }
 
 // bitmapLRU is an LRU of bitmaps bounded by bytes (roaring's
-// GetSizeInBytes plus the key).
+// GetSizeInBytes plus the key): a bytelru whose entries remember when
+// their inputs were read.
 type bitmapLRU struct {
 	capacity int64
 	tracker  *freshness.Tracker
-
-	mu        sync.Mutex
-	bytes     int64
-	evictions int64
-	order     *list.List // of *lruEntry, front = most recent
-	items     map[string]*list.Element
+	cache    *bytelru.Cache[string, lruEntry]
 }
 
 type lruEntry struct {
-	key    string
 	bm     *roaring64.Bitmap
 	size   int64
 	loaded int64 // freshness.Now() before its inputs were read
 }
 
 func newBitmapLRU(capacity int64) *bitmapLRU {
-	return &bitmapLRU{capacity: capacity, order: list.New(), items: map[string]*list.Element{}}
+	return &bitmapLRU{capacity: capacity, cache: bytelru.New[string, lruEntry](capacity, bytelru.Options[string, lruEntry]{
+		OnEvict: func(_ string, e lruEntry) { metricBytes.Sub(float64(e.size)) }})}
 }
 
 // get returns the bitmap of key unless one of the files it was computed
 // from (inputs) changed since.
 func (l *bitmapLRU) get(key string, inputs []string) *roaring64.Bitmap {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.items[key]; ok {
-		e := el.Value.(*lruEntry)
+	stale := func(e lruEntry) bool {
 		for _, p := range inputs {
 			if !l.tracker.Fresh(p, e.loaded) {
-				l.remove(el)
-				return nil
+				return true
 			}
 		}
-		l.order.MoveToFront(el)
+		return false
+	}
+	if l.cache.RemoveIf(key, stale) {
+		metricEvictions.Inc()
+		return nil
+	}
+	if e, ok := l.cache.Get(key); ok {
 		return e.bm
 	}
 	return nil
@@ -464,34 +461,16 @@ func (l *bitmapLRU) get(key string, inputs []string) *roaring64.Bitmap {
 
 func (l *bitmapLRU) put(key string, bm *roaring64.Bitmap, loaded int64) {
 	size := int64(bm.GetSizeInBytes()) + int64(len(key))
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if size > l.capacity {
 		return // would evict everything and still not fit
 	}
-	if old, ok := l.items[key]; ok {
-		l.remove(old)
-	}
-	l.items[key] = l.order.PushFront(&lruEntry{key: key, bm: bm, size: size, loaded: loaded})
-	l.bytes += size
+	before := l.cache.Stats().Evictions
+	l.cache.Add(key, lruEntry{bm: bm, size: size, loaded: loaded}, size)
 	metricBytes.Add(float64(size))
-	for l.bytes > l.capacity {
-		l.remove(l.order.Back())
-		l.evictions++
-		metricEvictions.Inc()
-	}
-}
-
-func (l *bitmapLRU) remove(el *list.Element) {
-	e := el.Value.(*lruEntry)
-	l.order.Remove(el)
-	delete(l.items, e.key)
-	l.bytes -= e.size
-	metricBytes.Sub(float64(e.size))
+	metricEvictions.Add(float64(l.cache.Stats().Evictions - before))
 }
 
 func (l *bitmapLRU) stats() (entries, bytes, evictions int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return int64(l.order.Len()), l.bytes, l.evictions
+	s := l.cache.Stats()
+	return s.Entries, s.Bytes, s.Evictions
 }

@@ -1,10 +1,8 @@
 package footer
 
 import (
-	"container/list"
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 	"weak"
@@ -12,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/bytelru"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
@@ -50,19 +49,14 @@ type Stats struct {
 	BloomEntries, BloomBytes, BloomHits, BloomMisses, BloomEvictions int64
 }
 
-// Cache is an LRU of footers bounded by bytes, with one load per key at a
-// time. Bloom filters have a budget of their own, so large filters never
-// evict footers.
+// Cache is an LRU of footers bounded by bytes (bytelru), with one load per
+// key at a time. Bloom filters have a budget of their own, so large
+// filters never evict footers.
 type Cache struct {
-	name     string
-	capacity int64
-	open     Opener
-	blooms   *lruBytes
-
-	mu    sync.Mutex
-	lru   *list.List // of *entry, front = most recent
-	items map[cacheKey]*list.Element
-	bytes int64
+	name    string
+	open    Opener
+	footers *bytelru.Cache[cacheKey, *entry]
+	blooms  *bytelru.Cache[cacheKey, *entry]
 
 	flight singleflight.Group
 
@@ -70,8 +64,9 @@ type Cache struct {
 	// loaded count as misses (a rewrite of the same size is reloaded).
 	Tracker *freshness.Tracker
 
-	hits, misses, evictions, readBytes atomic.Int64
-	bloomHits, bloomMisses             atomic.Int64
+	hits, misses, readBytes atomic.Int64
+	bloomHits, bloomMisses  atomic.Int64
+	evictionsSeen           atomic.Int64 // footer evictions already added to metricEvictions
 
 	// counters resolved once (a label lookup per request costs more than
 	// the cache hit it counts)
@@ -84,40 +79,25 @@ type entry struct {
 	bloom  *bloomEntry
 	size   int64
 	loaded int64 // freshness.Now() before the footer was read
-	// promoted is when the entry last moved to the front (unix ns): an
-	// entry promoted within promoteEvery is not moved again, so a plan over
-	// 10,000 hot files does not relink the list 10,000 times. Eviction
-	// order is LRU at that granularity.
+	// promoted is when a bloom entry found through a footer's weak
+	// reference was last made recent (unix ns): within promoteEvery it is
+	// not asked of the LRU again (no lock, no key hashing on that path).
 	promoted atomic.Int64
-	el       *list.Element // its element while in an LRU (under the LRU's lock)
 }
 
-// promoteEvery is the recency granularity of the LRUs.
-const promoteEvery = int64(time.Second)
+// promoteEvery is the recency granularity of the LRUs: an entry made
+// recent within it is not moved again, so a plan over 10,000 hot files
+// does not relink the order 10,000 times.
+const promoteEvery = time.Second
 
-// promote moves el to the front of l unless it moved there recently.
-func promote(l *list.List, el *list.Element) { promoteAt(l, el, time.Now().UnixNano()) }
-
-// promoteAt is promote with the clock read (now, unix ns).
-func promoteAt(l *list.List, el *list.Element, now int64) {
-	e := el.Value.(*entry)
-	if now-e.promoted.Load() >= promoteEvery {
-		l.MoveToFront(el)
-		e.promoted.Store(now)
-	}
-}
-
-// touchAt promotes e (found without the lock, through a footer's bloom
-// reference) if it is still in l and was not promoted recently.
-func (l *lruBytes) touchAt(e *entry, now int64) {
-	if now-e.promoted.Load() < promoteEvery {
+// touchAt makes the bloom entry e (found without the lock, through a
+// footer's weak reference) recent unless it was recently.
+func (c *Cache) touchAt(e *entry, now int64) {
+	if now-e.promoted.Load() < int64(promoteEvery) {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.items[e.key]; ok && el == e.el {
-		promoteAt(l.lru, el, now)
-	}
+	e.promoted.Store(now)
+	c.blooms.GetAt(e.key, now)
 }
 
 type bloomEntry struct {
@@ -128,62 +108,23 @@ type bloomEntry struct {
 // NewCache returns a cache holding at most capacity bytes, opening files
 // with open.
 func NewCache(name string, capacity int64, open Opener) *Cache {
-	return &Cache{name: name, capacity: capacity, open: open, lru: list.New(), items: map[cacheKey]*list.Element{},
-		blooms: &lruBytes{capacity: capacity, lru: list.New(), items: map[cacheKey]*list.Element{}},
-		mHit:   metricRequests.WithLabelValues(name, "hit"), mMiss: metricRequests.WithLabelValues(name, "miss"),
+	c := &Cache{name: name, open: open,
+		mHit: metricRequests.WithLabelValues(name, "hit"), mMiss: metricRequests.WithLabelValues(name, "miss"),
 		mBloomHit: metricRequests.WithLabelValues(name+"_bloom", "hit"), mBloomMiss: metricRequests.WithLabelValues(name+"_bloom", "miss")}
-}
-
-// lruBytes is a plain LRU bounded by bytes.
-type lruBytes struct {
-	mu        sync.Mutex
-	capacity  int64
-	bytes     int64
-	lru       *list.List
-	items     map[cacheKey]*list.Element
-	evictions int64
-}
-
-func (l *lruBytes) get(key cacheKey) (*entry, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if el, ok := l.items[key]; ok {
-		promote(l.lru, el)
-		return el.Value.(*entry), true
-	}
-	return nil, false
-}
-
-func (l *lruBytes) put(e *entry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if old, ok := l.items[e.key]; ok {
-		l.bytes -= old.Value.(*entry).size
-		l.lru.Remove(old)
-	}
-	e.promoted.Store(time.Now().UnixNano())
-	e.el = l.lru.PushFront(e)
-	l.items[e.key] = e.el
-	l.bytes += e.size
-	for l.bytes > l.capacity && l.lru.Len() > 1 {
-		el := l.lru.Back()
-		old := el.Value.(*entry)
-		l.lru.Remove(el)
-		delete(l.items, old.key)
-		l.bytes -= old.size
-		l.evictions++
-	}
+	// the newest entry stays even alone over the budget (a footer larger
+	// than the cache is served until the next arrives)
+	c.footers = bytelru.New[cacheKey, *entry](capacity, bytelru.Options[cacheKey, *entry]{PromoteEvery: promoteEvery, KeepOne: true,
+		Stale: func(k cacheKey, e *entry) bool { return !c.Tracker.Fresh(k.Path, e.loaded) }})
+	c.blooms = bytelru.New[cacheKey, *entry](capacity, bytelru.Options[cacheKey, *entry]{PromoteEvery: promoteEvery, KeepOne: true})
+	return c
 }
 
 // Stats returns the counters.
 func (c *Cache) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.blooms.mu.Lock()
-	defer c.blooms.mu.Unlock()
-	return Stats{Entries: int64(c.lru.Len()), Bytes: c.bytes, Capacity: c.capacity, Hits: c.hits.Load(), Misses: c.misses.Load(),
-		Evictions: c.evictions.Load(), ReadBytes: c.readBytes.Load(), BloomHits: c.bloomHits.Load(), BloomMisses: c.bloomMisses.Load(),
-		BloomEntries: int64(c.blooms.lru.Len()), BloomBytes: c.blooms.bytes, BloomEvictions: c.blooms.evictions}
+	f, b := c.footers.Stats(), c.blooms.Stats()
+	return Stats{Entries: f.Entries, Bytes: f.Bytes, Capacity: f.Capacity, Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Evictions: f.Evictions, ReadBytes: c.readBytes.Load(), BloomHits: c.bloomHits.Load(), BloomMisses: c.bloomMisses.Load(),
+		BloomEntries: b.Entries, BloomBytes: b.Bytes, BloomEvictions: b.Evictions}
 }
 
 // Get returns the footer of id, loading it on a miss. hit reports whether
@@ -256,78 +197,39 @@ func (c *Cache) Peek(id Identity) *Footer {
 // where not cached), under one lock and one clock reading: a plan of many
 // files looks them all up at once. It returns the number found.
 func (c *Cache) PeekMany(ids []Identity, out []*Footer) int {
-	found := 0
-	now := time.Now().UnixNano()
-	c.mu.Lock()
-	for i, id := range ids {
-		if out[i] = c.lookupLocked(id.key(), now); out[i] != nil {
-			found++
-		}
-	}
-	c.mu.Unlock()
+	clear(out[:len(ids)])
+	found := c.footers.GetEach(len(ids), func(i int) cacheKey { return ids[i].key() }, func(i int, e *entry) { out[i] = e.footer })
 	c.hits.Add(int64(found))
 	c.mHit.Add(float64(found))
 	return found
 }
 
 func (c *Cache) lookup(key cacheKey) *Footer {
-	now := time.Now().UnixNano()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lookupLocked(key, now)
-}
-
-// lookupLocked is lookup with c.mu held; now is the clock for promotion.
-func (c *Cache) lookupLocked(key cacheKey, now int64) *Footer {
-	if el, ok := c.items[key]; ok {
-		e := el.Value.(*entry)
-		if !c.Tracker.Fresh(key.Path, e.loaded) {
-			c.lru.Remove(el)
-			delete(c.items, key)
-			c.bytes -= e.size
-			return nil
-		}
-		promoteAt(c.lru, el, now)
+	if e, ok := c.footers.Get(key); ok {
 		return e.footer
 	}
 	return nil
 }
 
 func (c *Cache) insert(e *entry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.items[e.key]; ok {
-		c.bytes -= old.Value.(*entry).size
-		c.lru.Remove(old)
-	}
-	e.promoted.Store(time.Now().UnixNano())
-	c.items[e.key] = c.lru.PushFront(e)
-	c.bytes += e.size
-	c.evictLocked()
-	metricBytes.WithLabelValues(c.name).Set(float64(c.bytes))
+	c.footers.Add(e.key, e, e.size)
+	c.updateMetrics()
 }
 
-func (c *Cache) evictLocked() {
-	for c.bytes > c.capacity && c.lru.Len() > 1 {
-		el := c.lru.Back()
-		e := el.Value.(*entry)
-		c.lru.Remove(el)
-		delete(c.items, e.key)
-		c.bytes -= e.size
-		c.evictions.Add(1)
-		metricEvictions.WithLabelValues(c.name).Inc()
+// updateMetrics sets the bytes gauge and adds the evictions since last
+// time to their counter.
+func (c *Cache) updateMetrics() {
+	st := c.footers.Stats()
+	metricBytes.WithLabelValues(c.name).Set(float64(st.Bytes))
+	if seen := c.evictionsSeen.Load(); st.Evictions > seen && c.evictionsSeen.CompareAndSwap(seen, st.Evictions) {
+		metricEvictions.WithLabelValues(c.name).Add(float64(st.Evictions - seen))
 	}
 }
 
 // grow accounts bytes added to a cached footer (its page index).
 func (c *Cache) grow(f *Footer, n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[f.ID.key()]; ok && el.Value.(*entry).footer == f {
-		el.Value.(*entry).size += n
-		c.bytes += n
-		c.evictLocked()
-		metricBytes.WithLabelValues(c.name).Set(float64(c.bytes))
+	if c.footers.Grow(f.ID.key(), n, func(e *entry) bool { return e.footer == f }) {
+		c.updateMetrics()
 	}
 }
 
@@ -378,10 +280,10 @@ func (c *Cache) bloomFilter(ctx context.Context, f *Footer, rg, col int, lk *Loo
 		if ref := slot.Load(); ref != nil {
 			if e := ref.Value(); e != nil {
 				if lk != nil {
-					c.blooms.touchAt(e, lk.now)
+					c.touchAt(e, lk.now)
 					lk.bloomHits++
 				} else {
-					c.blooms.touchAt(e, time.Now().UnixNano())
+					c.touchAt(e, time.Now().UnixNano())
 					c.bloomHits.Add(1)
 					c.mBloomHit.Inc()
 				}
@@ -390,7 +292,7 @@ func (c *Cache) bloomFilter(ctx context.Context, f *Footer, rg, col int, lk *Loo
 		}
 	}
 	key := cacheKey{Identity: f.ID, bloom: true, rg: rg, col: col, gen: f.gen}
-	if e, ok := c.blooms.get(key); ok {
+	if e, ok := c.blooms.Get(key); ok {
 		if slot != nil && f.cache == c {
 			w := weak.Make(e)
 			slot.Store(&w)
@@ -421,7 +323,8 @@ func (c *Cache) bloomFilter(ctx context.Context, f *Footer, rg, col int, lk *Loo
 			size += bf.Size()
 		}
 		e := &entry{key: key, bloom: be, size: size}
-		c.blooms.put(e)
+		e.promoted.Store(time.Now().UnixNano())
+		c.blooms.Add(key, e, size)
 		if slot != nil && f.cache == c {
 			w := weak.Make(e)
 			slot.Store(&w)

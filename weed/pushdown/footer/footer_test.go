@@ -328,14 +328,7 @@ func TestBloomFiltersAreServedFromTheFootersReferenceUntilTheCacheLetsThemGo(t *
 	st = c.Stats()
 	// Evicted from the bloom LRU and collected: the reference is empty and
 	// the next lookup reads the filter again, correctly.
-	c.blooms.mu.Lock()
-	for el := c.blooms.lru.Front(); el != nil; el = c.blooms.lru.Front() {
-		e := el.Value.(*entry)
-		c.blooms.lru.Remove(el)
-		delete(c.blooms.items, e.key)
-		c.blooms.bytes -= e.size
-	}
-	c.blooms.mu.Unlock()
+	c.blooms.Clear()
 	first = nil
 	runtime.GC()
 	runtime.GC()

@@ -3,21 +3,17 @@ package indexing
 import (
 	"sync"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
+	"github.com/lakeweed/seaweedfs/weed/pushdown/bytelru"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
 )
 
 // IndexCache keeps opened payloads in memory, bounded by the bytes they
-// hold (golang-lru's LRU, evicting the oldest while over capacity).
+// hold (bytelru).
 type IndexCache struct {
-	mu                      sync.Mutex
-	capacity                int64
-	bytes                   int64
-	sizes                   map[string]int64
-	hits, misses, evictions int64
-	lru                     *lru.Cache[string, cached]
+	mu           sync.Mutex
+	hits, misses int64
+	lru          *bytelru.Cache[string, cached]
 	// Tracker, when set, makes an index whose payload changed (rewritten,
 	// deleted) since it was opened a miss.
 	Tracker *freshness.Tracker
@@ -31,38 +27,36 @@ type cached struct {
 
 // NewIndexCache holds at most capacity bytes of opened indexes.
 func NewIndexCache(capacity int64) *IndexCache {
-	c := &IndexCache{capacity: capacity, sizes: map[string]int64{}}
-	c.lru, _ = lru.NewWithEvict[string, cached](1<<20, func(k string, _ cached) {
-		c.bytes -= c.sizes[k]
-		delete(c.sizes, k)
-		c.evictions++
-	})
-	return c
+	return &IndexCache{lru: bytelru.New[string, cached](capacity, bytelru.Options[string, cached]{})}
 }
 
 // Get returns the cached index of key.
 func (c *IndexCache) Get(key string) (sideindex.Index, bool) {
+	if c.lru.RemoveIf(key, func(e cached) bool { return !c.Tracker.Fresh(e.payload, e.loaded) }) {
+		c.count(false)
+		return nil, false
+	}
+	e, ok := c.lru.Get(key)
+	c.count(ok)
+	if !ok {
+		return nil, false
+	}
+	return e.idx, true
+}
+
+func (c *IndexCache) count(hit bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.lru.Get(key)
-	if !ok {
+	if hit {
+		c.hits++
+	} else {
 		c.misses++
-		return nil, false
 	}
-	if !c.Tracker.Fresh(e.payload, e.loaded) {
-		c.lru.Remove(key)
-		c.misses++
-		return nil, false
-	}
-	c.hits++
-	return e.idx, true
 }
 
 // Holds reports whether key is cached and fresh, without counting a hit
 // or a miss or making it recent (a caller deciding whether to decode).
 func (c *IndexCache) Holds(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	e, ok := c.lru.Peek(key)
 	return ok && c.Tracker.Fresh(e.payload, e.loaded)
 }
@@ -71,26 +65,14 @@ func (c *IndexCache) Holds(key string) bool {
 // read at loaded (freshness.Now() before the read), under key; one larger
 // than the whole cache is not kept.
 func (c *IndexCache) Add(key, location string, loaded int64, idx sideindex.Index, size int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if size > c.capacity {
-		return
-	}
-	if c.lru.Remove(key) {
-		c.evictions-- // a replacement, not an eviction
-	}
-	c.sizes[key] = size
-	c.bytes += size
-	c.lru.Add(key, cached{idx: idx, payload: location, loaded: loaded})
-	for c.bytes > c.capacity && c.lru.Len() > 1 {
-		c.lru.RemoveOldest()
-	}
+	c.lru.Add(key, cached{idx: idx, payload: location, loaded: loaded}, size)
 }
 
 // Stats are the cache's entries, bytes, capacity, hits, misses and
 // evictions (stale entries dropped count as evictions too).
 func (c *IndexCache) Stats() (entries, bytes, capacity, hits, misses, evictions int64) {
+	s := c.lru.Stats()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return int64(c.lru.Len()), c.bytes, c.capacity, c.hits, c.misses, c.evictions
+	return s.Entries, s.Bytes, s.Capacity, c.hits, c.misses, s.Evictions
 }
