@@ -17,8 +17,6 @@ import (
 	"context"
 	"hash/fnv"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -37,6 +35,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/tables"
 )
 
@@ -223,16 +222,9 @@ func (s *Service) placeReads(ctx context.Context, files []*pushdown_pb.PlannedFi
 	// (holders cached) must not start a goroutine per file, and a cold one
 	// looks up at most 32 at a time.
 	endpoints := make([][]string, len(files))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(32, len(files)) {
-		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(files)); i = next.Add(1) - 1 {
-				endpoints[i] = s.endpointsFor(ctx, files[i].GetFile())
-			}
-		})
-	}
-	wg.Wait()
+	safe.ForEach(len(files), 32, 1, func(i, _ int) {
+		endpoints[i] = s.endpointsFor(ctx, files[i].GetFile())
+	})
 	named := map[string]int{}
 	for i, f := range files {
 		eps := endpoints[i]

@@ -39,6 +39,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/rowbits"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 )
 
 // AggregateSite is where the aggregates of a GROUP BY are computed
@@ -235,18 +236,24 @@ func (c *Connector) aggregatePlan(ctx context.Context, p *prepared, resp *pushdo
 			here = append(here, af)
 		}
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	// 8 calls at once; a call's failure is its file's (read here), so the
+	// group's error is only a panic, which fails the query
+	g, _ := safe.Group(ctx, "aggregate rows")
+	g.SetLimit(8)
 	for _, af := range volume {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			af.rec, af.bytes, af.stats, af.err = c.fetch.aggregateRows(ctx, af.addr, p, af.f, aq, ids)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		for _, af := range volume {
+			if af.rec != nil {
+				af.rec.Release()
+			}
+		}
+		return nil, err
+	}
 	defer func() {
 		for _, af := range volume {
 			if af.rec != nil {

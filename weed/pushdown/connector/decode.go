@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -641,27 +639,9 @@ func decodeTops(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroup
 }
 
 // parallel runs run(0..n-1) on up to GOMAXPROCS goroutines, this one among
-// them, and returns when every run has.
+// them, and returns when every run has (safe.ForEach, an index a pull).
 func parallel(n int, run func(i int)) {
-	var next atomic.Int64
-	work := func() {
-		for k := next.Add(1) - 1; k < int64(n); k = next.Add(1) - 1 {
-			run(int(k))
-		}
-	}
-	var wg sync.WaitGroup
-	var panics safe.Panics
-	for w := 1; w < min(runtime.GOMAXPROCS(0), n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer panics.Catch()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
-	panics.Rethrow()
+	safe.ForEach(n, runtime.GOMAXPROCS(0), 1, func(i, _ int) { run(i) })
 }
 
 // pagesTileChunk reports whether the planned pages of top (one leaf) and

@@ -27,6 +27,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 )
@@ -176,16 +177,10 @@ func (w *Watcher) Refresh(ctx context.Context) {
 		return
 	}
 	now := time.Now()
+	// probed 16 at a time (a cluster of hundreds of volume servers does
+	// not open hundreds of connections at once)
 	results := make([]*Endpoint, len(regs))
-	var wg sync.WaitGroup
-	for i, r := range regs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = w.probe(ctx, r)
-		}()
-	}
-	wg.Wait()
+	safe.ForEach(len(regs), 16, 1, func(i, _ int) { results[i] = w.probe(ctx, regs[i]) })
 
 	w.mu.Lock()
 	seen := map[string]bool{}

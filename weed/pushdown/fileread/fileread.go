@@ -23,7 +23,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/seaweedfs/seaweedfs/weed/filer"
@@ -321,17 +320,12 @@ func (f *File) readInto(ctx context.Context, p []byte, off int64) error {
 	if len(views2) == 1 {
 		return f.readView(ctx, p, off, views2[0])
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(views2))
-	for i, v := range views2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = safe.Call("fileread", func() error { return f.readView(ctx, p, off, v) })
-		}()
+	// every view at once; the first failure cancels the others
+	g, gctx := safe.Group(ctx, "fileread")
+	for _, v := range views2 {
+		g.Go(func() error { return f.readView(gctx, p, off, v) })
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // readView fills the part of p (which starts at file offset base) covered by

@@ -556,20 +556,11 @@ func forEachIndex(n, workers int, fn func(i int)) {
 	}
 	// each worker a contiguous stretch: neighbours' writes share no cache
 	// lines across cores
-	var wg sync.WaitGroup
-	var panics safe.Panics
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer panics.Catch()
-			for i := w * n / workers; i < (w+1)*n/workers; i++ {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
-	panics.Rethrow()
+	safe.ForEach(n, workers, (n+workers-1)/workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			fn(i)
+		}
+	})
 }
 
 func nestedIDs(f iceberg.NestedField) map[int]bool {
