@@ -85,6 +85,11 @@ type AggregateQuery struct {
 	Aggregates []AggregateCall
 	MaxGroups  int64
 	Site       AggregateSite
+	// Plan, when set, is Explain's answer for Query (a COUNT(*) that could
+	// not be counted from it): used instead of planning again when it was
+	// made from the metadata version, snapshot and schema this call binds
+	// to, else planned anew.
+	Plan *pushdown_pb.ParquetPushdownResponse
 }
 
 // NotAggregatedError: the volumes were not asked (no plan, a truncated
@@ -135,23 +140,26 @@ func (c *Connector) AggregateOnVolumes(ctx context.Context, aq AggregateQuery, p
 	}
 	ac := &aggregateCounters{}
 	res, err := c.answerWith(q, rows, func(rq Query) (*Result, error) {
-		p, err := c.prepare(ctx, rq, !c.opts.ClientResolved)
-		if err != nil {
-			return nil, err
-		}
 		// the volumes need the row groups and their deletes: the catalog
 		// plans every file rather than stop at the manifest tier
-		p.req.DecideEarly = false
 		t0 := time.Now()
-		p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) {
-			p, err := c.prepare(ctx, p.q, false)
-			if p != nil {
-				p.req.DecideEarly = false
+		var p *prepared
+		var resp *pushdown_pb.ParquetPushdownResponse
+		var err error
+		if aq.Plan != nil {
+			if p, err = c.prepare(ctx, rq, !c.opts.ClientResolved); err != nil {
+				return nil, err
 			}
-			return p, err
-		})
-		if bindErr != nil {
-			return nil, bindErr
+			if !planOf(aq.Plan, p) {
+				p = nil // made from another version: plan anew
+			} else {
+				resp = aq.Plan
+			}
+		}
+		if p == nil {
+			if p, resp, err = c.wholePlan(ctx, rq); p == nil {
+				return nil, err // the query does not bind
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -525,4 +533,15 @@ func positionRanges(positions []byte, n int64) ([]*pushdown_pb.RowRange, error) 
 		out = append(out, &pushdown_pb.RowRange{Start: r, End: r + 1})
 	}
 	return out, nil
+}
+
+// planOf reports whether resp was planned from the metadata version,
+// snapshot and schema p is bound to (so it is p's plan).
+func planOf(resp *pushdown_pb.ParquetPushdownResponse, p *prepared) bool {
+	snap := p.snapshot
+	if cur := p.tbl.CurrentSnapshot(); snap == 0 && cur != nil {
+		snap = cur.SnapshotID
+	}
+	return resp.GetMetadataLocation() != "" && resp.GetMetadataLocation() == p.tbl.MetadataLocation() &&
+		resp.GetSnapshotId() == snap && int(resp.GetSchemaId()) == p.schema.ID
 }

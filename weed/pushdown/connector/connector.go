@@ -1004,10 +1004,30 @@ func (c *Connector) Explain(ctx context.Context, q Query) (*pushdown_pb.ParquetP
 		}
 		return c.plan(ctx, p.req)
 	}
-	p, err := c.prepare(ctx, q, false)
+	_, resp, err := c.wholePlan(ctx, q)
+	return resp, err
+}
+
+// wholePlan plans every file of q (decide early off: an explanation, a
+// count from the plan and the volumes' aggregates all need every file's
+// row groups), bound to the table's cached metadata when the catalog
+// planned that version, else to the current one. p is nil when q does not
+// bind (err says why); with p, err is the catalog's.
+func (c *Connector) wholePlan(ctx context.Context, q Query) (*prepared, *pushdown_pb.ParquetPushdownResponse, error) {
+	p, err := c.prepare(ctx, q, !c.opts.ClientResolved)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p.req.DecideEarly = false // an explanation shows the whole plan
-	return c.plan(ctx, p.req)
+	p.req.DecideEarly = false
+	p, resp, err, bindErr := c.planCurrent(ctx, p, func() (*prepared, error) {
+		p, err := c.prepare(ctx, p.q, false)
+		if p != nil {
+			p.req.DecideEarly = false
+		}
+		return p, err
+	})
+	if bindErr != nil {
+		return nil, nil, bindErr
+	}
+	return p, resp, err
 }

@@ -28,22 +28,23 @@ import (
 )
 
 // planCount counts st's rows from its plan. note, when set, says why it
-// could not (then read and count).
-func planCount(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, column string, o Options) (n int64, stats connector.Stats, note string, err error) {
+// could not (then read and count: the plan, resp, is handed to the
+// volumes' aggregation so it is not made twice).
+func planCount(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, column string, o Options) (n int64, stats connector.Stats, note string, resp *pushdown_pb.ParquetPushdownResponse, err error) {
 	start := time.Now()
 	q := query(st, o)
 	q.Vector, q.Select = nil, []string{column}
-	resp, err := conn.Explain(ctx, q)
+	resp, err = conn.Explain(ctx, q)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, stats, "", ctx.Err()
+			return 0, stats, "", nil, ctx.Err()
 		}
-		return 0, stats, "no plan: " + err.Error(), nil
+		return 0, stats, "no plan: " + err.Error(), nil, nil
 	}
 	n, note = countPlanned(resp, st.Where != "")
 	stats = connector.Stats{Pushdown: true, Files: len(resp.GetFiles()), RowGroups: len(resp.GetRowGroups()),
 		PlanMs: time.Since(start).Milliseconds(), ElapsedMs: time.Since(start).Milliseconds()}
-	return n, stats, note, nil
+	return n, stats, note, resp, nil
 }
 
 // countPlanned is the rows a plan's row groups hold that match and are not

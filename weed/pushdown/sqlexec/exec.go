@@ -258,8 +258,9 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *sqlstmt.St
 	out := &Result{Stats: Stats{AnsweredBy: "scan"}}
 	var readSchema *arrow.Schema
 	answered := false
+	var countPlan *pushdown_pb.ParquetPushdownResponse // the plan a count could not answer from
 	if countOnly && !o.NoMetadataAnswers {
-		n, pst, note, err := planCount(ctx, conn, st, columns[0], o)
+		n, pst, note, resp, err := planCount(ctx, conn, st, columns[0], o)
 		if err != nil {
 			return nil, err
 		}
@@ -274,10 +275,11 @@ func runAggregate(ctx context.Context, conn *connector.Connector, st *sqlstmt.St
 			}
 		}
 		out.Stats.CountNote = note
+		countPlan = resp
 	}
 	if !answered && o.AggregateAt != connector.AggregateHere {
 		var err error
-		if answered, readSchema, err = volumeAggregate(ctx, conn, st, schema, columns, a, o, out, countOnly); err != nil {
+		if answered, readSchema, err = volumeAggregate(ctx, conn, st, schema, columns, a, o, out, countOnly, countPlan); err != nil {
 			return nil, err
 		}
 	}
@@ -442,7 +444,7 @@ func countsRowsOnly(st *sqlstmt.Statement, schema *iceberg.Schema) bool {
 // added to a). answered false: nothing was added, read instead (the reason
 // in Stats.AggregateNote).
 func volumeAggregate(ctx context.Context, conn *connector.Connector, st *sqlstmt.Statement, schema *iceberg.Schema, columns []string, a *sqlstmt.Aggregator,
-	o Options, out *Result, countOnly bool) (answered bool, readSchema *arrow.Schema, err error) {
+	o Options, out *Result, countOnly bool, plan *pushdown_pb.ParquetPushdownResponse) (answered bool, readSchema *arrow.Schema, err error) {
 	aggs, ok := sqlstmt.PartialAggs(st)
 	if !ok {
 		out.Stats.AggregateNote = "COUNT(DISTINCT) has no partial state"
@@ -457,7 +459,7 @@ func volumeAggregate(ctx context.Context, conn *connector.Connector, st *sqlstmt
 	q := query(st, o)
 	q.Select = columns
 	q.CountOnly = countOnly // files read here hand on row counts only
-	aq := connector.AggregateQuery{Query: q, GroupBy: st.GroupBy, MaxGroups: sqlstmt.MaxGroups, Site: o.AggregateAt}
+	aq := connector.AggregateQuery{Query: q, GroupBy: st.GroupBy, MaxGroups: sqlstmt.MaxGroups, Site: o.AggregateAt, Plan: plan}
 	p := 0
 	for _, it := range st.Items {
 		if it.Agg == nil {

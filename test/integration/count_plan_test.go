@@ -1,0 +1,81 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/lakeweed/seaweedfs/test/harness"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
+)
+
+// A COUNT(*) the plan cannot answer (a predicate no side index answers
+// exactly) is planned once: the plan it was tried on is the one the
+// volumes' aggregation uses, not made again — one Plan call a query on the
+// catalog — and the count is the rows' (a -no-pushdown read's), on every
+// aggregation site.
+func TestACountThePlanCannotAnswerIsPlannedOnce(t *testing.T) {
+	o := harness.MiniOptions{}
+	url := harness.WithMetrics(t, &o)
+	c := harness.StartMini(t, o)
+	ctx := context.Background()
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Files, spec.RowGroupRows, spec.Indexed = 30_000, 3, 5_000, demo.IndexedNone
+	const table = "countplan.events"
+	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: table, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(conn *connector.Connector, o sqlexec.Options) (int64, sqlexec.Stats) {
+		t.Helper()
+		st, err := sqlstmt.Parse("SELECT COUNT(*) FROM " + table + " WHERE status = 'error'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64 = -1
+		res, err := sqlexec.Run(ctx, conn, st, o, func(rec arrow.RecordBatch) error {
+			n = rec.Column(0).(*array.Int64).Value(0)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, res.Stats
+	}
+	plain, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), NoPushdown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	want, _ := count(plain, sqlexec.Options{NoMetadataAnswers: true})
+	if want <= 0 || want >= int64(spec.Rows) {
+		t.Fatalf("the plain count %d: the predicate selects no or every row", want)
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	count(conn, sqlexec.Options{}) // table metadata and footers cached
+	plans := func() float64 {
+		v, _ := harness.Scrape(t, url).Value("SeaweedFS_pushdown_rpc_requests_total", "service", "catalog", "method", "Plan", "code", "OK")
+		return v
+	}
+	for _, site := range []connector.AggregateSite{connector.AggregateAuto, connector.AggregateVolume} {
+		before := plans()
+		got, st := count(conn, sqlexec.Options{AggregateAt: site})
+		if got != want {
+			t.Fatalf("aggregateAt %s: COUNT(*) %d, the rows hold %d", site, got, want)
+		}
+		if st.CountNote == "" {
+			t.Fatalf("aggregateAt %s: the plan answered the count (%s): the test needs one it cannot", site, st.AnsweredBy)
+		}
+		if n := plans() - before; n != 1 {
+			t.Fatalf("aggregateAt %s: %v Plan calls for one COUNT(*), want 1", site, n)
+		}
+	}
+}
