@@ -198,31 +198,21 @@ func (c *Connector) AggregateOnVolumes(ctx context.Context, aq AggregateQuery, p
 
 // aggregateFile is one planned file of an aggregation.
 type aggregateFile struct {
-	f       *fileRead
-	addr    string
-	rec     arrow.RecordBatch
-	err     error
-	bytes   int64
-	stats   int64 // row groups the volume answered from statistics
-	planned []*pushdown_pb.FileRange
-	pages   []*pushdown_pb.PageRef
+	f     *fileRead
+	addr  string
+	rec   arrow.RecordBatch
+	err   error
+	bytes int64
+	stats int64 // row groups the volume answered from statistics
 }
 
 // aggregatePlan sends the plan's files to the volumes, reads the others
 // here.
 func (c *Connector) aggregatePlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse, aq AggregateQuery,
 	ac *aggregateCounters, partial func(arrow.RecordBatch) error) (*Result, error) {
-	files := map[string]*aggregateFile{}
 	var order []*aggregateFile
-	for _, pf := range resp.GetFiles() {
-		af := &aggregateFile{f: &fileRead{pf: pf}}
-		files[pf.GetFile()] = af
-		order = append(order, af)
-	}
-	for _, rg := range resp.GetRowGroups() {
-		if af := files[rg.GetFile()]; af != nil {
-			af.f.rgRefs = append(af.f.rgRefs, rg)
-		}
+	for _, f := range filesOf(resp) {
+		order = append(order, &aggregateFile{f: f})
 	}
 	ids, err := aggregateFieldIDs(p, aq)
 	if err != nil {
@@ -295,28 +285,11 @@ func (c *Connector) aggregatePlan(ctx context.Context, p *prepared, resp *pushdo
 	}
 	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
 	if len(here) > 0 {
-		sub := &pushdown_pb.ParquetPushdownResponse{Stats: resp.GetStats(), MetadataLocation: resp.GetMetadataLocation()}
-		keep := map[string]bool{}
-		for _, af := range here {
-			keep[af.f.pf.GetFile()] = true
-			sub.Files = append(sub.Files, af.f.pf)
+		files := make([]*fileRead, len(here))
+		for i, af := range here {
+			files[i] = af.f
 		}
-		for _, rg := range resp.GetRowGroups() {
-			if keep[rg.GetFile()] {
-				sub.RowGroups = append(sub.RowGroups, rg)
-			}
-		}
-		for _, pg := range resp.GetPages() {
-			if keep[pg.GetFile()] {
-				sub.Pages = append(sub.Pages, pg)
-			}
-		}
-		for _, fr := range resp.GetFileRanges() {
-			if keep[fr.GetFile()] {
-				sub.FileRanges = append(sub.FileRanges, fr)
-			}
-		}
-		read, err := c.readPlan(ctx, p, sub)
+		read, err := c.readFiles(ctx, p, files)
 		if err != nil {
 			return nil, err
 		}

@@ -861,17 +861,6 @@ type FilterSites struct {
 // filtered under site (limit: the query's LIMIT).
 func ExplainFilterSites(resp *pushdown_pb.ParquetPushdownResponse, site FilterSite, limit int64) FilterSites {
 	out := FilterSites{Setting: site}
-	planned, groups := map[string]int64{}, map[string]int64{}
-	for _, fr := range resp.GetFileRanges() {
-		planned[fr.GetFile()] += fr.GetLength()
-	}
-	for _, rg := range resp.GetRowGroups() {
-		groups[rg.GetFile()]++
-	}
-	endpoint := map[string]string{}
-	for _, pf := range resp.GetFiles() {
-		endpoint[pf.GetFile()] = pf.GetReadEndpoint()
-	}
 	note := func(volume bool, reason string) {
 		if volume {
 			out.Volume++
@@ -885,36 +874,42 @@ func ExplainFilterSites(resp *pushdown_pb.ParquetPushdownResponse, site FilterSi
 			out.HereReason = reason
 		}
 	}
-	for _, rg := range resp.GetRowGroups() {
-		if rg.GetRowsExact() {
-			out.Exact++
-			continue
+	for _, f := range filesOf(resp) {
+		var planned int64
+		for _, r := range f.given {
+			planned += r.Len
 		}
-		addr := endpoint[rg.GetFile()]
-		switch {
-		case site == FilterHere:
-			note(false, "here: -filterAt here")
-			continue
-		case addr == "":
-			note(false, "here: the plan names no volume pushdown service holding the file")
-			continue
-		case site == FilterVolume:
-			note(true, "volume: -filterAt volume")
-			continue
-		}
-		cands := rg.GetRowCount()
-		if len(rg.GetRowRanges()) > 0 {
-			cands = 0
-			for _, rr := range rg.GetRowRanges() {
-				cands += rr.GetEnd() - rr.GetStart()
+		addr := f.pf.GetReadEndpoint()
+		for _, rg := range f.rgRefs {
+			if rg.GetRowsExact() {
+				out.Exact++
+				continue
 			}
+			switch {
+			case site == FilterHere:
+				note(false, "here: -filterAt here")
+				continue
+			case addr == "":
+				note(false, "here: the plan names no volume pushdown service holding the file")
+				continue
+			case site == FilterVolume:
+				note(true, "volume: -filterAt volume")
+				continue
+			}
+			cands := rg.GetRowCount()
+			if len(rg.GetRowRanges()) > 0 {
+				cands = 0
+				for _, rr := range rg.GetRowRanges() {
+					cands += rr.GetEnd() - rr.GetStart()
+				}
+			}
+			in := filterSiteInput{PlannedBytes: planned / int64(max(1, len(f.rgRefs))), Candidates: cands,
+				Selectivity: scanPriorSelectivity, Limit: limit, Local: isLocalAddr(addr)}
+			if cands > 0 {
+				in.RowBytes = 4 * float64(in.PlannedBytes) / float64(cands)
+			}
+			note(chooseFilterSite(in))
 		}
-		in := filterSiteInput{PlannedBytes: planned[rg.GetFile()] / max(1, groups[rg.GetFile()]), Candidates: cands,
-			Selectivity: scanPriorSelectivity, Limit: limit, Local: isLocalAddr(addr)}
-		if cands > 0 {
-			in.RowBytes = 4 * float64(in.PlannedBytes) / float64(cands)
-		}
-		note(chooseFilterSite(in))
 	}
 	return out
 }

@@ -83,31 +83,47 @@ type unitResult struct {
 	err error
 }
 
-// readPlan reads the planned files.
-func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse) (*Result, error) {
-	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
-	files := map[string]*fileRead{}
-	var order []*fileRead
+// filesOf groups a plan's flat wire lists by file, once per plan: each
+// planned file with its row groups, pages and coalesced ranges (sorted),
+// in the plan's file order. Every reader of the plan (readFiles, the
+// volumes' aggregation, ExplainFilterSites) starts from these.
+func filesOf(resp *pushdown_pb.ParquetPushdownResponse) []*fileRead {
+	files := make(map[string]*fileRead, len(resp.GetFiles()))
+	order := make([]*fileRead, 0, len(resp.GetFiles()))
 	for _, pf := range resp.GetFiles() {
 		f := &fileRead{pf: pf}
-		files[pf.File] = f
+		files[pf.GetFile()] = f
 		order = append(order, f)
 	}
 	for _, rg := range resp.GetRowGroups() {
-		if f := files[rg.File]; f != nil {
+		if f := files[rg.GetFile()]; f != nil {
 			f.rgRefs = append(f.rgRefs, rg)
 		}
 	}
 	for _, pg := range resp.GetPages() {
-		if f := files[pg.File]; f != nil {
+		if f := files[pg.GetFile()]; f != nil {
 			f.pages = append(f.pages, pg)
 		}
 	}
 	for _, fr := range resp.GetFileRanges() {
-		if f := files[fr.File]; f != nil {
-			f.given = append(f.given, byteRange{Off: fr.Offset, Len: fr.Length})
+		if f := files[fr.GetFile()]; f != nil {
+			f.given = append(f.given, byteRange{Off: fr.GetOffset(), Len: fr.GetLength()})
 		}
 	}
+	for _, f := range order {
+		sort.Slice(f.given, func(i, j int) bool { return f.given[i].Off < f.given[j].Off })
+	}
+	return order
+}
+
+// readPlan reads the planned files.
+func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb.ParquetPushdownResponse) (*Result, error) {
+	return c.readFiles(ctx, p, filesOf(resp))
+}
+
+// readFiles reads planned files (filesOf), in order.
+func (c *Connector) readFiles(ctx context.Context, p *prepared, order []*fileRead) (*Result, error) {
+	res := &Result{Stats: Stats{Pushdown: true, Mode: map[Mode]string{PageAware: "page-aware", RowGroup: "row-group"}[c.opts.Mode]}}
 	var units []*unit
 	workers := c.opts.Workers
 	if workers <= 0 {
@@ -115,7 +131,6 @@ func (c *Connector) readPlan(ctx context.Context, p *prepared, resp *pushdown_pb
 	}
 	for i, f := range order {
 		f.ahead = order[i+1 : min(len(order), i+1+workers)]
-		sort.Slice(f.given, func(i, j int) bool { return f.given[i].Off < f.given[j].Off })
 		var planned int64
 		for _, r := range f.given {
 			planned += r.Len
