@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,6 +77,53 @@ func TestACountThePlanCannotAnswerIsPlannedOnce(t *testing.T) {
 		}
 		if n := plans() - before; n != 1 {
 			t.Fatalf("aggregateAt %s: %v Plan calls for one COUNT(*), want 1", site, n)
+		}
+	}
+}
+
+// MIN and MAX of a string column read here (whose decoded buffers the
+// connector reuses row group after row group) are the values a plain read
+// gives, not bytes of a later row group.
+func TestStringMinAndMaxReadHereEqualAPlainRead(t *testing.T) {
+	c := harness.StartMini(t, harness.MiniOptions{})
+	ctx := context.Background()
+	spec := demo.DefaultSpec()
+	spec.Rows, spec.Files, spec.RowGroupRows, spec.Indexed = 60_000, 2, 10_000, demo.IndexedNone
+	const table = "minmax.events"
+	if _, err := demo.Load(ctx, demo.LoadOptions{Endpoints: c.Endpoints(), Table: table, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(conn *connector.Connector, o sqlexec.Options) []string {
+		t.Helper()
+		st, err := sqlstmt.Parse("SELECT MIN(message), MAX(message), MIN(tenant_id), MAX(status) FROM " + table + " WHERE id >= 0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row []string
+		if _, err := sqlexec.Run(ctx, conn, st, o, func(rec arrow.RecordBatch) error {
+			for j := 0; j < int(rec.NumCols()); j++ {
+				row = append(row, rec.Column(j).ValueStr(0))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return row
+	}
+	plain, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), NoPushdown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	want := answer(plain, sqlexec.Options{AggregateAt: connector.AggregateHere})
+	for i := 0; i < 3; i++ { // warm: the pool holds the buffers of earlier reads
+		if got := answer(conn, sqlexec.Options{AggregateAt: connector.AggregateHere}); !slices.Equal(got, want) {
+			t.Fatalf("read %d here: %q, a plain read: %q", i+1, got, want)
 		}
 	}
 }

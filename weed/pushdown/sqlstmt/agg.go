@@ -570,15 +570,25 @@ func (a *Aggregator) update(ac *acc, agg *Agg, get getter, r int) error {
 		}
 	case agg.Func == Min:
 		if ac.n == 0 || compareVals(v, ac.v) < 0 {
-			ac.v = v
+			ac.v = kept(v)
 		}
 	case agg.Func == Max:
 		if ac.n == 0 || compareVals(v, ac.v) > 0 {
-			ac.v = v
+			ac.v = kept(v)
 		}
 	}
 	ac.n++
 	return nil
+}
+
+// kept is v as an accumulator keeps it: a string copied out of the
+// record's buffer (a getter's string is a view of it, and the record's
+// buffers are reused once it is released).
+func kept(v val) val {
+	if v.k == kStr {
+		v.s = strings.Clone(v.s)
+	}
+	return v
 }
 
 // outputType is the Arrow type of item i's result.

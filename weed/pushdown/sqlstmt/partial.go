@@ -17,7 +17,6 @@ package sqlstmt
 import (
 	"fmt"
 	"math/big"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -279,12 +278,9 @@ func (a *Aggregator) mergeItem(i, p int, agg *Agg, col func(string) (arrow.Array
 			ac := &a.groups[g].accs[i]
 			v, ok := get(r)
 			if ok && counts.Value(r) > 0 {
-				if v.k == kStr {
-					v.s = strings.Clone(v.s)
-				}
 				c := compareVals(v, ac.v)
 				if ac.n == 0 || (agg.Func == Min && c < 0) || (agg.Func == Max && c > 0) {
-					ac.v = v
+					ac.v = kept(v)
 				}
 			}
 			ac.n += counts.Value(r)
