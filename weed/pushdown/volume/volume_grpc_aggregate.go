@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/arrowmem"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
@@ -148,7 +149,7 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 			props.SetReadDict(leaf, true) // grouped by dictionary code
 		}
 	}
-	fr, err := pqarrow.NewFileReader(rdr, props, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(rdr, props, arrowmem.Pooled) // buffers recycled row group after row group
 	if err != nil {
 		return nil, fail(perr.New(perr.Corrupt, "%v", err))
 	}
