@@ -87,6 +87,10 @@ type Server struct {
 	sessions   *lru.Cache[string, *session]
 	connectors *lru.Cache[string, *connector.Connector]
 	prepared   *lru.Cache[string, *prepared]
+	// parsed statements by their SQL: GetFlightInfo parses a query, DoGet
+	// redeems its ticket (the SQL) and finds the parse (statements are not
+	// modified once parsed)
+	parsed *lru.Cache[string, *sqlstmt.Statement]
 	mu         sync.Mutex
 	running    map[string]context.CancelFunc // ticket → its DoGet's cancel
 	connMu     sync.Mutex
@@ -132,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 	s.Alloc = memory.DefaultAllocator
 	s.sessions, _ = lru.New[string, *session](maxSessions)
 	s.prepared, _ = lru.New[string, *prepared](maxPrepared)
+	s.parsed, _ = lru.New[string, *sqlstmt.Statement](maxParsed)
 	s.connectors, _ = lru.NewWithEvict[string, *connector.Connector](maxConnectors, func(_ string, c *connector.Connector) {
 		time.AfterFunc(connectorCloseDelay, c.Close) // queries running on it finish first
 	})
@@ -197,13 +202,25 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-// statement parses sql, refusing what the front end does not support
-// with an error naming it.
-func statement(sql string) (*sqlstmt.Statement, error) {
+// maxParsed bounds the parsed statements kept.
+const maxParsed = 1024
+
+// statement parses sql (or finds its parse: the SQL of a ticket was parsed
+// when its flight was described), refusing what the front end does not
+// support with an error naming it.
+func (s *Server) statement(sql string) (*sqlstmt.Statement, error) {
 	if len(sql) > maxSQLBytes {
 		return nil, perr.New(perr.ResourceExhausted, "SQL of %d bytes: at most %d", len(sql), maxSQLBytes)
 	}
-	return sqlstmt.Parse(sql)
+	if st, ok := s.parsed.Get(sql); ok {
+		return st, nil
+	}
+	st, err := sqlstmt.Parse(sql)
+	if err != nil {
+		return nil, err // refusals are not kept
+	}
+	s.parsed.Add(sql, st)
+	return st, nil
 }
 
 func (s *Server) flightInfo(desc *flight.FlightDescriptor, ticket []byte, sch *arrow.Schema) *flight.FlightInfo {
@@ -226,7 +243,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd afsql.Statement
 	if err != nil {
 		return nil, err
 	}
-	st, err := statement(cmd.GetQuery())
+	st, err := s.statement(cmd.GetQuery())
 	if err != nil {
 		return nil, grpcutil.ToStatus(err)
 	}
@@ -260,7 +277,7 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd afsql.StatementQueryTic
 		return nil, nil, err
 	}
 	sql := string(cmd.GetStatementHandle())
-	st, err := statement(sql)
+	st, err := s.statement(sql)
 	if err != nil {
 		return nil, nil, grpcutil.ToStatus(err)
 	}
@@ -415,7 +432,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req afsql.ActionCr
 	if len(req.GetTransactionId()) > 0 {
 		return res, status.Error(codes.Unimplemented, "transactions are not supported: lakeweed's Flight SQL is read-only")
 	}
-	st, err := statement(req.GetQuery())
+	st, err := s.statement(req.GetQuery())
 	if err != nil {
 		return res, grpcutil.ToStatus(err)
 	}
