@@ -90,11 +90,11 @@ type Server struct {
 	// parsed statements by their SQL: GetFlightInfo parses a query, DoGet
 	// redeems its ticket (the SQL) and finds the parse (statements are not
 	// modified once parsed)
-	parsed *lru.Cache[string, *sqlstmt.Statement]
-	mu         sync.Mutex
-	running    map[string]context.CancelFunc // ticket → its DoGet's cancel
-	connMu     sync.Mutex
-	slots      chan struct{} // one per running read
+	parsed  *lru.Cache[string, *sqlstmt.Statement]
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // ticket → its DoGet's cancel
+	connMu  sync.Mutex
+	slots   chan struct{} // one per running read
 }
 
 // session is an authenticated caller.
