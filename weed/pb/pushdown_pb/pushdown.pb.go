@@ -384,8 +384,13 @@ type ParquetPushdownRequest struct {
 	// may come as a bitmap instead of row_ranges. A client that does not
 	// say so gets row_ranges only.
 	AcceptsRowPositions bool `protobuf:"varint,14,opt,name=accepts_row_positions,json=acceptsRowPositions,proto3" json:"accepts_row_positions,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Past the sketch: the response nests each file's row groups, pages and
+	// byte ranges in its PlannedFile (row_groups, pages, ranges there) and
+	// leaves the flat lists of the response empty. A client that does not
+	// ask gets the flat lists.
+	NestByFile    bool `protobuf:"varint,15,opt,name=nest_by_file,json=nestByFile,proto3" json:"nest_by_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ParquetPushdownRequest) Reset() {
@@ -512,6 +517,13 @@ func (x *ParquetPushdownRequest) GetDecideEarly() bool {
 func (x *ParquetPushdownRequest) GetAcceptsRowPositions() bool {
 	if x != nil {
 		return x.AcceptsRowPositions
+	}
+	return false
+}
+
+func (x *ParquetPushdownRequest) GetNestByFile() bool {
+	if x != nil {
+		return x.NestByFile
 	}
 	return false
 }
@@ -1100,7 +1112,13 @@ type PlannedFile struct {
 	// Past the sketch: the healthy volume pushdown service beside a volume
 	// server holding the file's chunks (host:port), from which a reader may
 	// read the file's ranges with ReadRanges; empty when none is known.
-	ReadEndpoint  string `protobuf:"bytes,11,opt,name=read_endpoint,json=readEndpoint,proto3" json:"read_endpoint,omitempty"`
+	ReadEndpoint string `protobuf:"bytes,11,opt,name=read_endpoint,json=readEndpoint,proto3" json:"read_endpoint,omitempty"`
+	// Past the sketch: with nest_by_file, what the plan reads of this file
+	// (otherwise in the response's row_groups, pages and file_ranges, each
+	// naming its file).
+	RowGroups     []*RowGroupRef `protobuf:"bytes,12,rep,name=row_groups,json=rowGroups,proto3" json:"row_groups,omitempty"`
+	Pages         []*PageRef     `protobuf:"bytes,13,rep,name=pages,proto3" json:"pages,omitempty"`
+	Ranges        []*FileRange   `protobuf:"bytes,14,rep,name=ranges,proto3" json:"ranges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1210,6 +1228,27 @@ func (x *PlannedFile) GetReadEndpoint() string {
 		return x.ReadEndpoint
 	}
 	return ""
+}
+
+func (x *PlannedFile) GetRowGroups() []*RowGroupRef {
+	if x != nil {
+		return x.RowGroups
+	}
+	return nil
+}
+
+func (x *PlannedFile) GetPages() []*PageRef {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+func (x *PlannedFile) GetRanges() []*FileRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
 }
 
 type FileRange struct {
@@ -5659,7 +5698,7 @@ var File_pushdown_proto protoreflect.FileDescriptor
 
 const file_pushdown_proto_rawDesc = "" +
 	"\n" +
-	"\x0epushdown.proto\x12\vpushdown_pb\"\xf7\x04\n" +
+	"\x0epushdown.proto\x12\vpushdown_pb\"\x99\x05\n" +
 	"\x16ParquetPushdownRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12$\n" +
 	"\vsnapshot_id\x18\x02 \x01(\x03H\x00R\n" +
@@ -5677,7 +5716,9 @@ const file_pushdown_proto_rawDesc = "" +
 	"\vmax_row_ids\x18\v \x01(\x03R\tmaxRowIds\x12\x1c\n" +
 	"\twarehouse\x18\f \x01(\tR\twarehouse\x12!\n" +
 	"\fdecide_early\x18\r \x01(\bR\vdecideEarly\x122\n" +
-	"\x15accepts_row_positions\x18\x0e \x01(\bR\x13acceptsRowPositionsB\x0e\n" +
+	"\x15accepts_row_positions\x18\x0e \x01(\bR\x13acceptsRowPositions\x12 \n" +
+	"\fnest_by_file\x18\x0f \x01(\bR\n" +
+	"nestByFileB\x0e\n" +
 	"\f_snapshot_idB\f\n" +
 	"\n" +
 	"_schema_id\"\xbd\x02\n" +
@@ -5743,7 +5784,7 @@ const file_pushdown_proto_rawDesc = "" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1c\n" +
 	"\tpositions\x18\x02 \x03(\x03R\tpositions\x12\x1f\n" +
 	"\vcolumns_ipc\x18\x03 \x01(\fR\n" +
-	"columnsIpc\"\xad\x03\n" +
+	"columnsIpc\"\xc2\x04\n" +
 	"\vPlannedFile\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x1d\n" +
 	"\n" +
@@ -5759,7 +5800,11 @@ const file_pushdown_proto_rawDesc = "" +
 	"descriptor\x12\x1a\n" +
 	"\bidentity\x18\n" +
 	" \x01(\tR\bidentity\x12#\n" +
-	"\rread_endpoint\x18\v \x01(\tR\freadEndpoint\"O\n" +
+	"\rread_endpoint\x18\v \x01(\tR\freadEndpoint\x127\n" +
+	"\n" +
+	"row_groups\x18\f \x03(\v2\x18.pushdown_pb.RowGroupRefR\trowGroups\x12*\n" +
+	"\x05pages\x18\r \x03(\v2\x14.pushdown_pb.PageRefR\x05pages\x12.\n" +
+	"\x06ranges\x18\x0e \x03(\v2\x16.pushdown_pb.FileRangeR\x06ranges\"O\n" +
 	"\tFileRange\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\x12\x16\n" +
@@ -6347,84 +6392,87 @@ var file_pushdown_proto_depIdxs = []int32{
 	13, // 14: pushdown_pb.ParquetPushdownResponse.files:type_name -> pushdown_pb.PlannedFile
 	12, // 15: pushdown_pb.ParquetPushdownResponse.vector_rows:type_name -> pushdown_pb.VectorRows
 	7,  // 16: pushdown_pb.PlannedFile.descriptor:type_name -> pushdown_pb.DataFileDescriptor
-	16, // 17: pushdown_pb.RowGroupRef.row_ranges:type_name -> pushdown_pb.RowRange
-	9,  // 18: pushdown_pb.PageRef.column:type_name -> pushdown_pb.ColumnRef
-	18, // 19: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
-	20, // 20: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
-	4,  // 21: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
-	54, // 22: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
-	23, // 23: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
-	4,  // 24: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
-	24, // 25: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
-	23, // 26: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
-	23, // 27: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
-	14, // 28: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
-	7,  // 29: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	29, // 30: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
-	66, // 31: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
-	7,  // 32: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
-	32, // 33: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
-	34, // 34: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
-	67, // 35: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
-	36, // 36: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	0,  // 37: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	38, // 38: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
-	39, // 39: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	36, // 40: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
-	42, // 41: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
-	43, // 42: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
-	39, // 43: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
-	32, // 44: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
-	48, // 45: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
-	68, // 46: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
-	50, // 47: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
-	3,  // 48: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
-	0,  // 49: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	19, // 50: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
-	52, // 51: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
-	55, // 52: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
-	56, // 53: pushdown_pb.ReadRowsRequest.files:type_name -> pushdown_pb.ReadRowsFile
-	58, // 54: pushdown_pb.ReadRowsResponse.files:type_name -> pushdown_pb.ReadRowsFileResult
-	16, // 55: pushdown_pb.ScanRowGroup.row_ranges:type_name -> pushdown_pb.RowRange
-	60, // 56: pushdown_pb.ScanRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
-	0,  // 57: pushdown_pb.ScanRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	5,  // 58: pushdown_pb.AggregateSpec.func:type_name -> pushdown_pb.AggregateFunc
-	60, // 59: pushdown_pb.AggregateRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
-	0,  // 60: pushdown_pb.AggregateRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
-	63, // 61: pushdown_pb.AggregateRowsRequest.aggregates:type_name -> pushdown_pb.AggregateSpec
-	6,  // 62: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
-	22, // 63: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
-	45, // 64: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
-	47, // 65: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
-	22, // 66: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
-	27, // 67: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
-	28, // 68: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
-	33, // 69: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
-	37, // 70: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
-	41, // 71: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
-	51, // 72: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
-	57, // 73: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
-	61, // 74: pushdown_pb.PushdownVolume.ScanRows:input_type -> pushdown_pb.ScanRowsRequest
-	64, // 75: pushdown_pb.PushdownVolume.AggregateRows:input_type -> pushdown_pb.AggregateRowsRequest
-	11, // 76: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
-	25, // 77: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
-	46, // 78: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
-	49, // 79: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
-	26, // 80: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
-	31, // 81: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
-	30, // 82: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
-	35, // 83: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
-	40, // 84: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
-	44, // 85: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
-	53, // 86: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
-	59, // 87: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
-	62, // 88: pushdown_pb.PushdownVolume.ScanRows:output_type -> pushdown_pb.ScanRowsResponse
-	65, // 89: pushdown_pb.PushdownVolume.AggregateRows:output_type -> pushdown_pb.AggregateRowsResponse
-	76, // [76:90] is the sub-list for method output_type
-	62, // [62:76] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	15, // 17: pushdown_pb.PlannedFile.row_groups:type_name -> pushdown_pb.RowGroupRef
+	17, // 18: pushdown_pb.PlannedFile.pages:type_name -> pushdown_pb.PageRef
+	14, // 19: pushdown_pb.PlannedFile.ranges:type_name -> pushdown_pb.FileRange
+	16, // 20: pushdown_pb.RowGroupRef.row_ranges:type_name -> pushdown_pb.RowRange
+	9,  // 21: pushdown_pb.PageRef.column:type_name -> pushdown_pb.ColumnRef
+	18, // 22: pushdown_pb.ScoredRowRef.ref:type_name -> pushdown_pb.RowRef
+	20, // 23: pushdown_pb.PushdownStats.tiers:type_name -> pushdown_pb.TierStats
+	4,  // 24: pushdown_pb.PushdownStats.trust_mode:type_name -> pushdown_pb.TrustMode
+	54, // 25: pushdown_pb.PushdownStats.vector:type_name -> pushdown_pb.VectorSearchStats
+	23, // 26: pushdown_pb.VolumeEndpoint.caches:type_name -> pushdown_pb.CacheStats
+	4,  // 27: pushdown_pb.CatalogStatus.trust_mode:type_name -> pushdown_pb.TrustMode
+	24, // 28: pushdown_pb.CatalogStatus.volume_endpoints:type_name -> pushdown_pb.VolumeEndpoint
+	23, // 29: pushdown_pb.CatalogStatus.caches:type_name -> pushdown_pb.CacheStats
+	23, // 30: pushdown_pb.VolumeStatus.caches:type_name -> pushdown_pb.CacheStats
+	14, // 31: pushdown_pb.ReadRangesRequest.ranges:type_name -> pushdown_pb.FileRange
+	7,  // 32: pushdown_pb.ComputeDeletesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	29, // 33: pushdown_pb.ComputeDeletesResponse.files:type_name -> pushdown_pb.DeletedPositions
+	66, // 34: pushdown_pb.IndexSpec.params:type_name -> pushdown_pb.IndexSpec.ParamsEntry
+	7,  // 35: pushdown_pb.BuildIndexesRequest.data_files:type_name -> pushdown_pb.DataFileDescriptor
+	32, // 36: pushdown_pb.BuildIndexesRequest.indexes:type_name -> pushdown_pb.IndexSpec
+	34, // 37: pushdown_pb.BuildIndexesResponse.built:type_name -> pushdown_pb.BuiltIndex
+	67, // 38: pushdown_pb.IndexProbe.params:type_name -> pushdown_pb.IndexProbe.ParamsEntry
+	36, // 39: pushdown_pb.EvaluateIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	0,  // 40: pushdown_pb.EvaluateIndexesRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	38, // 41: pushdown_pb.EvaluateIndexesResponse.answers:type_name -> pushdown_pb.LeafAnswer
+	39, // 42: pushdown_pb.EvaluateIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	36, // 43: pushdown_pb.ReadPageIndexesRequest.probes:type_name -> pushdown_pb.IndexProbe
+	42, // 44: pushdown_pb.SidePageIndex.row_groups:type_name -> pushdown_pb.RowGroupPageIndex
+	43, // 45: pushdown_pb.ReadPageIndexesResponse.indexes:type_name -> pushdown_pb.SidePageIndex
+	39, // 46: pushdown_pb.ReadPageIndexesResponse.errors:type_name -> pushdown_pb.ProbeError
+	32, // 47: pushdown_pb.ListIndexesResponse.wanted:type_name -> pushdown_pb.IndexSpec
+	48, // 48: pushdown_pb.ListIndexesResponse.entries:type_name -> pushdown_pb.IndexEntry
+	68, // 49: pushdown_pb.VectorSearchFile.index_params:type_name -> pushdown_pb.VectorSearchFile.IndexParamsEntry
+	50, // 50: pushdown_pb.SearchVectorsRequest.files:type_name -> pushdown_pb.VectorSearchFile
+	3,  // 51: pushdown_pb.SearchVectorsRequest.metric:type_name -> pushdown_pb.VectorMetric
+	0,  // 52: pushdown_pb.SearchVectorsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	19, // 53: pushdown_pb.SearchVectorsResponse.row_refs:type_name -> pushdown_pb.ScoredRowRef
+	52, // 54: pushdown_pb.SearchVectorsResponse.files:type_name -> pushdown_pb.VectorFileResult
+	55, // 55: pushdown_pb.VectorSearchStats.files:type_name -> pushdown_pb.VectorFilePlan
+	56, // 56: pushdown_pb.ReadRowsRequest.files:type_name -> pushdown_pb.ReadRowsFile
+	58, // 57: pushdown_pb.ReadRowsResponse.files:type_name -> pushdown_pb.ReadRowsFileResult
+	16, // 58: pushdown_pb.ScanRowGroup.row_ranges:type_name -> pushdown_pb.RowRange
+	60, // 59: pushdown_pb.ScanRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
+	0,  // 60: pushdown_pb.ScanRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	5,  // 61: pushdown_pb.AggregateSpec.func:type_name -> pushdown_pb.AggregateFunc
+	60, // 62: pushdown_pb.AggregateRowsRequest.row_groups:type_name -> pushdown_pb.ScanRowGroup
+	0,  // 63: pushdown_pb.AggregateRowsRequest.predicate_kind:type_name -> pushdown_pb.PredicateKind
+	63, // 64: pushdown_pb.AggregateRowsRequest.aggregates:type_name -> pushdown_pb.AggregateSpec
+	6,  // 65: pushdown_pb.PushdownCatalog.Plan:input_type -> pushdown_pb.ParquetPushdownRequest
+	22, // 66: pushdown_pb.PushdownCatalog.Status:input_type -> pushdown_pb.StatusRequest
+	45, // 67: pushdown_pb.PushdownCatalog.BuildIndexes:input_type -> pushdown_pb.BuildTableIndexesRequest
+	47, // 68: pushdown_pb.PushdownCatalog.ListIndexes:input_type -> pushdown_pb.ListIndexesRequest
+	22, // 69: pushdown_pb.PushdownVolume.Status:input_type -> pushdown_pb.StatusRequest
+	27, // 70: pushdown_pb.PushdownVolume.ReadRanges:input_type -> pushdown_pb.ReadRangesRequest
+	28, // 71: pushdown_pb.PushdownVolume.ComputeDeletes:input_type -> pushdown_pb.ComputeDeletesRequest
+	33, // 72: pushdown_pb.PushdownVolume.BuildIndexes:input_type -> pushdown_pb.BuildIndexesRequest
+	37, // 73: pushdown_pb.PushdownVolume.EvaluateIndexes:input_type -> pushdown_pb.EvaluateIndexesRequest
+	41, // 74: pushdown_pb.PushdownVolume.ReadPageIndexes:input_type -> pushdown_pb.ReadPageIndexesRequest
+	51, // 75: pushdown_pb.PushdownVolume.SearchVectors:input_type -> pushdown_pb.SearchVectorsRequest
+	57, // 76: pushdown_pb.PushdownVolume.ReadRows:input_type -> pushdown_pb.ReadRowsRequest
+	61, // 77: pushdown_pb.PushdownVolume.ScanRows:input_type -> pushdown_pb.ScanRowsRequest
+	64, // 78: pushdown_pb.PushdownVolume.AggregateRows:input_type -> pushdown_pb.AggregateRowsRequest
+	11, // 79: pushdown_pb.PushdownCatalog.Plan:output_type -> pushdown_pb.ParquetPushdownResponse
+	25, // 80: pushdown_pb.PushdownCatalog.Status:output_type -> pushdown_pb.CatalogStatus
+	46, // 81: pushdown_pb.PushdownCatalog.BuildIndexes:output_type -> pushdown_pb.BuildTableIndexesResponse
+	49, // 82: pushdown_pb.PushdownCatalog.ListIndexes:output_type -> pushdown_pb.ListIndexesResponse
+	26, // 83: pushdown_pb.PushdownVolume.Status:output_type -> pushdown_pb.VolumeStatus
+	31, // 84: pushdown_pb.PushdownVolume.ReadRanges:output_type -> pushdown_pb.ReadRangesResponse
+	30, // 85: pushdown_pb.PushdownVolume.ComputeDeletes:output_type -> pushdown_pb.ComputeDeletesResponse
+	35, // 86: pushdown_pb.PushdownVolume.BuildIndexes:output_type -> pushdown_pb.BuildIndexesResponse
+	40, // 87: pushdown_pb.PushdownVolume.EvaluateIndexes:output_type -> pushdown_pb.EvaluateIndexesResponse
+	44, // 88: pushdown_pb.PushdownVolume.ReadPageIndexes:output_type -> pushdown_pb.ReadPageIndexesResponse
+	53, // 89: pushdown_pb.PushdownVolume.SearchVectors:output_type -> pushdown_pb.SearchVectorsResponse
+	59, // 90: pushdown_pb.PushdownVolume.ReadRows:output_type -> pushdown_pb.ReadRowsResponse
+	62, // 91: pushdown_pb.PushdownVolume.ScanRows:output_type -> pushdown_pb.ScanRowsResponse
+	65, // 92: pushdown_pb.PushdownVolume.AggregateRows:output_type -> pushdown_pb.AggregateRowsResponse
+	79, // [79:93] is the sub-list for method output_type
+	65, // [65:79] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_pushdown_proto_init() }

@@ -170,6 +170,7 @@ func (s *Service) plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 			return nil, err
 		}
 	}
+	ownFiles(resp.GetFiles())
 	s.placeReads(ctx, resp.GetFiles())
 	resp.SnapshotId = snapID
 	resp.SchemaId = int32(schema.ID)
@@ -330,4 +331,23 @@ func resolveColumns(cols []*pushdown_pb.ColumnRef, schema *iceberg.Schema) ([]in
 		out = append(out, f.ID)
 	}
 	return out, nil
+}
+
+// ownFiles replaces the response's PlannedFiles by copies of its own: the
+// planner memoizes a file's PlannedFile and shares it with every response
+// naming the file, and the catalog then sets what differs from plan to
+// plan (the read endpoint; the nested lists of nest_by_file) — on a shared
+// message that was a write racing the marshalling of other responses. The
+// descriptor is shared (never modified).
+func ownFiles(files []*pushdown_pb.PlannedFile) {
+	own := make([]pushdown_pb.PlannedFile, len(files))
+	for i, pf := range files {
+		o := &own[i]
+		o.File, o.SizeBytes, o.RecordCount = pf.File, pf.SizeBytes, pf.RecordCount
+		o.FooterOffset, o.FooterLength = pf.FooterOffset, pf.FooterLength
+		o.RowGroupsTotal, o.RowGroupsPlanned, o.HasPageIndex = pf.RowGroupsTotal, pf.RowGroupsPlanned, pf.HasPageIndex
+		o.Descriptor_, o.Identity, o.ReadEndpoint = pf.Descriptor_, pf.Identity, pf.ReadEndpoint
+		o.RowGroups, o.Pages, o.Ranges = pf.RowGroups, pf.Pages, pf.Ranges
+		files[i] = o
+	}
 }

@@ -50,7 +50,40 @@ func (s *Service) Plan(ctx context.Context, req *pushdown_pb.ParquetPushdownRequ
 	} else if bool(glog.V(1)) {
 		glog.Infof("pushdown: plan %s", planLine(req, resp, took))
 	}
+	if req.GetNestByFile() {
+		nestByFile(resp)
+	}
 	return resp, nil
+}
+
+// nestByFile lists the plan's row groups, pages and byte ranges in the
+// PlannedFile each names (the response's own copies: ownFiles) and empties
+// the flat lists: the shape a client asking nest_by_file reads without
+// regrouping. The entries keep their file names (they may be the
+// planner's memoized messages, shared by other responses). Entries naming
+// no planned file (none are made) are dropped, as a reader of the flat
+// lists ignores them.
+func nestByFile(resp *pushdown_pb.ParquetPushdownResponse) {
+	at := make(map[string]*pushdown_pb.PlannedFile, len(resp.GetFiles()))
+	for _, pf := range resp.GetFiles() {
+		at[pf.GetFile()] = pf
+	}
+	for _, rg := range resp.GetRowGroups() {
+		if pf := at[rg.GetFile()]; pf != nil {
+			pf.RowGroups = append(pf.RowGroups, rg)
+		}
+	}
+	for _, pg := range resp.GetPages() {
+		if pf := at[pg.GetFile()]; pf != nil {
+			pf.Pages = append(pf.Pages, pg)
+		}
+	}
+	for _, fr := range resp.GetFileRanges() {
+		if pf := at[fr.GetFile()]; pf != nil {
+			pf.Ranges = append(pf.Ranges, fr)
+		}
+	}
+	resp.RowGroups, resp.Pages, resp.FileRanges = nil, nil, nil
 }
 
 // RefusedBeforeRead counts a call refused from its metadata, before its

@@ -170,7 +170,7 @@ func PrintPlan(w io.Writer, tableName, where string, resp *pushdown_pb.ParquetPu
 		fmt.Fprintf(w, "  pages      %d of %d planned (projected columns with a page index)\n", st.GetPagesTotal()-st.GetPagesPruned(), st.GetPagesTotal())
 	}
 	fmt.Fprintf(w, "  bytes      %s of %s projected (%s), in %d ranges\n", plan.HumanBytes(st.GetBytesPlanned()), plan.HumanBytes(st.GetBytesTotal()),
-		pct(st.GetBytesPlanned(), st.GetBytesTotal()), len(resp.GetFileRanges()))
+		pct(st.GetBytesPlanned(), st.GetBytesTotal()), planRanges(resp))
 	fmt.Fprintf(w, "  rows       estimated selectivity %.4f\n", st.GetEstimatedSelectivity())
 	fmt.Fprintf(w, "tiers\n")
 	for _, t := range st.GetTiers() {
@@ -193,12 +193,12 @@ func PrintPlan(w io.Writer, tableName, where string, resp *pushdown_pb.ParquetPu
 	}
 	fmt.Fprintf(w, "cost model: %s: %s\n", verdict, st.GetCostReason())
 	files := map[string]int{}
-	for _, rg := range resp.GetRowGroups() {
-		files[rg.GetFile()]++
-	}
 	var names []string
-	for f := range files {
-		names = append(names, f)
+	for _, fp := range connector.PlanFiles(resp) {
+		if len(fp.RowGroups) > 0 {
+			files[fp.File.GetFile()] += len(fp.RowGroups)
+			names = append(names, fp.File.GetFile())
+		}
 	}
 	sort.Strings(names)
 	if len(names) > 0 {
@@ -211,6 +211,15 @@ func PrintPlan(w io.Writer, tableName, where string, resp *pushdown_pb.ParquetPu
 		}
 		fmt.Fprintf(w, "  %s: %d row groups\n", f, files[f])
 	}
+}
+
+// planRanges is the number of byte ranges the plan reads.
+func planRanges(resp *pushdown_pb.ParquetPushdownResponse) int {
+	n := 0
+	for _, fp := range connector.PlanFiles(resp) {
+		n += len(fp.Ranges)
+	}
+	return n
 }
 
 // PrintFilterSites writes where the plan's row groups would be filtered

@@ -376,7 +376,7 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 	p.bound, p.unbound, p.expr = w.bound, w.unbound, w.expr
 	// Force reads the plan whatever the cost model says: the catalog plans
 	// every file for it rather than stop at the manifest tier.
-	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), DecideEarly: !c.opts.Force, AcceptsRowPositions: true}
+	p.req = &pushdown_pb.ParquetPushdownRequest{Table: q.Table, Warehouse: c.opts.Endpoints.Warehouse, SchemaId: ptr(int32(p.schema.ID)), DecideEarly: !c.opts.Force, AcceptsRowPositions: true, NestByFile: true}
 	if q.Vector == nil {
 		// any Limit matching rows will do: the plan may stop at them
 		p.req.Limit = q.Limit

@@ -83,35 +83,63 @@ type unitResult struct {
 	err error
 }
 
-// filesOf groups a plan's flat wire lists by file, once per plan: each
-// planned file with its row groups, pages and coalesced ranges (sorted),
-// in the plan's file order. Every reader of the plan (readFiles, the
-// volumes' aggregation, ExplainFilterSites) starts from these.
-func filesOf(resp *pushdown_pb.ParquetPushdownResponse) []*fileRead {
-	files := make(map[string]*fileRead, len(resp.GetFiles()))
-	order := make([]*fileRead, 0, len(resp.GetFiles()))
-	for _, pf := range resp.GetFiles() {
-		f := &fileRead{pf: pf}
-		files[pf.GetFile()] = f
-		order = append(order, f)
+// FilePlan is one planned file with what the plan reads of it.
+type FilePlan struct {
+	File      *pushdown_pb.PlannedFile
+	RowGroups []*pushdown_pb.RowGroupRef
+	Pages     []*pushdown_pb.PageRef
+	Ranges    []*pushdown_pb.FileRange
+}
+
+// PlanFiles is a plan's files, in its order, each with its row groups,
+// pages and byte ranges: as the catalog nested them in each PlannedFile
+// (the connector asks for nest_by_file), or grouped here from the flat
+// lists of a catalog that does not nest (one pass). Entries of the flat
+// lists that name no planned file are dropped (nothing reads them).
+func PlanFiles(resp *pushdown_pb.ParquetPushdownResponse) []FilePlan {
+	out := make([]FilePlan, len(resp.GetFiles()))
+	flat := len(resp.GetRowGroups()) > 0 || len(resp.GetPages()) > 0 || len(resp.GetFileRanges()) > 0
+	at := make(map[string]int, len(out))
+	for i, pf := range resp.GetFiles() {
+		out[i] = FilePlan{File: pf, RowGroups: pf.GetRowGroups(), Pages: pf.GetPages(), Ranges: pf.GetRanges()}
+		if flat {
+			at[pf.GetFile()] = i
+		}
+	}
+	if !flat {
+		return out
 	}
 	for _, rg := range resp.GetRowGroups() {
-		if f := files[rg.GetFile()]; f != nil {
-			f.rgRefs = append(f.rgRefs, rg)
+		if i, ok := at[rg.GetFile()]; ok {
+			out[i].RowGroups = append(out[i].RowGroups, rg)
 		}
 	}
 	for _, pg := range resp.GetPages() {
-		if f := files[pg.GetFile()]; f != nil {
-			f.pages = append(f.pages, pg)
+		if i, ok := at[pg.GetFile()]; ok {
+			out[i].Pages = append(out[i].Pages, pg)
 		}
 	}
 	for _, fr := range resp.GetFileRanges() {
-		if f := files[fr.GetFile()]; f != nil {
-			f.given = append(f.given, byteRange{Off: fr.GetOffset(), Len: fr.GetLength()})
+		if i, ok := at[fr.GetFile()]; ok {
+			out[i].Ranges = append(out[i].Ranges, fr)
 		}
 	}
-	for _, f := range order {
+	return out
+}
+
+// filesOf is the plan's files (PlanFiles) as the reads of them, the
+// coalesced ranges sorted. Every reader of a plan (readFiles, the
+// volumes' aggregation, ExplainFilterSites) starts from these.
+func filesOf(resp *pushdown_pb.ParquetPushdownResponse) []*fileRead {
+	plans := PlanFiles(resp)
+	order := make([]*fileRead, len(plans))
+	for i, fp := range plans {
+		f := &fileRead{pf: fp.File, rgRefs: fp.RowGroups, pages: fp.Pages}
+		for _, fr := range fp.Ranges {
+			f.given = append(f.given, byteRange{Off: fr.GetOffset(), Len: fr.GetLength()})
+		}
 		sort.Slice(f.given, func(i, j int) bool { return f.given[i].Off < f.given[j].Off })
+		order[i] = f
 	}
 	return order
 }

@@ -47,6 +47,13 @@ func TestCountFromThePlanIsPlannedRowsLessDeletesOrSaysWhyNot(t *testing.T) {
 		{"whole, ranges and positions less their deletes",
 			&pushdown_pb.ParquetPushdownResponse{Files: []*pushdown_pb.PlannedFile{file("a", 2), file("b", 1)},
 				RowGroups: []*pushdown_pb.RowGroupRef{whole, ranges, positions}}, true, 98 + 19 + 3, ""},
+		{"the same plan nested per file",
+			&pushdown_pb.ParquetPushdownResponse{Files: []*pushdown_pb.PlannedFile{
+				{File: "a", RowGroupsPlanned: 2, RowGroups: []*pushdown_pb.RowGroupRef{whole, ranges}},
+				{File: "b", RowGroupsPlanned: 1, RowGroups: []*pushdown_pb.RowGroupRef{positions}}}}, true, 98 + 19 + 3, ""},
+		{"a row group of a file the plan does not name",
+			&pushdown_pb.ParquetPushdownResponse{Files: []*pushdown_pb.PlannedFile{file("b", 1)},
+				RowGroups: []*pushdown_pb.RowGroupRef{positions, whole}}, true, 0, "does not name"},
 		{"no WHERE counts inexact row groups too",
 			&pushdown_pb.ParquetPushdownResponse{Files: []*pushdown_pb.PlannedFile{file("c", 1)},
 				RowGroups: []*pushdown_pb.RowGroupRef{{File: "c", RowCount: 7}}}, false, 7, ""},
