@@ -40,13 +40,23 @@ type decodeQuery struct {
 	rows  int64 // the rows it matches
 }
 
-// peerQueries are bench/peer's point lookup and status equality.
+// peerQueries are bench/peer's point lookup and status equality, a
+// tenant equality and a ts window.
 func peerQueries(rows int64) []decodeQuery {
+	spec := demo.DefaultSpec()
 	return []decodeQuery{
 		{"point", fmt.Sprintf("id = %d", rows/3), []string{"id", "tenant_id", "status", "message"}, 1},
 		{"status", "status = 'error'", []string{"id", "status"}, -1},
 		{"tenant", "tenant_id = 'tenant-042'", []string{"id", "tenant_id", "status"}, -1},
+		// half a percent of the clustered ts: the page index plans a few
+		// pages of each column (decoded page by page, not sparsely)
+		{"window", fmt.Sprintf("ts >= %s AND ts < %s", tsLiteral(spec.TimestampOf(rows/2)), tsLiteral(spec.TimestampOf(rows/2+rows/200))),
+			[]string{"id", "tenant_id", "status", "message"}, rows / 200},
 	}
+}
+
+func tsLiteral(t time.Time) string {
+	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.000000") + "'"
 }
 
 func envList(k, def string) []string {

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	_ "github.com/lakeweed/seaweedfs/weed/pushdown/pqcodec" // zstd pages decoded with klauspost's fast copies
 	"github.com/lakeweed/seaweedfs/weed/pushdown/safe"
@@ -52,6 +53,10 @@ type fileLayout struct {
 	// the Parquet schema alone (bareMeta).
 	bare   *metadata.FileMetaData
 	bareOK []bool
+	// inferred is the Arrow schema pqarrow infers from the Parquet schema
+	// alone (nil when it cannot): what pages decode as before a cast to
+	// the file's type (decodePages).
+	inferred *arrow.Schema
 }
 
 func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
@@ -61,6 +66,7 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 	}
 	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm), mapping: nm}
 	if inferred, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, nil); err == nil && md.FileMetaData != nil && inferred.NumFields() == as.NumFields() {
+		fl.inferred = inferred
 		fl.bareOK = make([]bool, as.NumFields())
 		for i := range fl.bareOK {
 			fl.bareOK[i] = arrow.TypeEqual(inferred.Field(i).Type, as.Field(i).Type)
@@ -386,10 +392,16 @@ func concat(chunks []arrow.Array) (arrow.Array, error) {
 }
 
 // decodePages decodes one single-leaf top-level field from its planned
-// pages only: the dictionary region and the pages are laid out as a column
-// chunk of a one-column file, described by a footer built for it, and read
-// with arrow-go like any file.
+// pages only. A flat column of the types pagedecode.Records builds is
+// decoded by arrow-go's page and record readers over the pages' bytes
+// (decodeFlatPages); any other (a list's element column, a struct's only
+// leaf, a type Records does not build) is laid out as a column chunk of a
+// one-column file, described by a footer built for it, and read with
+// arrow-go like any file.
 func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (*column, error) {
+	if col, ok, err := decodeFlatPages(ctx, fl, sf, r, top); ok || err != nil {
+		return col, err
+	}
 	leaf := fl.leavesOf[top][0]
 	pages := r.pages[leaf]
 	// one buffer of the mini file's size, read into in place (no copy
@@ -503,6 +515,59 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		return list.dropPartial(ctx, arr)
 	}
 	return &column{arr: arr, rows: rows}, nil
+}
+
+// decodeFlatPages decodes a top-level, non-repeated leaf from its planned
+// pages with pagedecode.Records (no file built around them): as the type
+// pqarrow infers from the Parquet schema (a dictionary where readsAsDict),
+// then cast to the file's type as decodePages does. ok is false when
+// Records does not build the column's type (nothing was read).
+func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
+	leaf := fl.leavesOf[top][0]
+	if fl.inferred == nil || fl.md.Schema.Root().Field(top).Type() != schema.Primitive {
+		return nil, false, nil
+	}
+	descr := fl.md.Schema.Column(leaf)
+	typ := fl.inferred.Field(top).Type
+	dict := fl.readsAsDict(r.rg, top)
+	if dict {
+		typ = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
+	}
+	if !pagedecode.RecordsType(descr, typ) {
+		return nil, false, nil
+	}
+	parts := r.pages[leaf]
+	var nrows int64
+	for _, p := range parts {
+		nrows += p.rowCount
+	}
+	buf, err := pageBytes(sf, r, leaf)
+	if err != nil {
+		return nil, true, err
+	}
+	rows := make([]int64, 0, nrows)
+	for _, p := range r.pages[leaf] {
+		for i := int64(0); i < p.rowCount; i++ {
+			rows = append(rows, p.firstRow+i)
+		}
+	}
+	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	arr, _, err := pagedecode.Records(descr, cc.Compression(), buf, nrows, typ, decodeMem)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
+	}
+	if want := fl.arrow.Field(top).Type; !arrow.TypeEqual(arr.DataType(), want) && !(dict && isDictionaryOf(arr.DataType(), want)) {
+		cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
+		arr.Release()
+		if err != nil {
+			return nil, true, fmt.Errorf("%s column %s: pages decode as %s, the file's type is %s: %w", fl.path, fl.arrow.Field(top).Name, typ, want, err)
+		}
+		arr = cast
+	}
+	return &column{arr: arr, rows: rows}, true, nil
 }
 
 // isDictionaryOf reports whether t is a dictionary of values of type want.

@@ -256,6 +256,24 @@ func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows
 	if typ == nil {
 		return nil, nil, nil
 	}
+	buf, err := pageBytes(sf, r, leaf)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	cr, err := pagedecode.PagesReader(fl.md.Schema.Column(leaf), cc.Compression(), buf, nrows, decodeMem)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	return cr, typ, nil
+}
+
+// pageBytes are leaf's dictionary region (when it has one) and planned
+// pages of r, back to back: what pagedecode's readers take.
+func pageBytes(sf *sparseFile, r *rowGroupRead, leaf int) ([]byte, error) {
 	parts := r.pages[leaf]
 	if d, hasDict := r.dict[leaf]; hasDict {
 		parts = append([]pageRange{{byteRange: d}}, parts...)
@@ -268,19 +286,11 @@ func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows
 	at := int64(0)
 	for _, p := range parts {
 		if _, err := sf.ReadAt(buf[at:at+p.Len], p.Off); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		at += p.Len
 	}
-	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	cr, err := pagedecode.PagesReader(fl.md.Schema.Column(leaf), cc.Compression(), buf, nrows, decodeMem)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	return cr, typ, nil
+	return buf, nil
 }
 
 // chunkReader is a column chunk reader of top's whole chunk in row group

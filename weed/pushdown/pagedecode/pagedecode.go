@@ -39,22 +39,27 @@ func PagesReader(descr *schema.Column, codec compress.Compression, pages []byte,
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	// buffered: the pages are read through a buffer of about a page, not
-	// copied whole into a new one (an allocation the size of the chunk's
-	// chosen pages, for every column of every row group decoded)
-	props := parquet.NewReaderProperties(mem)
-	props.BufferedStreamEnabled, props.BufferSize = true, pageStreamBuffer
-	stream, err := props.GetStream(bytes.NewReader(pages), 0, int64(len(pages)))
-	if err != nil {
-		return nil, err
-	}
-	pr, err := file.NewPageReader(stream, nrows, codec, mem, nil)
+	pr, err := pageReader(codec, pages, nrows, mem)
 	if err != nil {
 		return nil, err
 	}
 	pool := &sync.Pool{New: func() any { return memory.NewResizableBuffer(mem) }}
 	//lint:ignore SA1019 the column reader over a page reader is what decodes pages without a file around them
 	return file.NewColumnReader(descr, pr, mem, pool), nil //nolint:staticcheck
+}
+
+// pageReader is arrow-go's page reader over pages (PagesReader). Buffered:
+// the pages are read through a buffer of about a page, not copied whole
+// into a new one (an allocation the size of the chunk's chosen pages, for
+// every column of every row group decoded).
+func pageReader(codec compress.Compression, pages []byte, nrows int64, mem memory.Allocator) (file.PageReader, error) {
+	props := parquet.NewReaderProperties(mem)
+	props.BufferedStreamEnabled, props.BufferSize = true, pageStreamBuffer
+	stream, err := props.GetStream(bytes.NewReader(pages), 0, int64(len(pages)))
+	if err != nil {
+		return nil, err
+	}
+	return file.NewPageReader(stream, nrows, codec, mem, nil)
 }
 
 // Selection is what to decode of one chunk: the byte ranges of its

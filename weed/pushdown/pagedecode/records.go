@@ -1,0 +1,273 @@
+package pagedecode
+
+// Every row of chosen pages, decoded into Arrow without a Parquet file
+// around them:
+//
+//	dictionary page + data pages (their bytes)
+//	  ─▶ file.NewPageReader ─▶ file.NewRecordReader (arrow-go's record
+//	     reader: values spaced by definition levels, validity bits; a
+//	     string column straight into an Arrow dictionary or binary builder)
+//	  ─▶ the reader's buffers as an Arrow array of the column's type
+//	     (zero copy for ints, floats, times; a loop for narrower ints,
+//	     decimals and INT96)
+//
+// pqarrow builds its arrays from the same record reader but attaches it to
+// a file's row groups only; the buffers-to-array step is small and is
+// done here for the types below. Any other type (a decimal wider than 38
+// digits or stored as variable-length bytes, extension types, nested or
+// repeated columns) is refused with ok false: the caller decodes another
+// way.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// RecordsType reports whether Records decodes a top-level, non-repeated
+// column descr as typ: typ is pqarrow's Arrow type of the column inferred
+// from its Parquet schema alone, or (a string or binary column) an Arrow
+// dictionary of it with int32 indices.
+func RecordsType(descr *schema.Column, typ arrow.DataType) bool {
+	if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
+		return false // repeated, or below a struct
+	}
+	phys := descr.PhysicalType()
+	switch typ.ID() {
+	case arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.INT8, arrow.INT16, arrow.UINT8, arrow.UINT16, arrow.UINT32:
+		return phys == parquet.Types.Int32
+	case arrow.INT64, arrow.TIME64, arrow.UINT64:
+		return phys == parquet.Types.Int64
+	case arrow.TIMESTAMP:
+		return phys == parquet.Types.Int64 || phys == parquet.Types.Int96 && typ.(*arrow.TimestampType).Unit == arrow.Nanosecond
+	case arrow.FLOAT32:
+		return phys == parquet.Types.Float
+	case arrow.FLOAT64:
+		return phys == parquet.Types.Double
+	case arrow.BOOL:
+		return phys == parquet.Types.Boolean
+	case arrow.STRING, arrow.BINARY:
+		return phys == parquet.Types.ByteArray
+	case arrow.DICTIONARY:
+		d := typ.(*arrow.DictionaryType)
+		return phys == parquet.Types.ByteArray && d.IndexType.ID() == arrow.INT32 && (d.ValueType.ID() == arrow.STRING || d.ValueType.ID() == arrow.BINARY)
+	case arrow.FIXED_SIZE_BINARY:
+		return phys == parquet.Types.FixedLenByteArray && typ.(*arrow.FixedSizeBinaryType).ByteWidth == descr.TypeLength()
+	case arrow.FLOAT16:
+		return phys == parquet.Types.FixedLenByteArray && descr.TypeLength() == arrow.Float16SizeBytes
+	case arrow.DECIMAL128:
+		switch phys {
+		case parquet.Types.Int32, parquet.Types.Int64:
+			return true
+		case parquet.Types.FixedLenByteArray:
+			return descr.TypeLength() <= 16
+		}
+	}
+	return false
+}
+
+// Records decodes all nrows rows of a top-level, non-repeated column
+// descr from pages (as PagesReader takes them: the bytes of whole pages
+// of one chunk compressed with codec, a dictionary page first when the
+// chunk has one) as an array of typ; ok is false when RecordsType refuses
+// the pair (nothing was read). The pages must hold exactly nrows rows.
+func Records(descr *schema.Column, codec compress.Compression, pages []byte, nrows int64, typ arrow.DataType, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
+	if !RecordsType(descr, typ) {
+		return nil, false, nil
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	pr, err := pageReader(codec, pages, nrows, mem)
+	if err != nil {
+		return nil, true, err
+	}
+	info := file.LevelInfo{NullSlotUsage: 1, DefLevel: descr.MaxDefinitionLevel()}
+	pool := &sync.Pool{New: func() any { return memory.NewResizableBuffer(mem) }}
+	readAs := typ
+	if typ.ID() == arrow.DICTIONARY {
+		// the builder's type is changed in place: a copy of the caller's
+		d := *typ.(*arrow.DictionaryType)
+		readAs = &d
+	}
+	rr := file.NewRecordReader(descr, info, readAs, mem, pool)
+	defer rr.Release()
+	if err := rr.(file.RecordReaderWithError).SetPageReaderWithError(pr); err != nil {
+		return nil, true, err
+	}
+	if err := rr.Reserve(nrows); err != nil {
+		return nil, true, err
+	}
+	var read int64
+	for read < nrows && rr.HasMore() {
+		n, err := rr.ReadRecords(nrows - read)
+		if err != nil {
+			return nil, true, err
+		}
+		if n == 0 {
+			break
+		}
+		read += n
+	}
+	if read != nrows {
+		return nil, true, fmt.Errorf("pages planned to hold %d rows hold %d", nrows, read)
+	}
+	// and no more: a row past them would shift every row after it
+	if more, err := rr.ReadRecords(1); err != nil || more != 0 {
+		return nil, true, fmt.Errorf("pages planned to hold %d rows hold more (%v)", nrows, err)
+	}
+	arr, err = build(rr, descr, typ)
+	if err == nil && int64(arr.Len()) != nrows {
+		arr.Release()
+		return nil, true, fmt.Errorf("%d values decoded from pages holding %d rows", arr.Len(), nrows)
+	}
+	return arr, true, err
+}
+
+// build makes the array of typ from rr's buffers (RecordsType's types).
+func build(rr file.RecordReader, descr *schema.Column, typ arrow.DataType) (arrow.Array, error) {
+	n := rr.ValuesWritten()
+	switch typ.ID() {
+	case arrow.STRING, arrow.BINARY, arrow.DICTIONARY, arrow.FIXED_SIZE_BINARY, arrow.FLOAT16:
+		chunks := rr.(file.BinaryRecordReader).GetBuilderChunks()
+		defer func() {
+			for _, c := range chunks {
+				c.Release()
+			}
+		}()
+		if typ.ID() == arrow.DICTIONARY {
+			// the reader's chunks are dictionaries of the values it read:
+			// one per chunk (a dictionary page each), concatenated unified
+			return concatAs(chunks, typ)
+		}
+		for i, c := range chunks {
+			// the builder's own type (binary for a float16's bytes):
+			// the same buffers, typed as the column
+			chunks[i] = array.MakeFromData(array.NewData(typ, c.Len(), c.Data().Buffers(), nil, c.NullN(), c.Data().Offset()))
+			c.Release()
+		}
+		return concatAs(chunks, typ)
+	case arrow.DECIMAL128:
+		if descr.PhysicalType() == parquet.Types.FixedLenByteArray {
+			return decimalOfBytes(rr, typ)
+		}
+	}
+	valid := rr.ReleaseValidBits()
+	if valid != nil {
+		defer valid.Release()
+	}
+	nulls := int(rr.NullCount())
+	var values *memory.Buffer
+	switch typ.ID() {
+	case arrow.BOOL:
+		values = rr.(file.BooleanRecordReader).ReleaseValueBitmap()
+	case arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.UINT32, arrow.INT64, arrow.TIME64, arrow.UINT64, arrow.FLOAT32, arrow.FLOAT64:
+		values = rr.ReleaseValues() // the same bits
+	case arrow.TIMESTAMP:
+		if descr.PhysicalType() != parquet.Types.Int96 {
+			values = rr.ReleaseValues()
+			break
+		}
+		in := parquet.Int96Traits.CastFromBytes(rr.Values())[:n]
+		out := make([]int64, n)
+		for i, v := range in {
+			if valid == nil || valid.Bytes()[i/8]&(1<<(i%8)) != 0 {
+				ts, err := v.ToTimestamp()
+				if err != nil {
+					return nil, fmt.Errorf("INT96 timestamp of row %d: %w", i, err)
+				}
+				out[i] = int64(ts)
+			}
+		}
+		values = memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(out))
+	case arrow.INT8, arrow.UINT8, arrow.INT16, arrow.UINT16:
+		in := arrow.Int32Traits.CastFromBytes(rr.Values())[:n]
+		width := typ.(arrow.FixedWidthDataType).BitWidth() / 8
+		out := make([]byte, n*width)
+		for i, v := range in {
+			if width == 1 {
+				out[i] = byte(v)
+			} else {
+				binary.LittleEndian.PutUint16(out[2*i:], uint16(v))
+			}
+		}
+		values = memory.NewBufferBytes(out)
+	case arrow.DECIMAL128:
+		out := make([]decimal128.Num, n)
+		if descr.PhysicalType() == parquet.Types.Int32 {
+			for i, v := range arrow.Int32Traits.CastFromBytes(rr.Values())[:n] {
+				out[i] = decimal128.FromI64(int64(v))
+			}
+		} else {
+			for i, v := range arrow.Int64Traits.CastFromBytes(rr.Values())[:n] {
+				out[i] = decimal128.FromI64(v)
+			}
+		}
+		values = memory.NewBufferBytes(arrow.Decimal128Traits.CastToBytes(out))
+	default:
+		return nil, fmt.Errorf("no array of %s from pages", typ)
+	}
+	defer values.Release()
+	data := array.NewData(typ, n, []*memory.Buffer{valid, values}, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// decimalOfBytes is the decimal128 array of rr's values: big-endian two's
+// complement integers of at most 16 bytes.
+func decimalOfBytes(rr file.RecordReader, typ arrow.DataType) (arrow.Array, error) {
+	chunks := rr.(file.BinaryRecordReader).GetBuilderChunks()
+	defer func() {
+		for _, c := range chunks {
+			c.Release()
+		}
+	}()
+	b := array.NewDecimal128Builder(memory.DefaultAllocator, typ.(*arrow.Decimal128Type))
+	defer b.Release()
+	for _, c := range chunks {
+		raw, ok := c.(interface{ Value(int) []byte })
+		if !ok {
+			return nil, fmt.Errorf("decimal bytes read as %s", c.DataType())
+		}
+		for i := 0; i < c.Len(); i++ {
+			if c.IsNull(i) {
+				b.AppendNull()
+				continue
+			}
+			v := raw.Value(i)
+			if len(v) > 16 {
+				return nil, fmt.Errorf("a decimal of %d bytes in a column of precision %d", len(v), typ.(*arrow.Decimal128Type).Precision)
+			}
+			var be [16]byte
+			if len(v) > 0 && v[0]&0x80 != 0 {
+				for j := range be {
+					be[j] = 0xff // sign-extended
+				}
+			}
+			copy(be[16-len(v):], v)
+			b.Append(decimal128.New(int64(binary.BigEndian.Uint64(be[:8])), binary.BigEndian.Uint64(be[8:])))
+		}
+	}
+	return b.NewArray(), nil
+}
+
+// concatAs is chunks (each typed typ) as one array.
+func concatAs(chunks []arrow.Array, typ arrow.DataType) (arrow.Array, error) {
+	switch len(chunks) {
+	case 0:
+		return array.MakeArrayOfNull(memory.DefaultAllocator, typ, 0), nil
+	case 1:
+		chunks[0].Retain()
+		return chunks[0], nil
+	}
+	return array.Concatenate(chunks, memory.DefaultAllocator)
+}
