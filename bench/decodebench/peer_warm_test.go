@@ -14,6 +14,7 @@
 //	LAKEWEED_BENCH=1 go test -count=1 -run TestPeerWarmDecode -v ./bench/decodebench/
 //	  LAKEWEED_PEER_MODES=all,half,none  LAKEWEED_DECODE_QUERIES=point,status
 //	  LAKEWEED_DECODE_RUNS=20  LAKEWEED_BENCH_ROWS=1000000
+//	  LAKEWEED_DECODE_FILTER_AT=auto|here|volume (default auto)
 package decodebench
 
 import (
@@ -92,7 +93,14 @@ func TestPeerWarmDecode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, Force: true})
+	site := connector.FilterAuto
+	if v := os.Getenv("LAKEWEED_DECODE_FILTER_AT"); v != "" {
+		var err error
+		if site, err = connector.ParseFilterSite(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := connector.New(ctx, connector.Options{Endpoints: c.Endpoints(), Mode: connector.PageAware, Force: true, FilterAt: site})
 	if err != nil {
 		t.Fatal(err)
 	}

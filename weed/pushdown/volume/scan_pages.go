@@ -26,6 +26,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
@@ -44,11 +46,14 @@ const sparseShare = 8
 // scanFile is what a ScanRows call keeps of its file: the Arrow reader,
 // the file's bytes, and which top-level columns decode sparsely.
 type scanFile struct {
-	fr    *pqarrow.FileReader
-	src   footer.Source
-	ft    *footer.Footer
-	arrow *arrow.Schema   // the file's Arrow schema (what a whole decode gives)
-	plain map[string]bool // root column name → flat, its Arrow type the plain image of its values
+	fr *pqarrow.FileReader
+	// frDict reads the flat string and binary columns as Arrow
+	// dictionaries (predReader; made on first use).
+	frDict *pqarrow.FileReader
+	src    footer.Source
+	ft     *footer.Footer
+	arrow  *arrow.Schema   // the file's Arrow schema (what a whole decode gives)
+	plain  map[string]bool // root column name → flat, its Arrow type the plain image of its values
 }
 
 func newScanFile(fr *pqarrow.FileReader, src footer.Source, ft *footer.Footer) *scanFile {
@@ -94,6 +99,80 @@ func plainColumns(ft *footer.Footer, fileArrow *arrow.Schema) map[string]bool {
 		}
 		return plain
 	}).(map[string]bool)
+}
+
+// predReader is the reader of a row group's predicate columns (leaves):
+// when each flat string or binary one among them is wholly
+// dictionary-encoded in row group rg (encoding stats), one that decodes
+// them as Arrow dictionaries — the predicate is evaluated on the
+// dictionary's values once, the rows are indices, no string is built per
+// row (a third of a scattered equality's CPU on the volume) — else the
+// plain reader (a chunk with plain pages read as a dictionary would hash
+// every value into a new one).
+func (sf *scanFile) predReader(rg int, leaves []int) *pqarrow.FileReader {
+	if rg >= len(sf.ft.Chunks) || sf.arrow == nil {
+		return sf.fr
+	}
+	var dict []int
+	for _, l := range leaves {
+		if !sf.dictEligible(l) {
+			continue
+		}
+		if l >= len(sf.ft.Chunks[rg]) || !sf.ft.Chunks[rg][l].DictionaryOnly {
+			return sf.fr
+		}
+		dict = append(dict, l)
+	}
+	if len(dict) == 0 {
+		return sf.fr
+	}
+	if sf.frDict == nil {
+		props := pqarrow.ArrowReadProperties{Parallel: false, BatchSize: 1 << 16}
+		for l := 0; l < sf.ft.Meta.Schema.NumColumns(); l++ {
+			if sf.dictEligible(l) {
+				props.SetReadDict(l, true)
+			}
+		}
+		fr, err := pqarrow.NewFileReader(sf.fr.ParquetReader(), props, memory.DefaultAllocator)
+		if err != nil {
+			return sf.fr
+		}
+		sf.frDict = fr
+	}
+	return sf.frDict
+}
+
+// dictEligible reports whether leaf is a top-level, non-repeated
+// BYTE_ARRAY column read as Arrow strings or binary.
+func (sf *scanFile) dictEligible(leaf int) bool {
+	sch := sf.ft.Meta.Schema
+	if leaf < 0 || leaf >= sch.NumColumns() {
+		return false
+	}
+	c := sch.Column(leaf)
+	if c.PhysicalType() != parquet.Types.ByteArray || c.MaxRepetitionLevel() != 0 || sch.ColumnRoot(leaf).Type() != schema.Primitive {
+		return false
+	}
+	idx := sf.arrow.FieldIndices(sch.ColumnRoot(leaf).Name())
+	if len(idx) != 1 {
+		return false
+	}
+	id := sf.arrow.Field(idx[0]).Type.ID()
+	return id == arrow.STRING || id == arrow.BINARY
+}
+
+// plainOf is a, a dictionary unpacked into its values (of typ); a
+// itself otherwise. a is released when replaced.
+func plainOf(ctx context.Context, a arrow.Array, typ arrow.DataType) (arrow.Array, error) {
+	if a.DataType().ID() != arrow.DICTIONARY {
+		return a, nil
+	}
+	out, err := compute.CastArray(ctx, a, compute.SafeCastOptions(typ))
+	a.Release()
+	if err != nil {
+		return nil, perr.New(perr.Internal, "unpack a dictionary: %v", err)
+	}
+	return out, nil
 }
 
 // sparseOK reports whether leaf decodes sparsely.
@@ -189,11 +268,14 @@ func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel paged
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "row group %d column %d: %v", rg, leaf, err)
 	}
+	typ := sf.arrow.Field(sf.arrow.FieldIndices(sf.ft.Meta.Schema.ColumnRoot(leaf).Name())[0]).Type
+	if sf.dictEligible(leaf) && sf.ft.Chunks[rg][leaf].DictionaryOnly {
+		return sf.decodeDictSelection(ctx, rg, descr, cc.Compression(), buf, sel, typ, n)
+	}
 	cr, err := pagedecode.PagesReader(descr, cc.Compression(), buf, sel.NRows, memory.DefaultAllocator)
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "row group %d column %s: %v", rg, perr.Quote(descr.Path()), err)
 	}
-	typ := sf.arrow.Field(sf.arrow.FieldIndices(sf.ft.Meta.Schema.ColumnRoot(leaf).Name())[0]).Type
 	arr, err := pagedecode.Runs(cr, typ, descr.TypeLength(), sel.Runs, sel.NRows, descr.MaxDefinitionLevel())
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "row group %d column %s: %v", rg, perr.Quote(descr.Path()), err)
@@ -205,6 +287,37 @@ func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel paged
 		return nil, perr.New(perr.Corrupt, "row group %d column %s: the sparse decoder gave no values for %d rows", rg, perr.Quote(descr.Path()), n)
 	}
 	return arr, nil
+}
+
+// decodeDictSelection decodes the rows sel chose (n of them) of a wholly
+// dictionary-encoded string or binary chunk (dictEligible) from the
+// pages it chose, buf: the pages' rows as dictionary indices (each page's
+// values only indexed, never resolved to a string), the chosen rows
+// taken, their values unpacked into a plain array of typ. Resolving every
+// value of the pages to a string, as the plain sparse decoder does, was
+// a quarter of the volume's CPU on a scattered equality.
+func (sf *scanFile) decodeDictSelection(ctx context.Context, rg int, descr *schema.Column, codec compress.Compression, buf []byte, sel pagedecode.Selection, typ arrow.DataType, n int) (arrow.Array, error) {
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
+	all, ok, err := pagedecode.Records(descr, codec, buf, sel.NRows, dt, memory.DefaultAllocator)
+	if err != nil || !ok {
+		return nil, perr.New(perr.Corrupt, "row group %d column %s: the dictionary decoder: %v", rg, perr.Quote(descr.Path()), err)
+	}
+	at := make([]int64, 0, n)
+	for _, r := range sel.Runs {
+		for p := r.Start; p < r.End; p++ {
+			at = append(at, p)
+		}
+	}
+	if len(at) != n {
+		all.Release()
+		return nil, perr.New(perr.Corrupt, "row group %d column %s: %d rows chosen for %d", rg, perr.Quote(descr.Path()), len(at), n)
+	}
+	taken, err := takeAt(ctx, all, at)
+	all.Release()
+	if err != nil {
+		return nil, err
+	}
+	return plainOf(ctx, taken, typ)
 }
 
 // scanSparse is scanRowGroup's sparse path: it evaluates the predicate at
@@ -296,7 +409,9 @@ func projectSparse(ctx context.Context, sf *scanFile, rg int, cols []int, hits [
 		ls := want[name]
 		var a arrow.Array
 		if from, at := have(name, ls); from != nil {
-			a, err = takeAt(ctx, from, at)
+			if a, err = takeAt(ctx, from, at); err == nil {
+				a, err = plainOf(ctx, a, sf.arrow.Field(idx[0]).Type) // the predicate's dictionary: the hits' values
+			}
 		} else if len(ls) == 1 && sf.sparseOK(ls[0]) {
 			a, err = sf.sparseColumn(ctx, rg, ls[0], hits)
 		}

@@ -246,7 +246,7 @@ func scanRowGroup(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int,
 			return aligned, err
 		}
 	}
-	if err := evaluateRowGroup(ctx, sf.fr, sf.ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
+	if err := evaluateRowGroup(ctx, sf.predReader(rg, leaves), sf.ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
 		return nil, err
 	}
 	if !project || matched.IsEmpty() || len(cols) == 0 {
@@ -394,7 +394,15 @@ func decodeProjection(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Fo
 		if err != nil {
 			return nil, err
 		}
-		fields = append(fields, src.Schema().Field(idx[0]))
+		f := src.Schema().Field(idx[0])
+		if d, isDict := f.Type.(*arrow.DictionaryType); isDict {
+			// the predicate's dictionary (predReader): its values
+			if a, err = plainOf(ctx, a, d.ValueType); err != nil {
+				return nil, err
+			}
+			f.Type = d.ValueType
+		}
+		fields = append(fields, f)
 		g.cols = append(g.cols, a)
 	}
 	g.schema = arrow.NewSchema(fields, nil)

@@ -365,3 +365,88 @@ func TestBatchesOfOneCallArePiecesOfOneArrowStreamWithTheSchemaOnce(t *testing.T
 		t.Fatalf("without continuation the batch is not a whole stream of one record: %v", err)
 	}
 }
+
+// A predicate on string columns whose chunks are wholly
+// dictionary-encoded is evaluated on Arrow dictionaries (the values once,
+// the rows as indices); a chunk with plain pages is read plain. Either
+// way the matching rows are the oracle's and the projection, taken from
+// the predicate's columns at few matches or whole at many, is plain
+// strings equal to the whole file's.
+func TestStringPredicatesOnWhollyDictionaryEncodedChunksAreEvaluatedOnTheirDictionaries(t *testing.T) {
+	const rows = 5000
+	for _, f := range []struct {
+		name  string
+		props []parquet.WriterProperty
+		dict  bool
+	}{
+		{"dictionary pages", nil, true},
+		{"plain pages", []parquet.WriterProperty{parquet.WithDictionaryFor("tenant_id", false), parquet.WithDictionaryFor("status", false)}, false},
+	} {
+		data, sc := demoRowGroupWith(t, rows, f.props...)
+		for _, q := range []struct {
+			name string
+			e    predicate.Expr
+			few  bool // hits few enough for the projection at them only
+		}{
+			{"few matches", &predicate.Leaf{FieldID: 2, Op: predicate.OpEq, Lits: []value.Value{value.OfString("tenant-007")}}, true},
+			{"many matches", &predicate.Leaf{FieldID: 3, Op: predicate.OpIn, Lits: []value.Value{value.OfString("ok"), value.OfString("warn")}}, false},
+		} {
+			t.Run(f.name+"/"+q.name, func(t *testing.T) {
+				src, fr, ft, cm := openCounted(t, data)
+				vf := &vectorFilter{e: q.e, ids: predicate.FieldIDs(q.e)}
+				leaves, types, err := rowFilterColumns(vf, sc, cm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sf := newScanFile(fr, source{src}, ft)
+				if got := sf.predReader(0, leaves) != sf.fr; got != f.dict {
+					t.Fatalf("read as dictionaries %v, want %v", got, f.dict)
+				}
+				cols := cm.Projection(ft.Meta, []int{1, 2, 3})
+				matched, memo := roaring64.New(), map[int]*decodedRowGroup{}
+				aligned, err := scanRowGroup(context.Background(), sf, cm, 0, 0, rows, leaves, types, vf, nil, cols, true, matched, memo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, err := fr.ReadTable(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer all.Release()
+				col := func(name string) arrow.Array { return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0) }
+				tenants, statuses := col("tenant_id").(*array.String), col("status").(*array.String)
+				var want []uint64
+				for i := range rows {
+					if tenants.Value(i) == "tenant-007" && q.few || !q.few && (statuses.Value(i) == "ok" || statuses.Value(i) == "warn") {
+						want = append(want, uint64(i))
+					}
+				}
+				if got := matched.ToArray(); len(want) == 0 || !equalU64(got, want) {
+					t.Fatalf("matched %d rows, the oracle %d", len(got), len(want))
+				}
+				g, at := aligned, want // the projection aligned with the matches
+				if !q.few {
+					g, at = memo[0], nil // the whole row group's columns
+				}
+				if g == nil || (aligned == nil) != !q.few {
+					t.Fatalf("projection aligned %v, whole %v; want aligned %v", aligned != nil, memo[0] != nil, q.few)
+				}
+				for c, fld := range g.schema.Fields() {
+					if fld.Type.ID() == arrow.DICTIONARY || g.cols[c].DataType().ID() == arrow.DICTIONARY {
+						t.Fatalf("column %s projected as %s", fld.Name, g.cols[c].DataType())
+					}
+					full := col(fld.Name)
+					for i := 0; i < g.cols[c].Len(); i++ {
+						row := i
+						if at != nil {
+							row = int(at[i])
+						}
+						if got, want := g.cols[c].ValueStr(i), full.ValueStr(row); got != want {
+							t.Fatalf("column %s row %d: %s, want %s", fld.Name, row, got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
