@@ -32,6 +32,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/arrowmem"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
@@ -133,7 +134,7 @@ func (sf *scanFile) predReader(rg int, leaves []int) *pqarrow.FileReader {
 				props.SetReadDict(l, true)
 			}
 		}
-		fr, err := pqarrow.NewFileReader(sf.fr.ParquetReader(), props, memory.DefaultAllocator)
+		fr, err := pqarrow.NewFileReader(sf.fr.ParquetReader(), props, arrowmem.Pooled)
 		if err != nil {
 			return sf.fr
 		}
@@ -272,7 +273,7 @@ func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel paged
 	if sf.dictEligible(leaf) && sf.ft.Chunks[rg][leaf].DictionaryOnly {
 		return sf.decodeDictSelection(ctx, rg, descr, cc.Compression(), buf, sel, typ, n)
 	}
-	cr, err := pagedecode.PagesReader(descr, cc.Compression(), buf, sel.NRows, memory.DefaultAllocator)
+	cr, err := pagedecode.PagesReader(descr, cc.Compression(), buf, sel.NRows, arrowmem.Pooled)
 	if err != nil {
 		return nil, perr.New(perr.Corrupt, "row group %d column %s: %v", rg, perr.Quote(descr.Path()), err)
 	}
@@ -298,7 +299,7 @@ func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel paged
 // a quarter of the volume's CPU on a scattered equality.
 func (sf *scanFile) decodeDictSelection(ctx context.Context, rg int, descr *schema.Column, codec compress.Compression, buf []byte, sel pagedecode.Selection, typ arrow.DataType, n int) (arrow.Array, error) {
 	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
-	all, ok, err := pagedecode.Records(descr, codec, buf, sel.NRows, dt, memory.DefaultAllocator)
+	all, ok, err := pagedecode.Records(descr, codec, buf, sel.NRows, dt, arrowmem.Pooled)
 	if err != nil || !ok {
 		return nil, perr.New(perr.Corrupt, "row group %d column %s: the dictionary decoder: %v", rg, perr.Quote(descr.Path()), err)
 	}
