@@ -15,6 +15,7 @@
 //	  LAKEWEED_PEER_MODES=all,half,none  LAKEWEED_DECODE_QUERIES=point,status
 //	  LAKEWEED_DECODE_RUNS=20  LAKEWEED_BENCH_ROWS=1000000
 //	  LAKEWEED_DECODE_FILTER_AT=auto|here|volume (default auto)
+//	  LAKEWEED_DECODE_SELECT=id,ts,message (default: each query's columns)
 package decodebench
 
 import (
@@ -110,6 +111,9 @@ func TestPeerWarmDecode(t *testing.T) {
 		for _, q := range peerQueries(rows) {
 			if !slices.Contains(wanted, q.name) {
 				continue
+			}
+			if v := os.Getenv("LAKEWEED_DECODE_SELECT"); v != "" {
+				q.sel = strings.Split(v, ",")
 			}
 			var st connector.Stats
 			var got int64
