@@ -123,10 +123,11 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 	if err != nil {
 		return nil, err
 	}
-	fr, _, err := s.openArrowReader(ctx, path, ft)
+	fr, src, err := s.openArrowReader(ctx, path, ft)
 	if err != nil {
 		return nil, err
 	}
+	sf := newScanFile(fr, src, ft) // string columns on their dictionaries where a chunk allows (predReader)
 	first := int64(0)
 	for rg := range ft.Meta.NumRowGroups() {
 		n := ft.Meta.RowGroup(rg).NumRows()
@@ -139,7 +140,7 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := evaluateRowGroup(ctx, fr, ft, cm, rg, n, lo, leaves, vf, types, rows, out, nil); err != nil {
+		if err := evaluateRowGroup(ctx, sf.predReader(rg, leaves), ft, cm, rg, n, lo, leaves, vf, types, rows, out, nil); err != nil {
 			return nil, err
 		}
 	}
