@@ -55,8 +55,10 @@ type fileLayout struct {
 	bareOK []bool
 	// inferred is the Arrow schema pqarrow infers from the Parquet schema
 	// alone (nil when it cannot): what pages decode as before a cast to
-	// the file's type (decodePages).
+	// the file's type (decodePages); manifest is pqarrow's manifest of it
+	// (each field's levels: a list's planned pages decode with them).
 	inferred *arrow.Schema
+	manifest *pqarrow.SchemaManifest
 }
 
 func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceberg.NameMapping) (*fileLayout, error) {
@@ -67,6 +69,9 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm), mapping: nm}
 	if inferred, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, nil); err == nil && md.FileMetaData != nil && inferred.NumFields() == as.NumFields() {
 		fl.inferred = inferred
+		if m, err := pqarrow.NewSchemaManifest(md.Schema, nil, &pqarrow.ArrowReadProperties{}); err == nil && len(m.Fields) == inferred.NumFields() {
+			fl.manifest = m
+		}
 		fl.bareOK = make([]bool, as.NumFields())
 		for i := range fl.bareOK {
 			fl.bareOK[i] = arrow.TypeEqual(inferred.Field(i).Type, as.Field(i).Type)
@@ -470,6 +475,27 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 		rows, nrows = list.records, int64(len(list.records))
 		values = fl.chunks[r.rg][leaf].NumValues + int64(list.tails)
 	}
+	if list != nil && fl.manifest != nil && top < len(fl.manifest.Fields) {
+		// a list: arrow-go's page and record readers over the laid-out
+		// pages (their tails), no file around them
+		if err := listPagesStartAsPlanned(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages, list); err != nil {
+			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+		}
+		cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
+		if err != nil {
+			return nil, err
+		}
+		arr, ok, err := pagedecode.ListRecords(fl.manifest.Fields[top], fl.md.Schema.Column(leaf), cc.Compression(), buf.Bytes()[4:], values, nrows, decodeMem)
+		if err != nil {
+			return nil, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+		}
+		if ok {
+			if arr, err = asFileType(ctx, fl, top, arr, false); err != nil {
+				return nil, err
+			}
+			return list.dropPartial(ctx, arr)
+		}
+	}
 	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows, values)
 	if err != nil {
 		return nil, err
@@ -499,13 +525,8 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 	if err != nil {
 		return nil, err
 	}
-	if want := fl.arrow.Field(top).Type; !arrow.TypeEqual(arr.DataType(), want) && !(dict && isDictionaryOf(arr.DataType(), want)) {
-		cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
-		arr.Release()
-		if err != nil {
-			return nil, fmt.Errorf("%s column %s: pages decode as %s, the file's type is %s: %w", fl.path, fl.arrow.Field(top).Name, arr.DataType(), want, err)
-		}
-		arr = cast
+	if arr, err = asFileType(ctx, fl, top, arr, dict); err != nil {
+		return nil, err
 	}
 	if int64(arr.Len()) != nrows {
 		arr.Release()
@@ -559,15 +580,27 @@ func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *row
 	if err != nil {
 		return nil, true, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
 	}
-	if want := fl.arrow.Field(top).Type; !arrow.TypeEqual(arr.DataType(), want) && !(dict && isDictionaryOf(arr.DataType(), want)) {
-		cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
-		arr.Release()
-		if err != nil {
-			return nil, true, fmt.Errorf("%s column %s: pages decode as %s, the file's type is %s: %w", fl.path, fl.arrow.Field(top).Name, typ, want, err)
-		}
-		arr = cast
+	if arr, err = asFileType(ctx, fl, top, arr, dict); err != nil {
+		return nil, true, err
 	}
 	return &column{arr: arr, rows: rows}, true, nil
+}
+
+// asFileType is arr (decoded pages of top, typed as pqarrow infers from
+// the Parquet schema; a dictionary of its values where dict) cast to the
+// file's Arrow type of top (a zone, a large string, list element names of
+// the stored schema); arr is released when replaced.
+func asFileType(ctx context.Context, fl *fileLayout, top int, arr arrow.Array, dict bool) (arrow.Array, error) {
+	want := fl.arrow.Field(top).Type
+	if arrow.TypeEqual(arr.DataType(), want) || dict && isDictionaryOf(arr.DataType(), want) {
+		return arr, nil
+	}
+	cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
+	arr.Release()
+	if err != nil {
+		return nil, fmt.Errorf("%s column %s: pages decode as %s, the file's type is %s: %w", fl.path, fl.arrow.Field(top).Name, arr.DataType(), want, err)
+	}
+	return cast, nil
 }
 
 // isDictionaryOf reports whether t is a dictionary of values of type want.

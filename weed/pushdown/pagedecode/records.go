@@ -25,11 +25,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
@@ -41,6 +43,12 @@ func RecordsType(descr *schema.Column, typ arrow.DataType) bool {
 	if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
 		return false // repeated, or below a struct
 	}
+	return buildable(descr, typ)
+}
+
+// buildable reports whether build makes an array of typ from a record
+// reader of descr's values.
+func buildable(descr *schema.Column, typ arrow.DataType) bool {
 	phys := descr.PhysicalType()
 	switch typ.ID() {
 	case arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.INT8, arrow.INT16, arrow.UINT8, arrow.UINT16, arrow.UINT32:
@@ -87,40 +95,18 @@ func Records(descr *schema.Column, codec compress.Compression, pages []byte, nro
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	pr, err := pageReader(codec, pages, nrows, mem)
-	if err != nil {
-		return nil, true, err
-	}
 	info := file.LevelInfo{NullSlotUsage: 1, DefLevel: descr.MaxDefinitionLevel()}
-	pool := &sync.Pool{New: func() any { return memory.NewResizableBuffer(mem) }}
 	readAs := typ
 	if typ.ID() == arrow.DICTIONARY {
 		// the builder's type is changed in place: a copy of the caller's
 		d := *typ.(*arrow.DictionaryType)
 		readAs = &d
 	}
-	rr := file.NewRecordReader(descr, info, readAs, mem, pool)
+	rr, err := readRecords(descr, info, readAs, codec, pages, nrows, nrows, mem)
+	if err != nil {
+		return nil, true, err
+	}
 	defer rr.Release()
-	if err := rr.(file.RecordReaderWithError).SetPageReaderWithError(pr); err != nil {
-		return nil, true, err
-	}
-	if err := rr.Reserve(nrows); err != nil {
-		return nil, true, err
-	}
-	var read int64
-	for read < nrows && rr.HasMore() {
-		n, err := rr.ReadRecords(nrows - read)
-		if err != nil {
-			return nil, true, err
-		}
-		if n == 0 {
-			break
-		}
-		read += n
-	}
-	if read != nrows {
-		return nil, true, fmt.Errorf("pages planned to hold %d rows hold %d", nrows, read)
-	}
 	// and no more: a row past them would shift every row after it
 	if more, err := rr.ReadRecords(1); err != nil || more != 0 {
 		return nil, true, fmt.Errorf("pages planned to hold %d rows hold more (%v)", nrows, err)
@@ -131,6 +117,43 @@ func Records(descr *schema.Column, codec compress.Compression, pages []byte, nro
 		return nil, true, fmt.Errorf("%d values decoded from pages holding %d rows", arr.Len(), nrows)
 	}
 	return arr, true, err
+}
+
+// readRecords is arrow-go's record reader of descr (levels info, values
+// read as typ) over pages (values bounds the page reader), having read
+// exactly nrecords records (the caller releases it).
+func readRecords(descr *schema.Column, info file.LevelInfo, typ arrow.DataType, codec compress.Compression, pages []byte, values, nrecords int64, mem memory.Allocator) (file.RecordReader, error) {
+	pr, err := pageReader(codec, pages, values, mem)
+	if err != nil {
+		return nil, err
+	}
+	pool := &sync.Pool{New: func() any { return memory.NewResizableBuffer(mem) }}
+	rr := file.NewRecordReader(descr, info, typ, mem, pool)
+	fail := func(err error) (file.RecordReader, error) {
+		rr.Release()
+		return nil, err
+	}
+	if err := rr.(file.RecordReaderWithError).SetPageReaderWithError(pr); err != nil {
+		return fail(err)
+	}
+	if err := rr.Reserve(nrecords); err != nil {
+		return fail(err)
+	}
+	var read int64
+	for read < nrecords && rr.HasMore() {
+		n, err := rr.ReadRecords(nrecords - read)
+		if err != nil {
+			return fail(err)
+		}
+		if n == 0 {
+			break
+		}
+		read += n
+	}
+	if read != nrecords {
+		return fail(fmt.Errorf("pages planned to hold %d records hold %d", nrecords, read))
+	}
+	return rr, nil
 }
 
 // build makes the array of typ from rr's buffers (RecordsType's types).
@@ -270,4 +293,63 @@ func concatAs(chunks []arrow.Array, typ arrow.DataType) (arrow.Array, error) {
 		return chunks[0], nil
 	}
 	return array.Concatenate(chunks, memory.DefaultAllocator)
+}
+
+// ListRecords decodes nrecords records of a list column from pages (as
+// PagesReader takes them; values bounds the page reader: the levels the
+// pages may hold) as an array of list.Field's type: list is pqarrow's
+// manifest field of the list (pqarrow.NewSchemaManifest: its levels and
+// its Arrow type, inferred from the Parquet schema), its one child the
+// element leaf descr. The element values are built as Records builds a
+// flat column's; the list's offsets and validity come from the
+// repetition and definition levels (file.DefRepLevelsToListInfo), as
+// pqarrow's list reader does. ok is false for what it does not build: a
+// large or fixed-size list, an element not a leaf of a type Records
+// builds (nothing was read).
+func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.Compression, pages []byte, values, nrecords int64, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
+	if list.Field == nil || list.Field.Type.ID() != arrow.LIST || len(list.Children) != 1 || !list.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != 1 {
+		return nil, false, nil
+	}
+	elem := list.Children[0]
+	if elem.Field == nil || elem.Field.Type.ID() == arrow.DICTIONARY || !buildable(descr, elem.Field.Type) {
+		return nil, false, nil
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	rr, err := readRecords(descr, elem.LevelInfo, elem.Field.Type, codec, pages, values, nrecords, mem)
+	if err != nil {
+		return nil, true, err
+	}
+	defer rr.Release()
+	levels := rr.LevelsPos()
+	def, rep := rr.DefLevels()[:levels], rr.RepLevels()[:levels]
+	io := file.ValidityBitmapInputOutput{ReadUpperBound: nrecords}
+	var valid []byte
+	if list.Field.Nullable {
+		valid = make([]byte, bitutil.BytesForBits(nrecords))
+		io.ValidBits = valid
+	}
+	offsets := make([]int32, nrecords+1)
+	if err := file.DefRepLevelsToListInfo(def, rep, list.LevelInfo, &io, offsets); err != nil {
+		return nil, true, err
+	}
+	if io.Read != nrecords {
+		return nil, true, fmt.Errorf("%d lists from %d records", io.Read, nrecords)
+	}
+	item, err := build(rr, descr, elem.Field.Type)
+	if err != nil {
+		return nil, true, err
+	}
+	defer item.Release()
+	if int64(item.Len()) != int64(offsets[nrecords]) {
+		return nil, true, fmt.Errorf("%d element values for lists of %d elements", item.Len(), offsets[nrecords])
+	}
+	buffers := []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))}
+	if io.NullCount > 0 {
+		buffers[0] = memory.NewBufferBytes(valid)
+	}
+	data := array.NewData(list.Field.Type, int(nrecords), buffers, []arrow.ArrayData{item.Data()}, int(io.NullCount), 0)
+	defer data.Release()
+	return array.MakeFromData(data), true, nil
 }
