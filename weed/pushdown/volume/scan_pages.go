@@ -270,7 +270,7 @@ func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel paged
 		return nil, perr.New(perr.Corrupt, "row group %d column %d: %v", rg, leaf, err)
 	}
 	typ := sf.arrow.Field(sf.arrow.FieldIndices(sf.ft.Meta.Schema.ColumnRoot(leaf).Name())[0]).Type
-	if sf.dictEligible(leaf) && sf.ft.Chunks[rg][leaf].DictionaryOnly {
+	if sf.dictEligible(leaf) && sf.ft.Chunks[rg][leaf].DictionaryOnly && sel.Dict.Length <= maxDictSelectionBytes {
 		return sf.decodeDictSelection(ctx, rg, descr, cc.Compression(), buf, sel, typ, n)
 	}
 	cr, err := pagedecode.PagesReader(descr, cc.Compression(), buf, sel.NRows, arrowmem.Pooled)
@@ -289,6 +289,14 @@ func (sf *scanFile) decodeSelection(ctx context.Context, rg, leaf int, sel paged
 	}
 	return arr, nil
 }
+
+// maxDictSelectionBytes: a chosen-pages decode reads the pages' rows as
+// dictionary indices (decodeDictSelection) only when the chunk's
+// dictionary region is at most this long. Arrow's dictionary builder
+// hashes every dictionary value into its memo table: cheap for a
+// tenant or status column's few values, more than resolving the wanted
+// rows' strings for a log message column's thousands.
+const maxDictSelectionBytes = 64 << 10
 
 // decodeDictSelection decodes the rows sel chose (n of them) of a wholly
 // dictionary-encoded string or binary chunk (dictEligible) from the
