@@ -545,8 +545,11 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 // Records does not build the column's type (nothing was read).
 func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
 	leaf := fl.leavesOf[top][0]
-	if fl.inferred == nil || fl.md.Schema.Root().Field(top).Type() != schema.Primitive {
+	if fl.inferred == nil {
 		return nil, false, nil
+	}
+	if fl.md.Schema.Root().Field(top).Type() != schema.Primitive {
+		return decodeStructPages(ctx, fl, sf, r, top)
 	}
 	descr := fl.md.Schema.Column(leaf)
 	typ := fl.inferred.Field(top).Type
@@ -582,6 +585,50 @@ func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *row
 	}
 	if arr, err = asFileType(ctx, fl, top, arr, dict); err != nil {
 		return nil, true, err
+	}
+	return &column{arr: arr, rows: rows}, true, nil
+}
+
+// decodeStructPages decodes a top-level struct whose one child is a
+// leaf from its planned pages with pagedecode.StructRecords; ok is false
+// for any other shape (nothing was read).
+func decodeStructPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
+	leaf := fl.leavesOf[top][0]
+	if fl.manifest == nil || top >= len(fl.manifest.Fields) || len(fl.leavesOf[top]) != 1 {
+		return nil, false, nil
+	}
+	st := fl.manifest.Fields[top]
+	if st.Field == nil || st.Field.Type.ID() != arrow.STRUCT || len(st.Children) != 1 || !st.Children[0].IsLeaf() {
+		return nil, false, nil
+	}
+	var nrows int64
+	for _, p := range r.pages[leaf] {
+		nrows += p.rowCount
+	}
+	buf, err := pageBytes(sf, r, leaf)
+	if err != nil {
+		return nil, true, err
+	}
+	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, true, err
+	}
+	descr := fl.md.Schema.Column(leaf)
+	arr, ok, err := pagedecode.StructRecords(st, descr, cc.Compression(), buf, nrows, decodeMem)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	if arr, err = asFileType(ctx, fl, top, arr, false); err != nil {
+		return nil, true, err
+	}
+	rows := make([]int64, 0, nrows)
+	for _, p := range r.pages[leaf] {
+		for i := int64(0); i < p.rowCount; i++ {
+			rows = append(rows, p.firstRow+i)
+		}
 	}
 	return &column{arr: arr, rows: rows}, true, nil
 }

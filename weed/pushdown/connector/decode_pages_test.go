@@ -53,7 +53,8 @@ var pageColumns = []struct {
 	{arrow.Field{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true}, true}, // cast from string
 	{arrow.Field{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true}, true},
 	{arrow.Field{Name: "fsb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 3}, Nullable: true}, true},
-	{arrow.Field{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true}, false},
+	{arrow.Field{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true}, true},
+	{arrow.Field{Name: "st_req", Type: arrow.StructOf(arrow.Field{Name: "y", Type: arrow.BinaryTypes.String, Nullable: true})}, true},
 }
 
 const pagesFileRows = 5000
@@ -138,7 +139,20 @@ func pagesTestFile(t *testing.T, v2 bool, codec compress.Compression, legacy boo
 				x.Append([]byte{byte(i), byte(i >> 8), byte(i % 251)})
 			case *array.StructBuilder:
 				x.Append(true)
-				x.FieldBuilder(0).(*array.Int64Builder).Append(n)
+				switch c := x.FieldBuilder(0).(type) {
+				case *array.Int64Builder:
+					if i%5 == 1 {
+						c.AppendNull() // a NULL field of a struct that is not
+					} else {
+						c.Append(n)
+					}
+				case *array.StringBuilder:
+					if null {
+						c.AppendNull()
+					} else {
+						c.Append(fmt.Sprintf("y%d", i%31))
+					}
+				}
 			default:
 				t.Fatalf("no value for %T", fb)
 			}
@@ -162,8 +176,8 @@ func pagesTestFile(t *testing.T, v2 bool, codec compress.Compression, legacy boo
 // every type (those pqarrow converts too: narrow and unsigned ints,
 // decimals, float16, a zone or a large string from the stored schema),
 // NULLs, dictionary and plain pages, data pages v1 and v2, any run of
-// pages; the types they do not build (a wide decimal, a struct's only
-// leaf) decode through the one-column file, with the same values.
+// pages, a struct's only leaf; the types they do not build (a wide
+// decimal) decode through the one-column file, with the same values.
 func TestPlannedPagesDecodeToTheWholeRowGroupsValuesAtTheirRows(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range []struct {

@@ -353,3 +353,53 @@ func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.
 	defer data.Release()
 	return array.MakeFromData(data), true, nil
 }
+
+// StructRecords decodes nrows rows of a struct column whose one child is
+// the leaf descr (not repeated) from pages (as Records takes them) as an
+// array of st.Field's type: st is pqarrow's manifest field of the struct;
+// the child built as Records builds a flat column's values (a slot for
+// every row), the struct's validity from the definition levels
+// (file.DefLevelsToBitmap), as pqarrow's struct reader does. ok is false
+// for what it does not build (nothing was read).
+func StructRecords(st pqarrow.SchemaField, descr *schema.Column, codec compress.Compression, pages []byte, nrows int64, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
+	if st.Field == nil || st.Field.Type.ID() != arrow.STRUCT || len(st.Children) != 1 || !st.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != 0 {
+		return nil, false, nil
+	}
+	child := st.Children[0]
+	if child.Field == nil || child.Field.Type.ID() == arrow.DICTIONARY || !buildable(descr, child.Field.Type) {
+		return nil, false, nil
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	rr, err := readRecords(descr, child.LevelInfo, child.Field.Type, codec, pages, nrows, nrows, mem)
+	if err != nil {
+		return nil, true, err
+	}
+	defer rr.Release()
+	if more, err := rr.ReadRecords(1); err != nil || more != 0 {
+		return nil, true, fmt.Errorf("pages planned to hold %d rows hold more (%v)", nrows, err)
+	}
+	io := file.ValidityBitmapInputOutput{ReadUpperBound: nrows, Read: nrows}
+	var valid []byte
+	if st.Field.Nullable && nrows > 0 {
+		valid = make([]byte, bitutil.BytesForBits(nrows))
+		io.ValidBits = valid
+		file.DefLevelsToBitmap(rr.DefLevels()[:rr.LevelsPos()], st.LevelInfo, &io)
+	}
+	item, err := build(rr, descr, child.Field.Type)
+	if err != nil {
+		return nil, true, err
+	}
+	defer item.Release()
+	if int64(item.Len()) != nrows || io.Read != nrows {
+		return nil, true, fmt.Errorf("%d values, %d structs from pages holding %d rows", item.Len(), io.Read, nrows)
+	}
+	buffers := []*memory.Buffer{nil}
+	if io.NullCount > 0 {
+		buffers[0] = memory.NewBufferBytes(valid)
+	}
+	data := array.NewData(st.Field.Type, int(nrows), buffers, []arrow.ArrayData{item.Data()}, int(io.NullCount), 0)
+	defer data.Release()
+	return array.MakeFromData(data), true, nil
+}
