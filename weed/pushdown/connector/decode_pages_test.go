@@ -47,7 +47,7 @@ var pageColumns = []struct {
 	{arrow.Field{Name: "dec9", Type: &arrow.Decimal128Type{Precision: 9, Scale: 2}, Nullable: true}, true},                            // INT32
 	{arrow.Field{Name: "dec18", Type: &arrow.Decimal128Type{Precision: 18, Scale: 3}, Nullable: true}, true},                          // INT64
 	{arrow.Field{Name: "dec30", Type: &arrow.Decimal128Type{Precision: 30, Scale: 4}, Nullable: true}, true},                          // FIXED_LEN_BYTE_ARRAY
-	{arrow.Field{Name: "dec50", Type: &arrow.Decimal256Type{Precision: 50, Scale: 4}, Nullable: true}, false},
+	{arrow.Field{Name: "dec50", Type: &arrow.Decimal256Type{Precision: 50, Scale: 4}, Nullable: true}, true},
 	{arrow.Field{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}, true},        // dictionary pages: an Arrow dictionary
 	{arrow.Field{Name: "s_plain", Type: arrow.BinaryTypes.String, Nullable: true}, true},  // plain pages
 	{arrow.Field{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true}, true}, // cast from string
@@ -124,7 +124,11 @@ func pagesTestFile(t *testing.T, v2 bool, codec compress.Compression, legacy boo
 					x.Append(decimal128.New(n%1_000_000_000, uint64(n)*7)) // wide, negative too
 				}
 			case *array.Decimal256Builder:
-				x.Append(decimal256.FromI64(n))
+				v := decimal256.New(uint64(i%1000), uint64(n)*7, uint64(n)*11, uint64(n)*13) // every word used
+				if i%2 == 1 {
+					v = v.Negate()
+				}
+				x.Append(v)
 			case *array.StringBuilder:
 				if col.field.Name == "s" {
 					x.Append(fmt.Sprintf("tenant-%03d", i%97))

@@ -13,10 +13,10 @@ package pagedecode
 //
 // pqarrow builds its arrays from the same record reader but attaches it to
 // a file's row groups only; the buffers-to-array step is small and is
-// done here for the types below. Any other type (a decimal wider than 38
-// digits or stored as variable-length bytes, extension types, nested or
-// repeated columns) is refused with ok false: the caller decodes another
-// way.
+// done here for the types below. Any other type (an extension whose
+// storage is not one of them, nested or repeated columns other than a
+// flat list or a struct's only leaf) is refused with ok false: the caller
+// decodes another way.
 
 import (
 	"encoding/binary"
@@ -27,6 +27,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -78,7 +79,20 @@ func buildable(descr *schema.Column, typ arrow.DataType) bool {
 			return true
 		case parquet.Types.FixedLenByteArray:
 			return descr.TypeLength() <= 16
+		case parquet.Types.ByteArray:
+			return true // each value's length is checked as it is converted
 		}
+	case arrow.DECIMAL256:
+		switch phys {
+		case parquet.Types.FixedLenByteArray:
+			return descr.TypeLength() <= 32
+		case parquet.Types.ByteArray:
+			return true
+		}
+	case arrow.EXTENSION:
+		// an extension of a buildable storage (arrow.uuid: 16 fixed bytes)
+		st := typ.(arrow.ExtensionType).StorageType()
+		return st.ID() != arrow.EXTENSION && st.ID() != arrow.DICTIONARY && buildable(descr, st)
 	}
 	return false
 }
@@ -179,10 +193,18 @@ func build(rr file.RecordReader, descr *schema.Column, typ arrow.DataType) (arro
 			c.Release()
 		}
 		return concatAs(chunks, typ)
-	case arrow.DECIMAL128:
-		if descr.PhysicalType() == parquet.Types.FixedLenByteArray {
+	case arrow.DECIMAL128, arrow.DECIMAL256:
+		if p := descr.PhysicalType(); p == parquet.Types.FixedLenByteArray || p == parquet.Types.ByteArray {
 			return decimalOfBytes(rr, typ)
 		}
+	case arrow.EXTENSION:
+		ext := typ.(arrow.ExtensionType)
+		storage, err := build(rr, descr, ext.StorageType())
+		if err != nil {
+			return nil, err
+		}
+		defer storage.Release()
+		return array.NewExtensionArrayWithStorage(ext, storage), nil
 	}
 	valid := rr.ReleaseValidBits()
 	if valid != nil {
@@ -245,8 +267,9 @@ func build(rr file.RecordReader, descr *schema.Column, typ arrow.DataType) (arro
 	return array.MakeFromData(data), nil
 }
 
-// decimalOfBytes is the decimal128 array of rr's values: big-endian two's
-// complement integers of at most 16 bytes.
+// decimalOfBytes is the decimal128 or decimal256 array of rr's values:
+// big-endian two's complement integers of 1 to 16 (32) bytes, fixed or
+// variable length (an empty or longer value is an error, as pqarrow's).
 func decimalOfBytes(rr file.RecordReader, typ arrow.DataType) (arrow.Array, error) {
 	chunks := rr.(file.BinaryRecordReader).GetBuilderChunks()
 	defer func() {
@@ -254,7 +277,11 @@ func decimalOfBytes(rr file.RecordReader, typ arrow.DataType) (arrow.Array, erro
 			c.Release()
 		}
 	}()
-	b := array.NewDecimal128Builder(memory.DefaultAllocator, typ.(*arrow.Decimal128Type))
+	width := 16
+	if typ.ID() == arrow.DECIMAL256 {
+		width = 32
+	}
+	b := array.NewBuilder(memory.DefaultAllocator, typ)
 	defer b.Release()
 	for _, c := range chunks {
 		raw, ok := c.(interface{ Value(int) []byte })
@@ -267,17 +294,24 @@ func decimalOfBytes(rr file.RecordReader, typ arrow.DataType) (arrow.Array, erro
 				continue
 			}
 			v := raw.Value(i)
-			if len(v) > 16 {
-				return nil, fmt.Errorf("a decimal of %d bytes in a column of precision %d", len(v), typ.(*arrow.Decimal128Type).Precision)
+			if len(v) == 0 || len(v) > width {
+				return nil, fmt.Errorf("a decimal of %d bytes in a column of type %s", len(v), typ)
 			}
-			var be [16]byte
-			if len(v) > 0 && v[0]&0x80 != 0 {
-				for j := range be {
-					be[j] = 0xff // sign-extended
+			var be [32]byte
+			w := be[32-width:]
+			if v[0]&0x80 != 0 {
+				for j := range w {
+					w[j] = 0xff // sign-extended
 				}
 			}
-			copy(be[16-len(v):], v)
-			b.Append(decimal128.New(int64(binary.BigEndian.Uint64(be[:8])), binary.BigEndian.Uint64(be[8:])))
+			copy(w[width-len(v):], v)
+			word := func(k int) uint64 { return binary.BigEndian.Uint64(w[8*k:]) }
+			switch x := b.(type) {
+			case *array.Decimal128Builder:
+				x.Append(decimal128.New(int64(word(0)), word(1)))
+			case *array.Decimal256Builder:
+				x.Append(decimal256.New(word(0), word(1), word(2), word(3)))
+			}
 		}
 	}
 	return b.NewArray(), nil

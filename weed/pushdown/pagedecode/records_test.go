@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/big"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // A list column's whole chunk decoded by ListRecords equals pqarrow's
@@ -107,5 +110,121 @@ func TestListRecordsOfAChunkEqualPqarrowsDecode(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Decimals stored as variable-length big-endian bytes (up to 38 digits and
+// past them) and UUIDs (an extension type on 16 fixed bytes) decode from a
+// chunk's pages as pqarrow decodes them.
+func TestRecordsOfByteArrayDecimalsAndUUIDsEqualPqarrowsDecode(t *testing.T) {
+	const rows = 2000
+	uuidType := arrow.GetExtensionType("arrow.uuid")
+	if uuidType == nil {
+		uuidType = extensions.NewUUIDType()
+	}
+	root := schema.MustGroup(schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("d20", parquet.Repetitions.Optional, schema.NewDecimalLogicalType(20, 2), parquet.Types.ByteArray, -1, 1)),
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("d45", parquet.Repetitions.Optional, schema.NewDecimalLogicalType(45, 3), parquet.Types.ByteArray, -1, 2)),
+		schema.MustPrimitive(schema.NewPrimitiveNodeLogical("u", parquet.Repetitions.Optional, schema.UUIDLogicalType{}, parquet.Types.FixedLenByteArray, 16, 3)),
+	}, -1))
+	var buf bytes.Buffer
+	w := file.NewParquetWriter(&buf, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithDataPageSize(256), parquet.WithBatchSize(32), parquet.WithDictionaryDefault(false))))
+	rg := w.AppendRowGroup()
+	defs := make([]int16, rows)
+	for i := range defs {
+		if i%9 != 4 {
+			defs[i] = 1
+		}
+	}
+	// minimal two's complement big-endian bytes of v
+	twos := func(v *big.Int) []byte {
+		n := (v.BitLen() + 8) / 8
+		mod := new(big.Int).Lsh(big.NewInt(1), uint(8*n))
+		u := new(big.Int).Set(v)
+		if u.Sign() < 0 {
+			u.Add(u, mod)
+		}
+		out := u.FillBytes(make([]byte, n))
+		return out
+	}
+	for c, digits := range []int64{17, 44} {
+		var vals []parquet.ByteArray
+		for i := 0; i < rows; i++ {
+			if defs[i] == 0 {
+				continue
+			}
+			v := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(i)%digits), nil)
+			v.Mul(v, big.NewInt(int64(i%97)+1))
+			if i%3 == 0 {
+				v.Neg(v)
+			}
+			vals = append(vals, twos(v))
+		}
+		cw, err := rg.NextColumn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals, defs, nil); err != nil {
+			t.Fatalf("column %d: %v", c, err)
+		}
+		cw.Close()
+	}
+	var ids []parquet.FixedLenByteArray
+	for i := 0; i < rows; i++ {
+		if defs[i] == 1 {
+			id := make([]byte, 16)
+			for k := range id {
+				id[k] = byte(i*7 + k*13)
+			}
+			ids = append(ids, id)
+		}
+	}
+	cw, err := rg.NextColumn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cw.(*file.FixedLenByteArrayColumnChunkWriter).WriteBatch(ids, defs, nil); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	rg.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	md := pf.MetaData()
+	for c := 0; c < 3; c++ {
+		cc, err := md.RowGroup(0).ColumnChunk(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() < start {
+			start = cc.DictionaryPageOffset()
+		}
+		want := tbl.Column(c).Data().Chunk(0)
+		if c == 2 && !arrow.TypeEqual(want.DataType(), uuidType) {
+			t.Fatalf("pqarrow reads the UUID column as %s", want.DataType())
+		}
+		got, ok, err := Records(md.Schema.Column(c), cc.Compression(), buf.Bytes()[start:start+cc.TotalCompressedSize()], rows, want.DataType(), nil)
+		if err != nil || !ok {
+			t.Fatalf("column %d as %s: decoded %v: %v", c, want.DataType(), ok, err)
+		}
+		if !arrow.TypeEqual(got.DataType(), want.DataType()) || !array.Equal(got, want) {
+			t.Fatalf("column %d: Records gave %s, pqarrow %s (equal %v)", c, got.DataType(), want.DataType(), array.Equal(got, want))
+		}
+		got.Release()
 	}
 }
