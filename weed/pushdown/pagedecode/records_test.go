@@ -95,14 +95,7 @@ func TestListRecordsOfAChunkEqualPqarrowsDecode(t *testing.T) {
 					t.Fatalf("decoded %v: %v", ok, err)
 				}
 				defer got.Release()
-				fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tbl, err := fr.ReadTable(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
+				tbl := pqarrowTable(t, pf)
 				defer tbl.Release()
 				want := tbl.Column(0).Data().Chunk(0)
 				if !arrow.TypeEqual(got.DataType(), want.DataType()) || !array.Equal(got, want) {
@@ -195,14 +188,7 @@ func TestRecordsOfByteArrayDecimalsAndUUIDsEqualPqarrowsDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := pqarrowTable(t, pf)
 	defer tbl.Release()
 	md := pf.MetaData()
 	for c := 0; c < 3; c++ {
@@ -227,4 +213,18 @@ func TestRecordsOfByteArrayDecimalsAndUUIDsEqualPqarrowsDecode(t *testing.T) {
 		}
 		got.Release()
 	}
+}
+
+// pqarrowTable is pf decoded whole by pqarrow: the oracle.
+func pqarrowTable(t *testing.T, pf *file.Reader) arrow.Table {
+	t.Helper()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }
