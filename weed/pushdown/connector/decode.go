@@ -67,11 +67,15 @@ func newFileLayout(path string, size int64, md *metadata.FileMetaData, nm iceber
 		return nil, fmt.Errorf("%s: Arrow schema: %w", path, err)
 	}
 	fl := &fileLayout{path: path, size: size, md: md, arrow: as, columns: plan.NewColumnMap(md.Schema, nm), mapping: nm}
-	if inferred, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, nil); err == nil && md.FileMetaData != nil && inferred.NumFields() == as.NumFields() {
-		fl.inferred = inferred
-		if m, err := pqarrow.NewSchemaManifest(md.Schema, nil, &pqarrow.ArrowReadProperties{}); err == nil && len(m.Fields) == inferred.NumFields() {
-			fl.manifest = m
+	// the Parquet schema alone (no stored Arrow schema): its manifest and
+	// the Arrow schema it gives, as pqarrow.FromParquet makes it
+	if m, err := pqarrow.NewSchemaManifest(md.Schema, nil, &pqarrow.ArrowReadProperties{}); err == nil && md.FileMetaData != nil && len(m.Fields) == as.NumFields() {
+		fields := make([]arrow.Field, len(m.Fields))
+		for i, f := range m.Fields {
+			fields[i] = *f.Field
 		}
+		inferred := arrow.NewSchema(fields, nil)
+		fl.inferred, fl.manifest = inferred, m
 		fl.bareOK = make([]bool, as.NumFields())
 		for i := range fl.bareOK {
 			fl.bareOK[i] = arrow.TypeEqual(inferred.Field(i).Type, as.Field(i).Type)
@@ -560,20 +564,11 @@ func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *row
 	if !pagedecode.RecordsType(descr, typ) {
 		return nil, false, nil
 	}
-	parts := r.pages[leaf]
-	var nrows int64
-	for _, p := range parts {
-		nrows += p.rowCount
-	}
+	rows := pagesRows(r.pages[leaf])
+	nrows := int64(len(rows))
 	buf, err := pageBytes(sf, r, leaf)
 	if err != nil {
 		return nil, true, err
-	}
-	rows := make([]int64, 0, nrows)
-	for _, p := range r.pages[leaf] {
-		for i := int64(0); i < p.rowCount; i++ {
-			rows = append(rows, p.firstRow+i)
-		}
 	}
 	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
 	if err != nil {
@@ -601,10 +596,8 @@ func decodeStructPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *r
 	if st.Field == nil || st.Field.Type.ID() != arrow.STRUCT || len(st.Children) != 1 || !st.Children[0].IsLeaf() {
 		return nil, false, nil
 	}
-	var nrows int64
-	for _, p := range r.pages[leaf] {
-		nrows += p.rowCount
-	}
+	rows := pagesRows(r.pages[leaf])
+	nrows := int64(len(rows))
 	buf, err := pageBytes(sf, r, leaf)
 	if err != nil {
 		return nil, true, err
@@ -624,13 +617,22 @@ func decodeStructPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *r
 	if arr, err = asFileType(ctx, fl, top, arr, false); err != nil {
 		return nil, true, err
 	}
-	rows := make([]int64, 0, nrows)
-	for _, p := range r.pages[leaf] {
+	return &column{arr: arr, rows: rows}, true, nil
+}
+
+// pagesRows are the row-group-local rows of pages, in order.
+func pagesRows(pages []pageRange) []int64 {
+	n := int64(0)
+	for _, p := range pages {
+		n += p.rowCount
+	}
+	rows := make([]int64, 0, n)
+	for _, p := range pages {
 		for i := int64(0); i < p.rowCount; i++ {
 			rows = append(rows, p.firstRow+i)
 		}
 	}
-	return &column{arr: arr, rows: rows}, true, nil
+	return rows
 }
 
 // asFileType is arr (decoded pages of top, typed as pqarrow infers from
