@@ -206,9 +206,11 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 					return nil, fail(err)
 				}
 			}
-			if matched, err = pe.rowGroup(ctx, rg, firsts[rg], n, matched); err != nil {
+			kept := roaring64.New()
+			if err := pe.rowGroup(ctx, rg, firsts[rg], n, matched, kept); err != nil {
 				return nil, fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 			}
+			matched = kept
 		}
 		if matched.IsEmpty() {
 			continue
@@ -456,48 +458,4 @@ func checkAggregateRequest(req *pushdown_pb.AggregateRowsRequest) error {
 		}
 	}
 	return nil
-}
-
-// predicateEvaluator evaluates an AggregateRows call's predicate row
-// group by row group: the file's reader opened once a call, string
-// columns on their dictionaries where a chunk is wholly
-// dictionary-encoded (scanFile.predReader), as ScanRows does.
-type predicateEvaluator struct {
-	sf     *scanFile
-	cm     *plan.ColumnMap
-	vf     *vectorFilter
-	leaves []int
-	types  map[int]iceberg.Type
-}
-
-func (s *Service) newPredicateEvaluator(ctx context.Context, path string, ft *footer.Footer, cm *plan.ColumnMap, schema *iceberg.Schema, vf *vectorFilter) (*predicateEvaluator, error) {
-	leaves, types, err := rowFilterColumns(vf, schema, cm)
-	if err != nil {
-		return nil, err
-	}
-	fr, src, err := s.openArrowReader(ctx, path, ft)
-	if err != nil {
-		return nil, err
-	}
-	return &predicateEvaluator{sf: newScanFile(fr, src, ft), cm: cm, vf: vf, leaves: leaves, types: types}, nil
-}
-
-// rowGroup is the positions of mask (file positions in row group rg of n
-// rows from first) whose rows match.
-func (pe *predicateEvaluator) rowGroup(ctx context.Context, rg int, first, n int64, mask *roaring64.Bitmap) (out *roaring64.Bitmap, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			out, err = nil, perr.New(perr.Corrupt, "decode the predicate's columns: %v", p)
-		}
-	}()
-	out = roaring64.New()
-	rows, any := candidateRows(mask, first, n)
-	if !any {
-		return out, nil
-	}
-	rf := *pe.vf
-	if err := evaluateRowGroup(ctx, pe.sf.predReader(rg, pe.leaves), pe.sf.ft, pe.cm, rg, n, first, pe.leaves, &rf, pe.types, rows, out, nil); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

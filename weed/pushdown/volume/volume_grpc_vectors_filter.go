@@ -109,16 +109,42 @@ func (s *Service) filterMask(ctx context.Context, f *pushdown_pb.VectorSearchFil
 // evaluateOnRows decodes the predicate's columns of the row groups holding
 // candidates and keeps the candidates the predicate is TRUE on.
 func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Footer, cm *plan.ColumnMap, schema *iceberg.Schema,
-	vf *vectorFilter, mask *roaring64.Bitmap) (out *roaring64.Bitmap, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			out, err = nil, perr.New(perr.Corrupt, "decode the predicate's columns: %v", p)
-		}
-	}()
-	out = roaring64.New()
+	vf *vectorFilter, mask *roaring64.Bitmap) (*roaring64.Bitmap, error) {
+	out := roaring64.New()
 	if mask != nil && mask.IsEmpty() {
 		return out, nil
 	}
+	pe, err := s.newPredicateEvaluator(ctx, path, ft, cm, schema, vf)
+	if err != nil {
+		return nil, err
+	}
+	first := int64(0)
+	for rg := range ft.Meta.NumRowGroups() {
+		n := ft.Meta.RowGroup(rg).NumRows()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := pe.rowGroup(ctx, rg, first, n, mask, out); err != nil {
+			return nil, err
+		}
+		first += n
+	}
+	return out, nil
+}
+
+// predicateEvaluator evaluates a predicate on one file row group by row
+// group (AggregateRows, evaluateOnRows): the file's reader opened once,
+// string columns on their dictionaries where a chunk is wholly
+// dictionary-encoded (scanFile.predReader), as ScanRows does.
+type predicateEvaluator struct {
+	sf     *scanFile
+	cm     *plan.ColumnMap
+	vf     *vectorFilter
+	leaves []int
+	types  map[int]iceberg.Type
+}
+
+func (s *Service) newPredicateEvaluator(ctx context.Context, path string, ft *footer.Footer, cm *plan.ColumnMap, schema *iceberg.Schema, vf *vectorFilter) (*predicateEvaluator, error) {
 	leaves, types, err := rowFilterColumns(vf, schema, cm)
 	if err != nil {
 		return nil, err
@@ -127,24 +153,22 @@ func (s *Service) evaluateOnRows(ctx context.Context, path string, ft *footer.Fo
 	if err != nil {
 		return nil, err
 	}
-	sf := newScanFile(fr, src, ft) // string columns on their dictionaries where a chunk allows (predReader)
-	first := int64(0)
-	for rg := range ft.Meta.NumRowGroups() {
-		n := ft.Meta.RowGroup(rg).NumRows()
-		lo := first
-		first += n
-		rows, any := candidateRows(mask, lo, n)
-		if !any {
-			continue
+	return &predicateEvaluator{sf: newScanFile(fr, src, ft), cm: cm, vf: vf, leaves: leaves, types: types}, nil
+}
+
+// rowGroup adds to out the positions of mask (file positions; nil: every
+// row) in row group rg of n rows from first whose rows match.
+func (pe *predicateEvaluator) rowGroup(ctx context.Context, rg int, first, n int64, mask, out *roaring64.Bitmap) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = perr.New(perr.Corrupt, "decode the predicate's columns: %v", p)
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := evaluateRowGroup(ctx, sf.predReader(rg, leaves), ft, cm, rg, n, lo, leaves, vf, types, rows, out, nil); err != nil {
-			return nil, err
-		}
+	}()
+	rows, any := candidateRows(mask, first, n)
+	if !any {
+		return nil
 	}
-	return out, nil
+	return evaluateRowGroup(ctx, pe.sf.predReader(rg, pe.leaves), pe.sf.ft, pe.cm, rg, n, first, pe.leaves, pe.vf, pe.types, rows, out, nil)
 }
 
 // rowFilterColumns is what evaluating vf on a file needs: the file's
