@@ -26,8 +26,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
@@ -252,7 +250,7 @@ type sparseCountKey struct{}
 // type; nil when that is not the file's Arrow type of top.
 func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows int64) (file.ColumnChunkReader, arrow.DataType, error) {
 	leaf := fl.leavesOf[top][0]
-	typ := plainImage(fl, top, fl.md.Schema, top)
+	typ := plainImage(fl, top)
 	if typ == nil {
 		return nil, nil, nil
 	}
@@ -297,7 +295,7 @@ func pageBytes(sf *sparseFile, r *rowGroupRead, leaf int) ([]byte, error) {
 // rg (fetched in sf), and its Arrow type; nil when that is not the file's
 // Arrow type of top.
 func chunkReader(fl *fileLayout, sf *sparseFile, rg, top int) (file.ColumnChunkReader, arrow.DataType, error) {
-	typ := plainImage(fl, top, fl.md.Schema, top)
+	typ := plainImage(fl, top)
 	if typ == nil {
 		return nil, nil, nil
 	}
@@ -312,15 +310,15 @@ func chunkReader(fl *fileLayout, sf *sparseFile, rg, top int) (file.ColumnChunkR
 	return cr, typ, nil
 }
 
-// plainImage is the Arrow type pqarrow gives field i of sch without the
-// file's stored Arrow schema, when it is the file's Arrow type of top
-// (nil otherwise: pqarrow converts the values).
-func plainImage(fl *fileLayout, top int, sch *schema.Schema, i int) arrow.DataType {
-	inferred, err := pqarrow.FromParquet(sch, &pqarrow.ArrowReadProperties{}, nil)
-	if err != nil || i >= inferred.NumFields() {
+// plainImage is the Arrow type pqarrow gives top without the file's
+// stored Arrow schema (fl.inferred, made once with the layout), when it is
+// the file's Arrow type of top (nil otherwise: pqarrow converts the
+// values).
+func plainImage(fl *fileLayout, top int) arrow.DataType {
+	if fl.inferred == nil || top >= fl.inferred.NumFields() {
 		return nil
 	}
-	if typ := inferred.Field(i).Type; arrow.TypeEqual(typ, fl.arrow.Field(top).Type) {
+	if typ := fl.inferred.Field(top).Type; arrow.TypeEqual(typ, fl.arrow.Field(top).Type) {
 		return typ
 	}
 	return nil
