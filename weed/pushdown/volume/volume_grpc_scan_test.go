@@ -450,3 +450,61 @@ func TestStringPredicatesOnWhollyDictionaryEncodedChunksAreEvaluatedOnTheirDicti
 		}
 	}
 }
+
+// A batch's rows taken from a decoded row group are exactly the oracle's
+// rows at those positions, whichever way they are cut out: a run of
+// consecutive rows (one zero-copy slice), a run with a gap, rows out of
+// order and a few single rows (take, slices of one row).
+func TestABatchProjectedFromADecodedRowGroupHoldsExactlyItsRowsInTheirOrder(t *testing.T) {
+	const rows = 3000
+	data, _ := demoRowGroup(t, rows)
+	_, fr, ft, cm := openCounted(t, data)
+	all, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Release()
+	g, err := newDecodedRowGroup(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(from, to int64) []int64 {
+		var out []int64
+		for p := from; p < to; p++ {
+			out = append(out, p)
+		}
+		return out
+	}
+	s := &Service{}
+	for _, c := range []struct {
+		name      string
+		positions []int64
+	}{
+		{"a run from the first row", run(0, 1200)},
+		{"a run in the middle", run(700, 2999)},
+		{"a run to the last row", run(2990, rows)},
+		{"a run with one row missing", append(run(10, 500), run(501, 900)...)},
+		{"a descending run", []int64{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+		{"a run of repeated rows", []int64{4, 4, 5, 6, 7, 8}},
+		{"a few single rows", []int64{3, 1000, 2999}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec, _, err := s.projectRecord(context.Background(), "f.parquet", "id", ft, cm, []int32{1, 2, 3, 4}, c.positions, map[int]*decodedRowGroup{0: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rec.Release()
+			if rec.NumRows() != int64(len(c.positions)) {
+				t.Fatalf("%d rows, want %d", rec.NumRows(), len(c.positions))
+			}
+			for col := range int(rec.NumCols()) {
+				for i, p := range c.positions {
+					got, want := rec.Column(col).ValueStr(i), g.cols[col].ValueStr(int(p))
+					if got != want {
+						t.Fatalf("column %s, row %d (position %d): %q, want %q", rec.Schema().Field(col).Name, i, p, got, want)
+					}
+				}
+			}
+		})
+	}
+}

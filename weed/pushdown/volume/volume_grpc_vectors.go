@@ -506,6 +506,16 @@ func projectedKey(path, identity string, rg int, cols []int) string {
 	return fmt.Sprintf("%s\x00%s\x00projected\x00%d\x00%v", path, identity, rg, cols)
 }
 
+// isAscendingRun says whether idx counts up by one from its first row.
+func isAscendingRun(idx []int64) bool {
+	for k, i := range idx {
+		if i != idx[0]+int64(k) {
+			return false
+		}
+	}
+	return true
+}
+
 // sliceRows is the most rows of a segment projectRows takes as slices of
 // one row each rather than through arrow's take kernel.
 const sliceRows = 4
@@ -648,6 +658,14 @@ func (s *Service) projectRecord(ctx context.Context, path, identity string, ft *
 		if schema == nil {
 			schema = g.schema
 			parts = make([][]arrow.Array, len(g.cols))
+		}
+		if run := sg.idx; len(run) > sliceRows && run[len(run)-1]-run[0] == int64(len(run)-1) && isAscendingRun(run) {
+			// consecutive rows (a ScanRows batch of a row group every row
+			// of which matched): one zero-copy slice, not a copy by take
+			for c, col := range g.cols {
+				parts[c] = append(parts[c], array.NewSlice(col, run[0], run[0]+int64(len(run))))
+			}
+			continue
 		}
 		if len(sg.idx) <= sliceRows {
 			// A few rows: zero-copy slices, concatenated below (the take
