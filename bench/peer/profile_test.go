@@ -20,7 +20,8 @@ import (
 // the query by name (default "LIMIT 10 of status equality"),
 // LAKEWEED_BENCH_ROWS its size (default 1,000,000); with
 // LAKEWEED_PEER_PROFILE_COLD=1 each query runs on a fresh connector (the
-// bench's cold reads, the cluster warm):
+// bench's cold reads, the cluster warm); LAKEWEED_PEER_PROFILE_COUNT_WHERE
+// profiles a COUNT(*) with that WHERE instead:
 //
 //	LAKEWEED_BENCH=1 LAKEWEED_BENCH_PROFILE=/tmp/peer go test -run TestPeerWarmQueryProfile -v ./
 func TestPeerWarmQueryProfile(t *testing.T) {
@@ -50,6 +51,13 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 	if mode == sideMode {
 		createSideIndexes(t, c, name)
 	}
+	// LAKEWEED_PEER_PROFILE_COUNT_WHERE: a COUNT(*) with this WHERE
+	// instead (the aggregates benchmark's filtered counts)
+	countOnly := false
+	if where := os.Getenv("LAKEWEED_PEER_PROFILE_COUNT_WHERE"); where != "" {
+		q = &query{name: "COUNT(*) WHERE " + where, where: where, sel: []string{"id"}}
+		countOnly = true
+	}
 	cold := os.Getenv("LAKEWEED_PEER_PROFILE_COLD") != ""
 	var last connector.Stats
 	run := func() {
@@ -57,7 +65,7 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 		if cold {
 			defer conn.Close()
 		}
-		res, err := conn.Query(ctx, connector.Query{Table: name, Where: q.where, Select: q.sel, Limit: q.limit})
+		res, err := conn.Query(ctx, connector.Query{Table: name, Where: q.where, Select: q.sel, Limit: q.limit, CountOnly: countOnly})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -230,6 +230,23 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 			}
 			res.Release()
 		}
+		// a column asked for but not the predicate's is not read to count
+		var read [2]int64
+		for i, sel := range []string{"status", "embedding"} {
+			fresh := open(connector.Options{Force: true, NoFallback: true, FilterAt: connector.FilterHere})
+			res, err := fresh.Query(ctx, connector.Query{Table: name, Where: where, Select: []string{sel}, CountOnly: true})
+			if err != nil {
+				t.Fatalf("count WHERE %s, SELECT %s: %v", where, sel, err)
+			}
+			if res.Stats.Rows != int64(len(want)) {
+				t.Fatalf("count WHERE %s, SELECT %s: %d rows, plain %d", where, sel, res.Stats.Rows, len(want))
+			}
+			read[i] = res.Stats.BytesRead
+			res.Release()
+		}
+		if read[1] != read[0] || read[0] == 0 {
+			t.Fatalf("count WHERE %s: %d bytes read selecting embedding, %d selecting status: want the same, the predicate's columns only", where, read[1], read[0])
+		}
 	}
 
 	// the CLI: -filterAt, -explain's estimate and the -stats figures

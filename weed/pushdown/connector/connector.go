@@ -412,7 +412,11 @@ func (c *Connector) bind(ctx context.Context, q Query, cached bool) (*prepared, 
 		}
 		p.selectIDs = ids
 	}
-	for _, id := range p.selectIDs {
+	planned := p.selectIDs
+	if ids := predicate.FieldIDs(p.expr); q.CountOnly && len(ids) > 0 {
+		planned = ids // a count reads the predicate's columns alone (needOf)
+	}
+	for _, id := range planned {
 		name, _ := p.schema.FindColumnName(id)
 		p.req.Columns = append(p.req.Columns, &pushdown_pb.ColumnRef{FieldId: int32(id), Path: name})
 	}

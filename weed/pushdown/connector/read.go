@@ -395,8 +395,14 @@ func (c *Connector) needOf(ctx context.Context, p *prepared, fl *fileLayout) (*f
 			n.tops = append(n.tops, top)
 		}
 	}
-	for _, id := range p.selectIDs {
-		addField(id)
+	// a count decodes the predicate's columns alone (the projection's
+	// only when no predicate column is stored: a row group's rows are
+	// counted through some column)
+	countOnly := p.q.CountOnly && len(n.predIDs) > 0
+	if !countOnly {
+		for _, id := range p.selectIDs {
+			addField(id)
+		}
 	}
 	predTop := map[int]bool{}
 	addPred := func(id int) {
@@ -416,6 +422,11 @@ func (c *Connector) needOf(ctx context.Context, p *prepared, fl *fileLayout) (*f
 					break
 				}
 			}
+		}
+	}
+	if countOnly && len(n.tops) == 0 {
+		for _, id := range p.selectIDs {
+			addField(id)
 		}
 	}
 	// Late materialization (page-aware mode): in a row group the plan could
