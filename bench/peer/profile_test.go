@@ -55,7 +55,7 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 	// instead (the aggregates benchmark's filtered counts)
 	countOnly := false
 	if where := os.Getenv("LAKEWEED_PEER_PROFILE_COUNT_WHERE"); where != "" {
-		q = &query{name: "COUNT(*) WHERE " + where, where: where, sel: []string{"id"}}
+		q = &query{name: "COUNT(*) WHERE " + where, where: where, sel: []string{"id"}} // a count plans the predicate's columns alone
 		countOnly = true
 	}
 	cold := os.Getenv("LAKEWEED_PEER_PROFILE_COLD") != ""

@@ -116,15 +116,7 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 	}
 	tbl = deleteWhere(t, tbl, idIn(randomIDs(r, slices.Min(ids), slices.Max(ids)+1, 400)))
 
-	open := func(o connector.Options) *connector.Connector {
-		o.Endpoints = c.Endpoints()
-		conn, err := connector.New(ctx, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.Close)
-		return conn
-	}
+	open := func(o connector.Options) *connector.Connector { return openConnector(t, c, o) }
 	plain := open(connector.Options{NoPushdown: true})
 	volume := open(connector.Options{Force: true, NoFallback: true, FilterAt: connector.FilterVolume})
 	here := open(connector.Options{Force: true, NoFallback: true, FilterAt: connector.FilterHere})

@@ -5625,8 +5625,13 @@ type AggregateRowsResponse struct {
 	// Row groups answered from their footer statistics alone (every row
 	// qualifies; COUNT, MIN, MAX of integer-backed columns): not decoded.
 	RowGroupsFromStatistics int64 `protobuf:"varint,5,opt,name=row_groups_from_statistics,json=rowGroupsFromStatistics,proto3" json:"row_groups_from_statistics,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Row groups of a COUNT(*) whose predicate reads one wholly
+	// dictionary-encoded string or binary column, counted from the rows of
+	// each dictionary code (the predicate evaluated once a value): their
+	// rows not decoded.
+	RowGroupsFromDictionaries int64 `protobuf:"varint,6,opt,name=row_groups_from_dictionaries,json=rowGroupsFromDictionaries,proto3" json:"row_groups_from_dictionaries,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *AggregateRowsResponse) Reset() {
@@ -5690,6 +5695,13 @@ func (x *AggregateRowsResponse) GetRowsAggregated() int64 {
 func (x *AggregateRowsResponse) GetRowGroupsFromStatistics() int64 {
 	if x != nil {
 		return x.RowGroupsFromStatistics
+	}
+	return 0
+}
+
+func (x *AggregateRowsResponse) GetRowGroupsFromDictionaries() int64 {
+	if x != nil {
+		return x.RowGroupsFromDictionaries
 	}
 	return 0
 }
@@ -6231,13 +6243,14 @@ const file_pushdown_proto_rawDesc = "" +
 	"aggregates\x18\f \x03(\v2\x1a.pushdown_pb.AggregateSpecR\n" +
 	"aggregates\x12\x1d\n" +
 	"\n" +
-	"max_groups\x18\r \x01(\x03R\tmaxGroups\"\xdf\x01\n" +
+	"max_groups\x18\r \x01(\x03R\tmaxGroups\"\xa0\x02\n" +
 	"\x15AggregateRowsResponse\x12!\n" +
 	"\fpartials_ipc\x18\x01 \x01(\fR\vpartialsIpc\x12\x16\n" +
 	"\x06groups\x18\x02 \x01(\x03R\x06groups\x12%\n" +
 	"\x0erows_evaluated\x18\x03 \x01(\x03R\rrowsEvaluated\x12'\n" +
 	"\x0frows_aggregated\x18\x04 \x01(\x03R\x0erowsAggregated\x12;\n" +
-	"\x1arow_groups_from_statistics\x18\x05 \x01(\x03R\x17rowGroupsFromStatistics*Z\n" +
+	"\x1arow_groups_from_statistics\x18\x05 \x01(\x03R\x17rowGroupsFromStatistics\x12?\n" +
+	"\x1crow_groups_from_dictionaries\x18\x06 \x01(\x03R\x19rowGroupsFromDictionaries*Z\n" +
 	"\rPredicateKind\x12\x19\n" +
 	"\x15PREDICATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13PREDICATE_SUBSTRAIT\x10\x01\x12\x15\n" +

@@ -42,6 +42,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
@@ -932,4 +933,55 @@ func (m *likeMatcher) match(s string) bool {
 		pos += i + len(r)
 	}
 	return true
+}
+
+// CountByValue is how many rows a predicate on one field keeps, given the
+// rows holding each of the field's values (counts[i] rows hold values[i],
+// a column's dictionary) and its NULL rows: the predicate is evaluated
+// once on each value and once on NULL, as on rows, and the counts of the
+// kept ones summed. dt is the values' Arrow type (string or binary).
+func CountByValue(e predicate.Expr, typ iceberg.Type, dt arrow.DataType, values [][]byte, counts []int64, nulls int64) (int64, error) {
+	if len(counts) != len(values) {
+		return 0, fmt.Errorf("%d counts for %d values", len(counts), len(values))
+	}
+	var vals arrow.Array
+	switch dt.ID() {
+	case arrow.STRING:
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		defer b.Release()
+		for _, v := range values {
+			b.BinaryBuilder.Append(v)
+		}
+		b.AppendNull()
+		vals = b.NewArray()
+	case arrow.BINARY:
+		b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+		defer b.Release()
+		for _, v := range values {
+			b.Append(v)
+		}
+		b.AppendNull()
+		vals = b.NewArray()
+	default:
+		return 0, fmt.Errorf("values of type %s", dt)
+	}
+	defer vals.Release()
+	pos := make([]int32, vals.Len())
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	v := &Vector{Type: typ, Arr: vals, Pos: pos, ErrAt: func(_ int, err error) error { return err }}
+	sel, err := (&Filter{Expr: e}).SelectRows(&Batch{N: vals.Len(), Vector: func(int) *Vector { return v }})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, i := range sel {
+		if int(i) < len(counts) {
+			n += counts[i]
+		} else {
+			n += nulls
+		}
+	}
+	return n, nil
 }

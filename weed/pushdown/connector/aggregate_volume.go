@@ -106,6 +106,7 @@ type aggregateCounters struct {
 	mu                                        sync.Mutex
 	volume, here, fallbacks, bytes, groups    int64
 	fromStatistics                            int64 // row groups answered from footer statistics
+	fromDictionaries                          int64 // row groups counted from dictionary codes
 	hereReason, fallbackReason, volumeAddress string
 }
 
@@ -191,6 +192,7 @@ func (c *Connector) AggregateOnVolumes(ctx context.Context, aq AggregateQuery, p
 	st.AggregateAt = aq.Site.String()
 	st.AggregateVolumeFiles, st.AggregateHereFiles, st.AggregateVolumeFallbacks = ac.volume, ac.here, ac.fallbacks
 	st.BytesAggregateVolume, st.AggregateVolumeGroups, st.AggregateStatisticsRowGroups = ac.bytes, ac.groups, ac.fromStatistics
+	st.DictionaryCountedRowGroups += ac.fromDictionaries
 	st.AggregateHereReason, st.AggregateFallbackReason = ac.hereReason, ac.fallbackReason
 	st.BytesRead += ac.bytes
 	return res, nil
@@ -204,6 +206,7 @@ type aggregateFile struct {
 	err   error
 	bytes int64
 	stats int64 // row groups the volume answered from statistics
+	dicts int64 // row groups the volume counted from dictionary codes
 }
 
 // aggregatePlan sends the plan's files to the volumes, reads the others
@@ -240,7 +243,7 @@ func (c *Connector) aggregatePlan(ctx context.Context, p *prepared, resp *pushdo
 	g.SetLimit(8)
 	for _, af := range volume {
 		g.Go(func() error {
-			af.rec, af.bytes, af.stats, af.err = c.fetch.aggregateRows(ctx, af.addr, p, af.f, aq, ids)
+			af.rec, af.bytes, af.stats, af.dicts, af.err = c.fetch.aggregateRows(ctx, af.addr, p, af.f, aq, ids)
 			return nil
 		})
 	}
@@ -278,6 +281,7 @@ func (c *Connector) aggregatePlan(ctx context.Context, p *prepared, resp *pushdo
 		}
 		ac.bytes += af.bytes
 		ac.fromStatistics += af.stats
+		ac.fromDictionaries += af.dicts
 		ac.groups += af.rec.NumRows()
 		if err := partial(af.rec); err != nil {
 			return nil, err
@@ -416,11 +420,11 @@ func plainArrowType(t arrow.DataType) arrow.DataType {
 
 // aggregateRows asks the volume at addr for the partial aggregates of
 // file f's planned row groups.
-func (ft *fetcher) aggregateRows(ctx context.Context, addr string, p *prepared, f *fileRead, aq AggregateQuery, ids *aggregateIDs) (_ arrow.RecordBatch, bytes, fromStatistics int64, _ error) {
+func (ft *fetcher) aggregateRows(ctx context.Context, addr string, p *prepared, f *fileRead, aq AggregateQuery, ids *aggregateIDs) (_ arrow.RecordBatch, bytes, fromStatistics, fromDictionaries int64, _ error) {
 	pf := f.pf
 	schemaJSON, err := p.scanSchemaJSON()
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("encode the schema: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("encode the schema: %w", err)
 	}
 	req := &pushdown_pb.AggregateRowsRequest{Path: pf.GetFile(), SizeBytes: pf.GetSizeBytes(), RecordCount: pf.GetRecordCount(), Identity: pf.GetIdentity(),
 		SchemaJson: schemaJSON, MaxGroups: aq.MaxGroups}
@@ -435,14 +439,14 @@ func (ft *fetcher) aggregateRows(ctx context.Context, addr string, p *prepared, 
 	}
 	if f.fl != nil && f.fl.mapping != nil {
 		if req.NameMappingJson, err = json.Marshal(f.fl.mapping); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, 0, err
 		}
 	}
 	for _, ref := range f.rgRefs {
 		g := &pushdown_pb.ScanRowGroup{RowGroup: ref.GetRowGroup(), RowRanges: ref.GetRowRanges(), DeletedPositions: ref.GetDeletedPositions()}
 		if len(ref.GetRowPositions()) > 0 {
 			if g.RowRanges, err = positionRanges(ref.GetRowPositions(), ref.GetRowCount()); err != nil {
-				return nil, 0, 0, err
+				return nil, 0, 0, 0, err
 			}
 			if len(g.RowRanges) == 0 {
 				continue // no planned row
@@ -454,35 +458,35 @@ func (ft *fetcher) aggregateRows(ctx context.Context, addr string, p *prepared, 
 		req.RowGroups = append(req.RowGroups, g)
 	}
 	if len(req.RowGroups) == 0 {
-		return nil, 0, 0, errors.New("no planned rows")
+		return nil, 0, 0, 0, errors.New("no planned rows")
 	}
 	conn, err := ft.volume.conn(addr)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("dial: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("dial: %w", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, volumeCallTimeout)
 	defer cancel()
 	if cctx, err = ft.volume.sign(cctx, addr, "AggregateRows", req); err != nil {
-		return nil, 0, 0, fmt.Errorf("sign AggregateRows: %w", err)
+		return nil, 0, 0, 0, fmt.Errorf("sign AggregateRows: %w", err)
 	}
 	resp, err := pushdown_pb.NewPushdownVolumeClient(conn).AggregateRows(cctx, req)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("AggregateRows %s: %w", pf.GetFile(), err)
+		return nil, 0, 0, 0, fmt.Errorf("AggregateRows %s: %w", pf.GetFile(), err)
 	}
 	rd, err := ipc.NewReader(stdbytes.NewReader(resp.GetPartialsIpc()))
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("AggregateRows %s: Arrow IPC: %w", pf.GetFile(), err)
+		return nil, 0, 0, 0, fmt.Errorf("AggregateRows %s: Arrow IPC: %w", pf.GetFile(), err)
 	}
 	defer rd.Release()
 	if !rd.Next() {
-		return nil, 0, 0, fmt.Errorf("AggregateRows %s: the answer holds no record: %v", pf.GetFile(), rd.Err())
+		return nil, 0, 0, 0, fmt.Errorf("AggregateRows %s: the answer holds no record: %v", pf.GetFile(), rd.Err())
 	}
 	rec := rd.RecordBatch()
 	if rec.NumRows() != resp.GetGroups() {
-		return nil, 0, 0, fmt.Errorf("AggregateRows %s: %d groups said, %d sent", pf.GetFile(), resp.GetGroups(), rec.NumRows())
+		return nil, 0, 0, 0, fmt.Errorf("AggregateRows %s: %d groups said, %d sent", pf.GetFile(), resp.GetGroups(), rec.NumRows())
 	}
 	rec.Retain()
-	return rec, int64(len(resp.GetPartialsIpc())), resp.GetRowGroupsFromStatistics(), nil
+	return rec, int64(len(resp.GetPartialsIpc())), resp.GetRowGroupsFromStatistics(), resp.GetRowGroupsFromDictionaries(), nil
 }
 
 // positionRanges are the runs of a plan's row positions (row-group-local)

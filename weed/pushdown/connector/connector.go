@@ -178,6 +178,10 @@ type Stats struct {
 	// volume pushdown service holding the file decoded and sent
 	// (ReadRows): their pages were not read here.
 	VolumeRowGroups int64 `json:"volume_row_groups,omitempty"`
+	// DictionaryCountedRowGroups counts the row groups of a COUNT(*)
+	// counted from their predicate column's dictionary codes
+	// (count_dict.go): their rows were not decoded.
+	DictionaryCountedRowGroups int64 `json:"dictionary_counted_row_groups,omitempty"`
 	// Where the predicate of row groups side indexes did not answer
 	// exactly was evaluated (fetch_scan.go): FilterAt is the -filterAt
 	// setting; row groups filtered by the volume (ScanRows) and here, the

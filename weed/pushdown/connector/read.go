@@ -172,8 +172,9 @@ func (c *Connector) readFiles(ctx context.Context, p *prepared, order []*fileRea
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var sparse, decoded, exact, volumeRows atomic.Int64
+	var sparse, decoded, exact, volumeRows, dictCounted atomic.Int64
 	ctx = context.WithValue(ctx, sparseCountKey{}, &sparse)
+	ctx = context.WithValue(ctx, dictCountKey{}, &dictCounted)
 	ctx = context.WithValue(ctx, decodedCountKey{}, &decoded)
 	ctx = context.WithValue(ctx, exactCountKey{}, &exact)
 	ctx = context.WithValue(ctx, volumeRowsKey{}, &volumeRows)
@@ -181,7 +182,7 @@ func (c *Connector) readFiles(ctx context.Context, p *prepared, order []*fileRea
 	ctx = context.WithValue(ctx, scanCountersKey{}, scans)
 	defer func() {
 		res.Stats.SparseColumns, res.Stats.RowsDecoded, res.Stats.ExactRowGroups = sparse.Load(), decoded.Load(), exact.Load()
-		res.Stats.VolumeRowGroups = volumeRows.Load()
+		res.Stats.VolumeRowGroups, res.Stats.DictionaryCountedRowGroups = volumeRows.Load(), dictCounted.Load()
 		scans.fill(&res.Stats, c.opts.FilterAt)
 	}()
 	budget := newBudget(c.opts.MaxBufferBytes)
@@ -635,6 +636,10 @@ func (c *Connector) rowGroupWindows(ctx context.Context, p *prepared, f *fileRea
 // decode now, filter, fetch and decode the late columns, project.
 func (c *Connector) rowGroup(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead, now []int, sf *sparseFile) (arrow.RecordBatch, error) {
 	fl, n := f.fl, f.need
+	// a COUNT(*) on one dictionary-encoded column: its rows by code
+	if rec, ok := countOnDictionary(ctx, p, fl, sf, r); ok {
+		return rec, nil
+	}
 	// decode
 	cols := map[int]*column{}
 	defer func() {

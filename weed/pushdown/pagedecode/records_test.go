@@ -72,20 +72,7 @@ func TestListRecordsOfAChunkEqualPqarrowsDecode(t *testing.T) {
 				if err := pqarrow.WriteTable(array.NewTableFromRecords(sch, []arrow.RecordBatch{rec}), &buf, rows, props, pqarrow.DefaultWriterProps()); err != nil {
 					t.Fatal(err)
 				}
-				pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				md := pf.MetaData()
-				cc, err := md.RowGroup(0).ColumnChunk(0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				start := cc.DataPageOffset()
-				if cc.HasDictionaryPage() && cc.DictionaryPageOffset() < start {
-					start = cc.DictionaryPageOffset()
-				}
-				chunk := buf.Bytes()[start : start+cc.TotalCompressedSize()]
+				md, cc, chunk := chunkOf(t, buf.Bytes(), 0)
 				m, err := pqarrow.NewSchemaManifest(md.Schema, nil, &pqarrow.ArrowReadProperties{})
 				if err != nil {
 					t.Fatal(err)
@@ -95,6 +82,10 @@ func TestListRecordsOfAChunkEqualPqarrowsDecode(t *testing.T) {
 					t.Fatalf("decoded %v: %v", ok, err)
 				}
 				defer got.Release()
+				pf, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()))
+				if err != nil {
+					t.Fatal(err)
+				}
 				tbl := pqarrowTable(t, pf)
 				defer tbl.Release()
 				want := tbl.Column(0).Data().Chunk(0)
@@ -192,19 +183,12 @@ func TestRecordsOfByteArrayDecimalsAndUUIDsEqualPqarrowsDecode(t *testing.T) {
 	defer tbl.Release()
 	md := pf.MetaData()
 	for c := 0; c < 3; c++ {
-		cc, err := md.RowGroup(0).ColumnChunk(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := cc.DataPageOffset()
-		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() < start {
-			start = cc.DictionaryPageOffset()
-		}
+		_, cc, chunk := chunkOf(t, buf.Bytes(), c)
 		want := tbl.Column(c).Data().Chunk(0)
 		if c == 2 && !arrow.TypeEqual(want.DataType(), uuidType) {
 			t.Fatalf("pqarrow reads the UUID column as %s", want.DataType())
 		}
-		got, ok, err := Records(md.Schema.Column(c), cc.Compression(), buf.Bytes()[start:start+cc.TotalCompressedSize()], rows, want.DataType(), nil)
+		got, ok, err := Records(md.Schema.Column(c), cc.Compression(), chunk, rows, want.DataType(), nil)
 		if err != nil || !ok {
 			t.Fatalf("column %d as %s: decoded %v: %v", c, want.DataType(), ok, err)
 		}

@@ -19,7 +19,9 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/arrowmem"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sideindex"
@@ -139,7 +141,8 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 	if err != nil {
 		return nil, fail(classifyOpen(err))
 	}
-	rdr, err := sideindex.OpenParquet(ctx, req.GetPath(), ft, s.cachedChunks(sourceOf(fh), req.GetPath(), ft.IdentityDir(), ft))
+	src := s.cachedChunks(sourceOf(fh), req.GetPath(), ft.IdentityDir(), ft)
+	rdr, err := sideindex.OpenParquet(ctx, req.GetPath(), ft, src)
 	if err != nil {
 		return nil, fail(perr.New(perr.Corrupt, "%v", err))
 	}
@@ -199,6 +202,21 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 				continue
 			}
 		}
+		if vf != nil && !exact[g.GetRowGroup()] && int64(matched.GetCardinality()) == n {
+			// COUNT(*) on one dictionary-encoded column: its rows by code
+			if k, ok := countOnDictionary(ctx, src, ft, cm, schema, vf, req, rg, n); ok {
+				states := statisticsStates(ft, rg, k, req, leaves, readSchema)
+				err := partials.Merge(readSchema, states)
+				states.Release()
+				if err != nil {
+					return nil, fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
+				}
+				resp.RowsEvaluated += n
+				resp.RowsAggregated += k
+				resp.RowGroupsFromDictionaries++
+				continue
+			}
+		}
 		if vf != nil && !exact[g.GetRowGroup()] && !matched.IsEmpty() {
 			resp.RowsEvaluated += int64(matched.GetCardinality())
 			if pe == nil {
@@ -250,6 +268,57 @@ var aggregateFuncs = map[pushdown_pb.AggregateFunc]sqlstmt.Func{
 	pushdown_pb.AggregateFunc_AGGREGATE_MIN:        sqlstmt.Min,
 	pushdown_pb.AggregateFunc_AGGREGATE_MAX:        sqlstmt.Max,
 	pushdown_pb.AggregateFunc_AGGREGATE_AVG:        sqlstmt.Avg,
+}
+
+// countOnDictionary counts the rows of row group rg (n rows, every one a
+// candidate) the predicate keeps when the request aggregates COUNT(*)
+// alone, without GROUP BY, and the predicate reads one top-level string
+// or binary column whose chunk is wholly dictionary-encoded: from the
+// rows of each dictionary code (pagedecode.CountDictionary), the
+// predicate evaluated once a value (colfilter.CountByValue). ok is false
+// when that does not apply or the chunk cannot be counted so.
+func countOnDictionary(ctx context.Context, src footer.Source, ft *footer.Footer, cm *plan.ColumnMap, schema *iceberg.Schema, vf *vectorFilter,
+	req *pushdown_pb.AggregateRowsRequest, rg int, n int64) (int64, bool) {
+	if len(req.GetGroupFieldIds()) > 0 || len(vf.ids) != 1 || rg >= len(ft.Chunks) {
+		return 0, false
+	}
+	for _, a := range req.GetAggregates() {
+		if a.GetFunc() != pushdown_pb.AggregateFunc_AGGREGATE_COUNT_ROWS {
+			return 0, false
+		}
+	}
+	leaf, err := storedLeaf(schema, cm, vf.ids[0])
+	if err != nil || leaf >= len(ft.Chunks[rg]) || !ft.Chunks[rg][leaf].DictionaryOnly {
+		return 0, false
+	}
+	f, _ := schema.FindFieldByID(vf.ids[0])
+	var dt arrow.DataType
+	switch f.Type.(type) {
+	case iceberg.StringType:
+		dt = arrow.BinaryTypes.String
+	case iceberg.BinaryType:
+		dt = arrow.BinaryTypes.Binary
+	default:
+		return 0, false
+	}
+	cc, err := ft.Meta.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return 0, false
+	}
+	start, length := footer.ChunkRange(cc)
+	chunk := make([]byte, length)
+	if got, err := src.ReadAt(ctx, chunk, start); err != nil || int64(got) != length {
+		return 0, false
+	}
+	counts, err := pagedecode.CountDictionary(ft.Meta.Schema.Column(leaf), cc.Compression(), chunk, n)
+	if err != nil {
+		return 0, false
+	}
+	k, err := colfilter.CountByValue(vf.e, f.Type, dt, counts.Values, counts.Counts, counts.Nulls)
+	if err != nil {
+		return 0, false
+	}
+	return k, true
 }
 
 // storedLeaf is the file's column of a top-level primitive field it
