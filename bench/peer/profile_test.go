@@ -3,13 +3,18 @@ package peer
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/lakeweed/seaweedfs/bench/benchutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/connector"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/demo"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlexec"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 // TestPeerWarmQueryProfile writes CPU profiles of the connector (in this
@@ -58,12 +63,35 @@ func TestPeerWarmQueryProfile(t *testing.T) {
 		q = &query{name: "COUNT(*) WHERE " + where, where: where, sel: []string{"id"}} // a count plans the predicate's columns alone
 		countOnly = true
 	}
+	// LAKEWEED_PEER_PROFILE_SQL: this SQL (%s the table) through the SQL
+	// front end instead, aggregates on the volumes
+	// (LAKEWEED_PEER_PROFILE_AGGREGATE_AT: here, volume, auto)
+	var stmt *sqlstmt.Statement
+	if text := os.Getenv("LAKEWEED_PEER_PROFILE_SQL"); text != "" {
+		var err error
+		if stmt, err = sqlstmt.Parse(fmt.Sprintf(text, name)); err != nil {
+			t.Fatal(err)
+		}
+		qname = text
+	}
+	site, err := connector.ParseAggregateSite(envOr("LAKEWEED_PEER_PROFILE_AGGREGATE_AT", "volume"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cold := os.Getenv("LAKEWEED_PEER_PROFILE_COLD") != ""
 	var last connector.Stats
 	run := func() {
 		conn := connectorFor(t, c, cold)
 		if cold {
 			defer conn.Close()
+		}
+		if stmt != nil {
+			res, err := sqlexec.Run(ctx, conn, stmt, sqlexec.Options{AggregateAt: site}, func(arrow.RecordBatch) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = res.Stats.Stats
+			return
 		}
 		res, err := conn.Query(ctx, connector.Query{Table: name, Where: q.where, Select: q.sel, Limit: q.limit, CountOnly: countOnly})
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -65,6 +66,10 @@ type Aggregator struct {
 	key                  []byte
 	// maxGroups bounds the groups (0: MaxGroups)
 	maxGroups int
+	// per group of a record (foldIntsDense): its integer sum's 128 bits,
+	// its rows, its extreme
+	sumLo          []uint64
+	sumHi, cnt, ex []int64
 }
 
 func NewAggregator(st *Statement, columns []string) *Aggregator {
@@ -485,8 +490,16 @@ func (a *Aggregator) updateColumn(j int, agg *Agg, rec arrow.RecordBatch, gids [
 	return nil
 }
 
+// denseFoldGroups bounds the groups foldIntsDense folds a record into
+// through arrays of its own.
+const denseFoldGroups = 1 << 12
+
 // foldInts is foldInt over rows with no NULL, the function chosen once.
 func (a *Aggregator) foldInts(j int, f Func, v []int64, gids []int32) {
+	if ng := len(a.groups); ng <= denseFoldGroups && ng <= len(gids) && (f == Sum || f == Avg || f == Min || f == Max) {
+		a.foldIntsDense(j, f, v, gids, ng)
+		return
+	}
 	switch f {
 	case Sum, Avg:
 		for r, g := range gids {
@@ -517,6 +530,79 @@ func (a *Aggregator) foldInts(j int, f Func, v []int64, gids []int32) {
 			a.foldInt(&a.groups[g].accs[j], f, v[r])
 		}
 	}
+}
+
+// foldIntsDense is foldInts through one array cell a group (fewer
+// groups than rows): each row adds to its group's cell — a 128-bit sum
+// that cannot overflow in a record, a row count, an extreme — and each
+// group's cells are then folded into its accumulator once.
+func (a *Aggregator) foldIntsDense(j int, f Func, v []int64, gids []int32, ng int) {
+	cnt := grown(&a.cnt, ng)
+	switch f {
+	case Sum, Avg:
+		lo, hi := grown(&a.sumLo, ng), grown(&a.sumHi, ng)
+		for r, g := range gids {
+			x := v[r]
+			l, carry := bits.Add64(lo[g], uint64(x), 0)
+			lo[g] = l
+			hi[g] += x>>63 + int64(carry)
+			cnt[g]++
+		}
+		for g, c := range cnt {
+			if c == 0 {
+				continue
+			}
+			ac := &a.groups[g].accs[j]
+			ac.n += c
+			if l := int64(lo[g]); hi[g] == l>>63 {
+				addInt(ac, l)
+				continue
+			}
+			sum := new(big.Int).Lsh(big.NewInt(hi[g]), 64)
+			sum.Add(sum, new(big.Int).SetUint64(lo[g]))
+			if ac.big == nil {
+				ac.big = big.NewInt(ac.i)
+			}
+			ac.big.Add(ac.big, sum)
+		}
+	case Min, Max:
+		ex := grown(&a.ex, ng)
+		if f == Min {
+			for r, g := range gids {
+				if x := v[r]; cnt[g] == 0 || x < ex[g] {
+					ex[g] = x
+				}
+				cnt[g]++
+			}
+		} else {
+			for r, g := range gids {
+				if x := v[r]; cnt[g] == 0 || x > ex[g] {
+					ex[g] = x
+				}
+				cnt[g]++
+			}
+		}
+		for g, c := range cnt {
+			if c == 0 {
+				continue
+			}
+			ac := &a.groups[g].accs[j]
+			if x := ex[g]; ac.n == 0 || (f == Min && x < ac.v.i) || (f == Max && x > ac.v.i) {
+				ac.v = intVal(x)
+			}
+			ac.n += c
+		}
+	}
+}
+
+// grown is *buf as n zeroed cells, grown when it holds fewer.
+func grown[T uint64 | int64](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	b := (*buf)[:n]
+	clear(b)
+	return b
 }
 
 func (a *Aggregator) foldInt(ac *acc, f Func, x int64) {
