@@ -132,6 +132,23 @@ func TestDictionaryCountsOfAChunkAreTheCountsOfItsDecodedRows(t *testing.T) {
 									t.Fatalf("%q counted %d times, never written", v, c)
 								}
 							}
+							// the same chunk as an Arrow dictionary array: the rows written
+							md, cc, chunk := chunkOf(t, data, 0)
+							arr, err := DictionaryArray(md.Schema.Column(0), cc.Compression(), chunk, int64(n), &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, memory.DefaultAllocator)
+							if err != nil {
+								t.Fatalf("DictionaryArray: %v", err)
+							}
+							defer arr.Release()
+							d := arr.(*array.Dictionary)
+							dict := d.Dictionary().(*array.String)
+							if arr.Len() != n || int64(arr.NullN()) != nulls {
+								t.Fatalf("DictionaryArray: %d rows, %d NULL; written %d, %d NULL", arr.Len(), arr.NullN(), n, nulls)
+							}
+							for i, r := range rows {
+								if (r == nil) != d.IsNull(i) || (r != nil && dict.Value(d.GetValueIndex(i)) != *r) {
+									t.Fatalf("DictionaryArray row %d: %v, written %v", i, d.ValueStr(i), r)
+								}
+							}
 						})
 					}
 				}
@@ -190,7 +207,8 @@ func TestDamagedIndexRunsAreRefused(t *testing.T) {
 }
 
 // Whatever bytes a chunk holds, counting it returns counts that add up to
-// its rows, or an error: it never panics nor counts past its rows.
+// its rows, and decoding it an array of its rows whose indices are in its
+// dictionary, or an error: neither panics.
 func FuzzCountDictionary(f *testing.F) {
 	type column struct {
 		descr *schema.Column
@@ -221,6 +239,19 @@ func FuzzCountDictionary(f *testing.F) {
 		}
 		if nrows < 0 || nrows > 1<<20 {
 			return
+		}
+		dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+		if arr, err := DictionaryArray(col.descr, col.codec, chunk, nrows, dt, nil); err == nil {
+			if int64(arr.Len()) != nrows {
+				t.Fatalf("a dictionary array of %d rows for %d", arr.Len(), nrows)
+			}
+			d := arr.(*array.Dictionary)
+			for i := range arr.Len() {
+				if d.IsValid(i) && d.GetValueIndex(i) >= d.Dictionary().Len() {
+					t.Fatalf("row %d: index %d past %d values", i, d.GetValueIndex(i), d.Dictionary().Len())
+				}
+			}
+			arr.Release()
 		}
 		got, err := CountDictionary(col.descr, col.codec, chunk, nrows)
 		if err != nil {

@@ -233,7 +233,7 @@ func (s *Service) AggregateRows(ctx context.Context, req *pushdown_pb.AggregateR
 		if matched.IsEmpty() {
 			continue
 		}
-		if err := aggregateRowGroup(ctx, fr, ft, rg, firsts[rg], n, leaves, readSchema, matched, partials); err != nil {
+		if err := aggregateRowGroup(ctx, fr, src, ft, rg, firsts[rg], n, leaves, readSchema, matched, partials); err != nil {
 			return nil, fail(perr.New(perr.KindOf(err), "row group %d: %w", rg, err))
 		}
 		resp.RowsAggregated += int64(matched.GetCardinality())
@@ -321,6 +321,33 @@ func countOnDictionary(ctx context.Context, src footer.Source, ft *footer.Footer
 	return k, true
 }
 
+// dictionaryColumn is leaf's column of row group rg (n rows) as the
+// dictionary array of type t pqarrow would read, decoded straight from its
+// index runs (pagedecode.DictionaryArray), when t is a dictionary and the
+// chunk is wholly dictionary-encoded; ok is false otherwise, or when the
+// chunk cannot be decoded so (pqarrow then reads it, and says what is
+// wrong with it).
+func dictionaryColumn(ctx context.Context, src footer.Source, ft *footer.Footer, rg, leaf int, n int64, t arrow.DataType) (arrow.Array, bool) {
+	dt, isDict := t.(*arrow.DictionaryType)
+	if !isDict || rg >= len(ft.Chunks) || leaf >= len(ft.Chunks[rg]) || !ft.Chunks[rg][leaf].DictionaryOnly {
+		return nil, false
+	}
+	cc, err := ft.Meta.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, false
+	}
+	start, length := footer.ChunkRange(cc)
+	chunk := make([]byte, length)
+	if got, err := src.ReadAt(ctx, chunk, start); err != nil || int64(got) != length {
+		return nil, false
+	}
+	a, err := pagedecode.DictionaryArray(ft.Meta.Schema.Column(leaf), cc.Compression(), chunk, n, dt, arrowmem.Pooled)
+	if err != nil {
+		return nil, false
+	}
+	return a, true
+}
+
 // storedLeaf is the file's column of a top-level primitive field it
 // stores (what the field reads as where the file lacks it is the
 // caller's to decide).
@@ -342,30 +369,56 @@ func storedLeaf(schema *iceberg.Schema, cm *plan.ColumnMap, id int) (int, error)
 // aggregateRowGroup decodes the leaves of row group rg (file rows from
 // first, n of them) and folds the rows of matched (file positions) into
 // partials.
-func aggregateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, rg int, first, n int64, leaves []int,
+func aggregateRowGroup(ctx context.Context, fr *pqarrow.FileReader, src footer.Source, ft *footer.Footer, rg int, first, n int64, leaves []int,
 	readSchema *arrow.Schema, matched *roaring64.Bitmap, partials *sqlstmt.Partials) error {
-	distinct := slices.Clone(leaves)
-	slices.Sort(distinct)
-	distinct = slices.Compact(distinct)
-	tbl, err := fr.ReadRowGroups(ctx, distinct, []int{rg})
-	if err != nil {
-		if perr.IsContext(err) {
-			return err
-		}
-		return perr.Wrap(perr.Unavailable, err)
-	}
-	defer tbl.Release()
-	g, err := newDecodedRowGroup(tbl)
-	if err != nil {
-		return err
-	}
+	// string columns read as dictionaries whose chunk is wholly
+	// dictionary-encoded: straight from their index runs
+	direct := map[int]arrow.Array{}
 	defer func() {
-		for _, c := range g.cols {
-			c.Release()
+		for _, a := range direct {
+			a.Release()
 		}
 	}()
+	for i, leaf := range leaves {
+		if _, done := direct[leaf]; done {
+			continue
+		}
+		if a, ok := dictionaryColumn(ctx, src, ft, rg, leaf, n, readSchema.Field(i).Type); ok {
+			direct[leaf] = a
+		}
+	}
+	var rest []int
+	for _, leaf := range leaves {
+		if _, done := direct[leaf]; !done && !slices.Contains(rest, leaf) {
+			rest = append(rest, leaf)
+		}
+	}
+	slices.Sort(rest)
+	g := &decodedRowGroup{schema: arrow.NewSchema(nil, nil)}
+	if len(rest) > 0 {
+		tbl, err := fr.ReadRowGroups(ctx, rest, []int{rg})
+		if err != nil {
+			if perr.IsContext(err) {
+				return err
+			}
+			return perr.Wrap(perr.Unavailable, err)
+		}
+		defer tbl.Release()
+		if g, err = newDecodedRowGroup(tbl); err != nil {
+			return err
+		}
+		defer func() {
+			for _, c := range g.cols {
+				c.Release()
+			}
+		}()
+	}
 	cols := make([]arrow.Array, len(leaves))
 	for i, leaf := range leaves {
+		if a, ok := direct[leaf]; ok {
+			cols[i] = a
+			continue
+		}
 		idx := g.schema.FieldIndices(ft.Meta.Schema.ColumnRoot(leaf).Name())
 		if len(idx) == 0 {
 			return perr.New(perr.Corrupt, "the column of leaf %d was not decoded", leaf)
@@ -375,6 +428,7 @@ func aggregateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.F
 			return perr.New(perr.Corrupt, "leaf %d decoded %d rows of %d", leaf, cols[i].Len(), n)
 		}
 	}
+	var err error
 	if int64(matched.GetCardinality()) == n {
 		rec := array.NewRecordBatch(readSchema, cols, n)
 		defer rec.Release()

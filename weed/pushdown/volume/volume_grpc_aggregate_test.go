@@ -125,48 +125,59 @@ func TestARowGroupsMatchingRowsFoldIntoPartialStatesByDictionaryCode(t *testing.
 	if fileSchema.Field(0).Type.ID() != arrow.DICTIONARY {
 		t.Fatalf("the key reads as %s, want a dictionary", fileSchema.Field(0).Type)
 	}
-	ft := &footer.Footer{Meta: pr.MetaData()}
-	partials, err := sqlstmt.NewPartials(1, []sqlstmt.PartialAgg{{Func: sqlstmt.Count}, {Func: sqlstmt.Sum, HasArg: true}}, 0)
+	// the key read by pqarrow (a footer without chunk facts) and straight
+	// from its index runs (the footer as loaded: a wholly dictionary-encoded chunk)
+	src := source{&countingReaderAt{r: bytes.NewReader(buf.Bytes())}}
+	loaded, err := footer.Load(ctx, footer.Identity{Path: "f.parquet", Size: int64(buf.Len())}, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := aggregateRowGroup(ctx, fr, ft, 0, first, 3000, []int{0, 1}, fileSchema, matched, partials); err != nil {
-		t.Fatal(err)
+	if !loaded.Chunks[0][0].DictionaryOnly {
+		t.Fatal("the key's chunk is not wholly dictionary-encoded")
 	}
-	states, err := partials.Record(fileSchema, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer states.Release()
-	// through Arrow IPC, as the answer travels
-	var out bytes.Buffer
-	w := ipc.NewWriter(&out, ipc.WithSchema(states.Schema()))
-	if err := w.Write(states); err != nil {
-		t.Fatal(err)
-	}
-	_ = w.Close()
-	rd, err := ipc.NewReader(&out)
-	if err != nil || !rd.Next() {
-		t.Fatalf("read back: %v", err)
-	}
-	defer rd.Release()
-	got := rd.RecordBatch()
-	if int(got.NumRows()) != len(want) {
-		t.Fatalf("%d groups, want %d", got.NumRows(), len(want))
-	}
-	col := func(name string) arrow.Array { return got.Column(got.Schema().FieldIndices(name)[0]) }
-	keys, rows, n, sums := col("g0").(*array.String), col("n0").(*array.Int64), col("n1").(*array.Int64), col("s1").(*array.Int64)
-	for i := range int(got.NumRows()) {
-		key := "<NULL>"
-		if keys.IsValid(i) {
-			key = keys.Value(i)
+	for _, ft := range []*footer.Footer{{Meta: pr.MetaData()}, loaded} {
+		partials, err := sqlstmt.NewPartials(1, []sqlstmt.PartialAgg{{Func: sqlstmt.Count}, {Func: sqlstmt.Sum, HasArg: true}}, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		w := want[key]
-		if w == nil {
-			t.Fatalf("group %q was not expected", key)
+		if err := aggregateRowGroup(ctx, fr, src, ft, 0, first, 3000, []int{0, 1}, fileSchema, matched, partials); err != nil {
+			t.Fatal(err)
 		}
-		if rows.Value(i) != w.rows || n.Value(i) != w.n || sums.Value(i) != w.sum {
-			t.Errorf("group %q: COUNT(*) %d, COUNT(x) %d, SUM(x) %d; want %d, %d, %d", key, rows.Value(i), n.Value(i), sums.Value(i), w.rows, w.n, w.sum)
+		states, err := partials.Record(fileSchema, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer states.Release()
+		// through Arrow IPC, as the answer travels
+		var out bytes.Buffer
+		w := ipc.NewWriter(&out, ipc.WithSchema(states.Schema()))
+		if err := w.Write(states); err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Close()
+		rd, err := ipc.NewReader(&out)
+		if err != nil || !rd.Next() {
+			t.Fatalf("read back: %v", err)
+		}
+		defer rd.Release()
+		got := rd.RecordBatch()
+		if int(got.NumRows()) != len(want) {
+			t.Fatalf("%d groups, want %d", got.NumRows(), len(want))
+		}
+		col := func(name string) arrow.Array { return got.Column(got.Schema().FieldIndices(name)[0]) }
+		keys, rows, n, sums := col("g0").(*array.String), col("n0").(*array.Int64), col("n1").(*array.Int64), col("s1").(*array.Int64)
+		for i := range int(got.NumRows()) {
+			key := "<NULL>"
+			if keys.IsValid(i) {
+				key = keys.Value(i)
+			}
+			w := want[key]
+			if w == nil {
+				t.Fatalf("group %q was not expected", key)
+			}
+			if rows.Value(i) != w.rows || n.Value(i) != w.n || sums.Value(i) != w.sum {
+				t.Errorf("group %q: COUNT(*) %d, COUNT(x) %d, SUM(x) %d; want %d, %d, %d", key, rows.Value(i), n.Value(i), sums.Value(i), w.rows, w.n, w.sum)
+			}
 		}
 	}
 }
@@ -241,7 +252,7 @@ func TestRowGroupStatisticsGiveTheStatesDecodingGives(t *testing.T) {
 		decoded, _ := sqlstmt.NewPartials(0, aggs, 0)
 		all := roaring64.New()
 		all.AddRange(uint64(first), uint64(first+n))
-		if err := aggregateRowGroup(ctx, fr, ft, rg, first, n, leaves, readSchema, all, decoded); err != nil {
+		if err := aggregateRowGroup(ctx, fr, nil, ft, rg, first, n, leaves, readSchema, all, decoded); err != nil {
 			t.Fatal(err)
 		}
 		a, err := fromStats.Record(readSchema, memory.DefaultAllocator)
