@@ -220,6 +220,15 @@ func (fl *fileLayout) needRanges(tops []int, r *rowGroupRead, pageAware bool) []
 // decodeWhole decodes top-level fields of a row group from whole chunks.
 func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, tops []int) (map[int]*column, error) {
 	out := map[int]*column{}
+	var rest []int
+	for _, top := range tops {
+		if a, ok := dictionaryFromRuns(fl, sf, rg, top); ok {
+			out[top] = &column{arr: a}
+			continue
+		}
+		rest = append(rest, top)
+	}
+	tops = rest
 	fr, leaves, err := wholeChunkReader(fl, sf, rg, tops, false)
 	if err != nil || len(leaves) == 0 {
 		return out, err
@@ -237,6 +246,33 @@ func decodeWhole(ctx context.Context, fl *fileLayout, sf *sparseFile, rg int, to
 		out[fl.topNamed(tbl.Schema().Field(i).Name)] = &column{arr: arr}
 	}
 	return out, nil
+}
+
+// dictionaryFromRuns is top's whole chunk of row group rg decoded as the
+// Arrow dictionary pqarrow reads it as (readsAsDict), straight from its
+// index runs (pagedecode.DictionaryArray); ok is false when it is not
+// read as a dictionary or cannot be decoded so (pqarrow then reads it,
+// and says what is wrong with it).
+func dictionaryFromRuns(fl *fileLayout, sf *sparseFile, rg, top int) (arrow.Array, bool) {
+	if !fl.readsAsDict(rg, top) {
+		return nil, false
+	}
+	leaf := fl.leavesOf[top][0]
+	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, false
+	}
+	start, length := footer.ChunkRange(cc)
+	chunk, held := sf.bytesAt(start, length)
+	if !held {
+		return nil, false
+	}
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: fl.arrow.Field(top).Type}
+	a, err := pagedecode.DictionaryArray(fl.md.Schema.Column(leaf), cc.Compression(), chunk, fl.md.RowGroup(rg).NumRows(), dt, decodeMem)
+	if err != nil {
+		return nil, false
+	}
+	return a, true
 }
 
 // wholeChunkReader is arrow-go's reader of tops' whole chunks of row group
