@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 )
@@ -45,12 +44,7 @@ func countOnDictionary(ctx context.Context, p *prepared, fl *fileLayout, sf *spa
 		return nil, false
 	}
 	leaf := fl.leavesOf[top][0]
-	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, false
-	}
-	start, length := footer.ChunkRange(cc)
-	chunk, held := sf.bytesAt(start, length)
+	cc, chunk, held := fl.wholeChunk(sf, r.rg, leaf)
 	if !held {
 		return nil, false
 	}

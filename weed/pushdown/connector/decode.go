@@ -258,12 +258,7 @@ func dictionaryFromRuns(fl *fileLayout, sf *sparseFile, rg, top int) (arrow.Arra
 		return nil, false
 	}
 	leaf := fl.leavesOf[top][0]
-	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, false
-	}
-	start, length := footer.ChunkRange(cc)
-	chunk, held := sf.bytesAt(start, length)
+	cc, chunk, held := fl.wholeChunk(sf, rg, leaf)
 	if !held {
 		return nil, false
 	}
@@ -273,6 +268,18 @@ func dictionaryFromRuns(fl *fileLayout, sf *sparseFile, rg, top int) (arrow.Arra
 		return nil, false
 	}
 	return a, true
+}
+
+// wholeChunk is leaf's chunk of row group rg and its bytes in sf, from
+// its dictionary page on; held is false when sf does not hold them all.
+func (fl *fileLayout) wholeChunk(sf *sparseFile, rg, leaf int) (cc *metadata.ColumnChunkMetaData, chunk []byte, held bool) {
+	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, nil, false
+	}
+	start, length := footer.ChunkRange(cc)
+	chunk, held = sf.bytesAt(start, length)
+	return cc, chunk, held
 }
 
 // wholeChunkReader is arrow-go's reader of tops' whole chunks of row group

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
@@ -301,13 +302,8 @@ func countOnDictionary(ctx context.Context, src footer.Source, ft *footer.Footer
 	default:
 		return 0, false
 	}
-	cc, err := ft.Meta.RowGroup(rg).ColumnChunk(leaf)
-	if err != nil {
-		return 0, false
-	}
-	start, length := footer.ChunkRange(cc)
-	chunk := make([]byte, length)
-	if got, err := src.ReadAt(ctx, chunk, start); err != nil || int64(got) != length {
+	cc, chunk, ok := chunkBytes(ctx, src, ft, rg, leaf)
+	if !ok {
 		return 0, false
 	}
 	counts, err := pagedecode.CountDictionary(ft.Meta.Schema.Column(leaf), cc.Compression(), chunk, n)
@@ -332,13 +328,8 @@ func dictionaryColumn(ctx context.Context, src footer.Source, ft *footer.Footer,
 	if !isDict || rg >= len(ft.Chunks) || leaf >= len(ft.Chunks[rg]) || !ft.Chunks[rg][leaf].DictionaryOnly {
 		return nil, false
 	}
-	cc, err := ft.Meta.RowGroup(rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, false
-	}
-	start, length := footer.ChunkRange(cc)
-	chunk := make([]byte, length)
-	if got, err := src.ReadAt(ctx, chunk, start); err != nil || int64(got) != length {
+	cc, chunk, ok := chunkBytes(ctx, src, ft, rg, leaf)
+	if !ok {
 		return nil, false
 	}
 	a, err := pagedecode.DictionaryArray(ft.Meta.Schema.Column(leaf), cc.Compression(), chunk, n, dt, arrowmem.Pooled)
@@ -346,6 +337,21 @@ func dictionaryColumn(ctx context.Context, src footer.Source, ft *footer.Footer,
 		return nil, false
 	}
 	return a, true
+}
+
+// chunkBytes is leaf's chunk of row group rg and its bytes (from its
+// dictionary page on) read from src; ok is false when they cannot be read.
+func chunkBytes(ctx context.Context, src footer.Source, ft *footer.Footer, rg, leaf int) (*metadata.ColumnChunkMetaData, []byte, bool) {
+	cc, err := ft.Meta.RowGroup(rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, nil, false
+	}
+	start, length := footer.ChunkRange(cc)
+	chunk := make([]byte, length)
+	if got, err := src.ReadAt(ctx, chunk, start); err != nil || int64(got) != length {
+		return nil, nil, false
+	}
+	return cc, chunk, true
 }
 
 // storedLeaf is the file's column of a top-level primitive field it
