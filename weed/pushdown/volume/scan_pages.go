@@ -143,6 +143,97 @@ func (sf *scanFile) predReader(rg int, leaves []int) *pqarrow.FileReader {
 	return sf.frDict
 }
 
+// rowGroupReader reads leaf columns of row groups as an Arrow table, as
+// pqarrow.FileReader does.
+type rowGroupReader interface {
+	ReadRowGroups(ctx context.Context, indices, rowGroups []int) (arrow.Table, error)
+}
+
+// predicateReader is the reader of row group rg's predicate columns
+// (leaves): those predReader reads as dictionaries decoded straight from
+// their index runs (pagedecode.DictionaryArray, no arrow-go dictionary
+// builder), the others (and any such chunk that cannot be decoded so) by
+// predReader's reader.
+func (sf *scanFile) predicateReader(rg int, leaves []int) rowGroupReader {
+	fr := sf.predReader(rg, leaves)
+	if fr == sf.fr {
+		return fr
+	}
+	return &dictRunsReader{sf: sf, fr: fr}
+}
+
+// dictRunsReader is predicateReader's reader of dictionary columns.
+type dictRunsReader struct {
+	sf *scanFile
+	fr *pqarrow.FileReader
+}
+
+func (d *dictRunsReader) ReadRowGroups(ctx context.Context, leaves, rowGroups []int) (arrow.Table, error) {
+	if len(rowGroups) != 1 {
+		return d.fr.ReadRowGroups(ctx, leaves, rowGroups)
+	}
+	rg, sf := rowGroups[0], d.sf
+	n := sf.ft.Meta.RowGroup(rg).NumRows()
+	direct := map[int]arrow.Array{}
+	defer func() {
+		for _, a := range direct {
+			a.Release()
+		}
+	}()
+	var rest []int
+	for _, l := range leaves {
+		idx := sf.arrow.FieldIndices(sf.ft.Meta.Schema.ColumnRoot(l).Name())
+		if sf.dictEligible(l) && len(idx) == 1 {
+			dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: sf.arrow.Field(idx[0]).Type}
+			if cc, chunk, ok := chunkBytes(ctx, sf.src, sf.ft, rg, l); ok {
+				if a, err := pagedecode.DictionaryArray(sf.ft.Meta.Schema.Column(l), cc.Compression(), chunk, n, dt, arrowmem.Pooled); err == nil {
+					direct[l] = a
+					continue
+				}
+			}
+		}
+		rest = append(rest, l)
+	}
+	if len(direct) == 0 {
+		return d.fr.ReadRowGroups(ctx, leaves, rowGroups)
+	}
+	var others arrow.Table
+	if len(rest) > 0 {
+		t, err := d.fr.ReadRowGroups(ctx, rest, rowGroups)
+		if err != nil {
+			return nil, err
+		}
+		defer t.Release()
+		others = t
+	}
+	fields := make([]arrow.Field, 0, len(leaves))
+	cols := make([]arrow.Column, 0, len(leaves))
+	defer func() {
+		for i := range cols {
+			cols[i].Release()
+		}
+	}()
+	for _, l := range leaves {
+		name := sf.ft.Meta.Schema.ColumnRoot(l).Name()
+		if a, ok := direct[l]; ok {
+			f := sf.arrow.Field(sf.arrow.FieldIndices(name)[0])
+			f.Type = a.DataType()
+			chunked := arrow.NewChunked(f.Type, []arrow.Array{a})
+			fields, cols = append(fields, f), append(cols, *arrow.NewColumn(f, chunked))
+			chunked.Release()
+			continue
+		}
+		idx := others.Schema().FieldIndices(name)
+		if len(idx) == 0 {
+			return nil, perr.New(perr.Corrupt, "row group %d: column %s was not decoded", rg, perr.Quote(name))
+		}
+		c := others.Column(idx[0])
+		c.Retain()
+		fields, cols = append(fields, others.Schema().Field(idx[0])), append(cols, *c)
+	}
+	return array.NewTable(arrow.NewSchema(fields, nil), cols, n), nil
+}
+
 // dictEligible reports whether leaf is a top-level, non-repeated
 // BYTE_ARRAY column read as Arrow strings or binary.
 func (sf *scanFile) dictEligible(leaf int) bool {

@@ -246,7 +246,7 @@ func scanRowGroup(ctx context.Context, sf *scanFile, cm *plan.ColumnMap, rg int,
 			return aligned, err
 		}
 	}
-	if err := evaluateRowGroup(ctx, sf.predReader(rg, leaves), sf.ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
+	if err := evaluateRowGroup(ctx, sf.predicateReader(rg, leaves), sf.ft, cm, rg, n, first, leaves, vf, types, rows, matched, &pred); err != nil {
 		return nil, err
 	}
 	if !project || matched.IsEmpty() || len(cols) == 0 {

@@ -168,7 +168,7 @@ func (pe *predicateEvaluator) rowGroup(ctx context.Context, rg int, first, n int
 	if !any {
 		return nil
 	}
-	return evaluateRowGroup(ctx, pe.sf.predReader(rg, pe.leaves), pe.sf.ft, pe.cm, rg, n, first, pe.leaves, pe.vf, pe.types, rows, out, nil)
+	return evaluateRowGroup(ctx, pe.sf.predicateReader(rg, pe.leaves), pe.sf.ft, pe.cm, rg, n, first, pe.leaves, pe.vf, pe.types, rows, out, nil)
 }
 
 // rowFilterColumns is what evaluating vf on a file needs: the file's
@@ -239,7 +239,7 @@ func candidateRows(mask *roaring64.Bitmap, lo, n int64) (rows []int64, any bool)
 // every row) of row group rg and adds the file positions it keeps to out.
 // keep non-nil receives the decoded predicate columns (the caller
 // releases them) instead of their being released here.
-func evaluateRowGroup(ctx context.Context, fr *pqarrow.FileReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, n, first int64, leaves []int,
+func evaluateRowGroup(ctx context.Context, fr rowGroupReader, ft *footer.Footer, cm *plan.ColumnMap, rg int, n, first int64, leaves []int,
 	vf *vectorFilter, types map[int]iceberg.Type, rows []int64, out *roaring64.Bitmap, keep *arrow.Table) error {
 	cols := map[int]*chunkedColumn{}
 	if len(leaves) > 0 {
