@@ -170,6 +170,12 @@ func TestRowsTheVolumeFiltersAreThePlainRowsForRandomPredicates(t *testing.T) {
 		}
 	}
 	check("no index", 20)
+	// the volumes' warm filters copied pages they had decoded (the
+	// uncompressed page cache, on by default) — and every row above was
+	// exact with it
+	if pc := volumeCache(t, c.VolumePushdownAddr(), "pages"); pc.GetHits() == 0 || pc.GetBytes() > pc.GetCapacityBytes() || pc.GetCapacityBytes() == 0 {
+		t.Fatalf("the page cache after 20 queries filtered by the volume: %+v, want hits within its capacity", pc)
+	}
 	weed("index", "create", "-table", name, "-column", "message", "-kind", "ngram", "-wait")
 	check("ngram(message)", 14)
 	// the residual of an exact vector search: the predicate's rows
@@ -329,8 +335,9 @@ func TestAMillionMatchingRowsStreamFromTheVolumeInBoundedMemory(t *testing.T) {
 	// the 64-float embedding so that it is ~350 MiB: CI once saw 93 MiB of
 	// garbage growth against a 93 MiB answer of three narrow columns.
 	// The chunk cache (column chunks as stored, kept for warm scans) is
-	// held at 16 MiB: a bound of its own, not streaming's.
-	c := harness.StartMini(t, harness.MiniOptions{Env: []string{"GOGC=50"}, ExtraArgs: []string{"-pushdown.chunkCacheMB=16"}})
+	// held at 16 MiB and the page cache (decoded pages) is off: bounds of
+	// their own, not streaming's.
+	c := harness.StartMini(t, harness.MiniOptions{Env: []string{"GOGC=50"}, ExtraArgs: []string{"-pushdown.chunkCacheMB=16", "-pushdown.pageCacheMB=0"}})
 	weed := pushdownCLI(t, c)
 	weed("demo", "-table", name, "-rows", fmt.Sprint(rows), "-files", "2", "-indexed", "none")
 	ctx := context.Background()

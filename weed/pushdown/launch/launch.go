@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/catalog"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pqcodec"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/restplan"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/volume"
 	pdserver "github.com/lakeweed/seaweedfs/weed/server"
@@ -42,6 +43,11 @@ const VolumePortOffset = 10000
 
 // StopTimeout bounds how long in-flight pushdown RPCs may run at shutdown.
 const StopTimeout = 5 * time.Second
+
+// DefaultPageCacheMB sizes the uncompressed page cache of a weed process
+// running pushdown services (-pushdown.pageCacheMB): the decoded pages of
+// about a million rows of the demo's five columns.
+const DefaultPageCacheMB = 256
 
 // flags is the set of -pushdown flags registered on one command.
 type flags struct {
@@ -68,6 +74,7 @@ type flags struct {
 	maxInflightMB  *int           // every service
 	requestTimeout *time.Duration // every service
 	memoryLimitMB  *int           // the process
+	pageCacheMB    *int           // the process: decoded zstd pages (pqcodec)
 	maxAnswerMB    *int           // volume side
 
 	indexReconcile   *time.Duration
@@ -144,6 +151,7 @@ func install(cmd *command.Command, k kind) {
 	f.maxInflightMB = cmd.Flag.Int("pushdown.maxInflightMB", pdserver.DefaultMaxInflightBytes>>20, "bytes of requests each pushdown service reads or serves at once, in MiB; a call past it waits (its client's flow-control window fills) until others end")
 	f.requestTimeout = cmd.Flag.Duration("pushdown.requestTimeout", pdserver.DefaultRequestTimeout, "deadline of every pushdown call but BuildIndexes (work past it stops, DEADLINE_EXCEEDED); a client's earlier deadline stays; negative = none")
 	f.memoryLimitMB = cmd.Flag.Int("pushdown.memoryLimitMB", 0, "soft memory limit of the whole process in MiB (Go's GOMEMLIMIT): the collector works harder near it and returns freed memory sooner; 0 = GOMEMLIMIT or none")
+	f.pageCacheMB = cmd.Flag.Int("pushdown.pageCacheMB", DefaultPageCacheMB, "memory for the zstd pages this process's pushdown services decoded (scans, filters, aggregates, queries), kept by their compressed bytes so warm calls copy them instead of decompressing again; compressed and decoded bytes both count (0: none)")
 	if k.catalog {
 		d := catalog.DefaultConfig()
 		f.catalogPort = cmd.Flag.Int("pushdown.port", DefaultCatalogPort, "catalog pushdown gRPC port")
@@ -225,6 +233,7 @@ func (l *launcher) boolean(name string) bool {
 func (l *launcher) start() {
 	util.LoadSecurityConfiguration()
 	pdserver.SetMemoryLimit(*l.flags.memoryLimitMB)
+	pqcodec.SetPageCache(int64(max(0, *l.flags.pageCacheMB)) << 20)
 	interceptSignals()
 	runCatalog := l.kind.catalog
 	switch l.kind.name {

@@ -51,11 +51,37 @@ func newZstd(base compress.Codec, dec *zstd.Decoder) *zstdCodec {
 // DecodeWithError decodes src into dst, whose length is the decoded size
 // the page header states (arrow-go reads the page from dst, not from the
 // returned slice). A frame decoding to more than len(dst) is an error.
+// Pages the uncompressed page cache holds are copied from it.
 func (z *zstdCodec) DecodeWithError(dst, src []byte) ([]byte, error) {
+	pc := pages.Load()
+	if pc == nil || len(src) < minCachedPage {
+		return z.decode(dst, src)
+	}
+	out, key, ok := pc.cached(src)
+	if ok {
+		return place(dst, out)
+	}
+	out, err := z.decode(dst, src)
+	if err == nil {
+		pc.keep(key, src, out)
+	}
+	return out, err
+}
+
+// direct says whether dst takes a page decoded straight into it (no room
+// is missing past the page, or the page is too large for the scratch
+// buffers).
+func direct(dst []byte) bool {
 	want := len(dst)
-	if want == 0 || cap(dst)-want >= slack || want > maxScratch {
+	return want == 0 || cap(dst)-want >= slack || want > maxScratch
+}
+
+// decode is zstd's decoding of src into dst.
+func (z *zstdCodec) decode(dst, src []byte) ([]byte, error) {
+	if direct(dst) {
 		return z.dec.DecodeAll(src, dst[:0])
 	}
+	want := len(dst)
 	p, _ := z.scratch.Get().(*[]byte)
 	if p == nil || cap(*p) < want+slack {
 		b := make([]byte, 0, want+slack)
@@ -68,8 +94,18 @@ func (z *zstdCodec) DecodeWithError(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > want {
-		return nil, fmt.Errorf("zstd: page decodes to %d bytes, its header says %d", len(out), want)
+	return place(dst, out)
+}
+
+// place is a decoded page's bytes out in dst, as decode leaves them: all of
+// them appended to dst[:0] when dst takes pages directly, else copied into
+// dst, more than len(dst) an error.
+func place(dst, out []byte) ([]byte, error) {
+	if direct(dst) {
+		return append(dst[:0], out...), nil
+	}
+	if len(out) > len(dst) {
+		return nil, fmt.Errorf("zstd: page decodes to %d bytes, its header says %d", len(out), len(dst))
 	}
 	return dst[:copy(dst, out)], nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/deletes"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pqcodec"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/version"
 )
 
@@ -47,6 +48,10 @@ func (s *Service) CacheStats() []*pushdown_pb.CacheStats {
 	if c := s.chunkCache(); c != nil {
 		ce, cb, cc, ch, cm, cev := c.Stats()
 		out = append(out, &pushdown_pb.CacheStats{Name: "chunks", Entries: ce, Bytes: cb, CapacityBytes: cc, Hits: ch, Misses: cm, Evictions: cev})
+	}
+	// Decoded zstd pages, process-wide (-pushdown.pageCacheMB).
+	if st, hits, misses, ok := pqcodec.PageCacheStats(); ok {
+		out = append(out, &pushdown_pb.CacheStats{Name: "pages", Entries: st.Entries, Bytes: st.Bytes, CapacityBytes: st.Capacity, Hits: hits, Misses: misses, Evictions: st.Evictions})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,79 @@
+package pqcodec
+
+import (
+	"bytes"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/lakeweed/seaweedfs/weed/pushdown/bytelru"
+)
+
+// The uncompressed page cache (as ClickHouse's uncompressed cache):
+// zstd pages this process decoded, kept by their compressed bytes, so a
+// warm scan copies a page it decoded before instead of decompressing it
+// again (decompression was 57% of the volume's CPU on a scattered
+// equality, every page holding a match).
+//
+//	DecodeWithError(dst, src) ─▶ key: xxhash64(src), len(src)
+//	   hit: the entry's compressed bytes equal src ─▶ its decoded bytes, copied
+//	   miss ─▶ zstd ─▶ kept (src and the decoded bytes, both copied)
+//
+// An entry holds the compressed bytes it was decoded from and is used only
+// when they equal the page's: a hash collision is a miss, never another
+// page's rows. Off until SetPageCache sizes it (the weed commands do, from
+// -pushdown.pageCacheMB).
+var pages atomic.Pointer[pageCache]
+
+type pageCache struct {
+	c            *bytelru.Cache[pageKey, *cachedPage]
+	hits, misses atomic.Int64
+}
+
+type pageKey struct {
+	sum uint64
+	n   int
+}
+
+type cachedPage struct{ src, out []byte }
+
+// minCachedPage: smaller pages are decoded every time.
+const minCachedPage = 256
+
+// SetPageCache sizes the process's uncompressed page cache to capacity
+// bytes (compressed plus decoded bytes of its pages); 0 or less turns it
+// off. Pages already kept are dropped.
+func SetPageCache(capacity int64) {
+	if capacity <= 0 {
+		pages.Store(nil)
+		return
+	}
+	pages.Store(&pageCache{c: bytelru.New[pageKey, *cachedPage](capacity, bytelru.Options[pageKey, *cachedPage]{PromoteEvery: time.Second})})
+}
+
+// PageCacheStats are the uncompressed page cache's figures (ok false:
+// off).
+func PageCacheStats() (st bytelru.Stats, hits, misses int64, ok bool) {
+	pc := pages.Load()
+	if pc == nil {
+		return bytelru.Stats{}, 0, 0, false
+	}
+	return pc.c.Stats(), pc.hits.Load(), pc.misses.Load(), true
+}
+
+// cached is src's decoded bytes when the cache holds them.
+func (pc *pageCache) cached(src []byte) (out []byte, key pageKey, ok bool) {
+	key = pageKey{xxhash.Sum64(src), len(src)}
+	if e, found := pc.c.Get(key); found && bytes.Equal(e.src, src) {
+		pc.hits.Add(1)
+		return e.out, key, true
+	}
+	pc.misses.Add(1)
+	return nil, key, false
+}
+
+// keep adds src's decoded bytes out (both copied).
+func (pc *pageCache) keep(key pageKey, src, out []byte) {
+	pc.c.Add(key, &cachedPage{src: bytes.Clone(src), out: bytes.Clone(out)}, int64(len(src)+len(out)))
+}

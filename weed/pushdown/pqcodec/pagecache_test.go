@@ -1,0 +1,69 @@
+package pqcodec
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// With the page cache on, a page decoded again is copied from it: the
+// same bytes in dst whatever room dst has past the page, a hit counted;
+// a frame larger than the page header says is refused from the cache as
+// by zstd; garbage is never kept.
+func TestAPageDecodedAgainComesFromThePageCacheByteForByte(t *testing.T) {
+	SetPageCache(8 << 20)
+	defer SetPageCache(0)
+	codec, _ := compress.GetCodec(compress.Codecs.Zstd)
+	for _, n := range []int{100, 2048, 20_000} {
+		raw := pageOf(n, int64(n)+1)
+		src := codec.Encode(nil, raw)
+		for round := range 2 {
+			for _, extra := range []int{0, 16, slack} {
+				_, hits0, _, _ := PageCacheStats()
+				dst := make([]byte, len(raw), len(raw)+extra)
+				out, err := compress.Decode(codec, dst, src)
+				if err != nil {
+					t.Fatalf("%d values, round %d, %d spare: %v", n, round, extra, err)
+				}
+				if !bytes.Equal(out, raw) || !bytes.Equal(dst, raw) {
+					t.Fatalf("%d values, round %d, %d spare: decoded bytes differ", n, round, extra)
+				}
+				if _, hits, _, _ := PageCacheStats(); (round > 0 || extra > 0) && hits != hits0+1 {
+					t.Fatalf("%d values, round %d, %d spare: %d hits, want %d", n, round, extra, hits, hits0+1)
+				}
+			}
+		}
+		if _, err := compress.Decode(codec, make([]byte, len(raw)-8), src); err == nil {
+			t.Fatalf("%d values: a cached frame larger than dst decoded without error", n)
+		}
+	}
+	garbage := bytes.Repeat([]byte("not zstd at all "), 40)
+	before, _, _, _ := PageCacheStats()
+	if _, err := compress.Decode(codec, make([]byte, 100), garbage); err == nil {
+		t.Fatal("garbage decoded without error")
+	}
+	if after, _, _, _ := PageCacheStats(); after.Entries != before.Entries {
+		t.Fatal("a page that failed to decode was kept")
+	}
+}
+
+// An entry whose compressed bytes differ from the page's (a hash
+// collision) is a miss: the page is decoded, never given another's bytes.
+func TestAPageCacheEntryOfOtherCompressedBytesIsAMiss(t *testing.T) {
+	SetPageCache(8 << 20)
+	defer SetPageCache(0)
+	codec, _ := compress.GetCodec(compress.Codecs.Zstd)
+	raw := pageOf(4096, 3)
+	src := codec.Encode(nil, raw)
+	pc := pages.Load()
+	_, key, _ := pc.cached(src)
+	other := bytes.Clone(src)
+	other[len(other)/2] ^= 0xff
+	pc.keep(key, other, bytes.Repeat([]byte{7}, len(raw))) // under src's key
+	dst := make([]byte, len(raw))
+	out, err := compress.Decode(codec, dst, src)
+	if err != nil || !bytes.Equal(out, raw) {
+		t.Fatalf("decoded %v (equal %v): the other entry's bytes were given", err, bytes.Equal(out, raw))
+	}
+}
