@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -607,17 +608,12 @@ func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *row
 	if !pagedecode.RecordsType(descr, typ) {
 		return nil, false, nil
 	}
-	rows := pagesRows(r.pages[leaf])
-	nrows := int64(len(rows))
-	buf, err := pageBytes(sf, r, leaf)
+	pp, err := fl.plannedPages(sf, r, leaf)
 	if err != nil {
 		return nil, true, err
 	}
-	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	arr, _, err := pagedecode.Records(descr, cc.Compression(), buf, nrows, typ, decodeMem)
+	rows := pp.rows
+	arr, _, err := pagedecode.Records(descr, pp.codec, pp.bytes, int64(len(rows)), typ, decodeMem)
 	if err != nil {
 		return nil, true, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
 	}
@@ -639,18 +635,13 @@ func decodeStructPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *r
 	if st.Field == nil || st.Field.Type.ID() != arrow.STRUCT || len(st.Children) != 1 || !st.Children[0].IsLeaf() {
 		return nil, false, nil
 	}
-	rows := pagesRows(r.pages[leaf])
-	nrows := int64(len(rows))
-	buf, err := pageBytes(sf, r, leaf)
+	pp, err := fl.plannedPages(sf, r, leaf)
 	if err != nil {
 		return nil, true, err
 	}
-	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, true, err
-	}
+	rows := pp.rows
 	descr := fl.md.Schema.Column(leaf)
-	arr, ok, err := pagedecode.StructRecords(st, descr, cc.Compression(), buf, nrows, decodeMem)
+	arr, ok, err := pagedecode.StructRecords(st, descr, pp.codec, pp.bytes, int64(len(rows)), decodeMem)
 	if err != nil {
 		return nil, true, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
 	}
@@ -661,6 +652,28 @@ func decodeStructPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *r
 		return nil, true, err
 	}
 	return &column{arr: arr, rows: rows}, true, nil
+}
+
+// leafPages are one leaf's planned pages of a row group as the page
+// decoders take them: their bytes (the dictionary region first), the
+// chunk's codec and the pages' row-group-local rows.
+type leafPages struct {
+	bytes []byte
+	codec compress.Compression
+	rows  []int64
+}
+
+// plannedPages are leaf's planned pages of r, from sf.
+func (fl *fileLayout) plannedPages(sf *sparseFile, r *rowGroupRead, leaf int) (leafPages, error) {
+	buf, err := pageBytes(sf, r, leaf)
+	if err != nil {
+		return leafPages{}, err
+	}
+	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
+	if err != nil {
+		return leafPages{}, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
+	}
+	return leafPages{bytes: buf, codec: cc.Compression(), rows: pagesRows(r.pages[leaf])}, nil
 }
 
 // pagesRows are the row-group-local rows of pages, in order.

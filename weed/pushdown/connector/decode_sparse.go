@@ -254,15 +254,11 @@ func pagesReader(fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int, nrows
 	if typ == nil {
 		return nil, nil, nil
 	}
-	buf, err := pageBytes(sf, r, leaf)
+	pp, err := fl.plannedPages(sf, r, leaf)
 	if err != nil {
 		return nil, nil, err
 	}
-	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	cr, err := pagedecode.PagesReader(fl.md.Schema.Column(leaf), cc.Compression(), buf, nrows, decodeMem)
+	cr, err := pagedecode.PagesReader(fl.md.Schema.Column(leaf), pp.codec, pp.bytes, nrows, decodeMem)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
 	}
