@@ -341,19 +341,9 @@ func concatAs(chunks []arrow.Array, typ arrow.DataType) (arrow.Array, error) {
 // large or fixed-size list, an element not a leaf of a type Records
 // builds (nothing was read).
 func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.Compression, pages []byte, values, nrecords int64, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
-	if list.Field == nil || list.Field.Type.ID() != arrow.LIST || len(list.Children) != 1 || !list.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != 1 {
-		return nil, false, nil
-	}
-	elem := list.Children[0]
-	if elem.Field == nil || elem.Field.Type.ID() == arrow.DICTIONARY || !buildable(descr, elem.Field.Type) {
-		return nil, false, nil
-	}
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	rr, err := readRecords(descr, elem.LevelInfo, elem.Field.Type, codec, pages, values, nrecords, mem)
-	if err != nil {
-		return nil, true, err
+	elem, rr, ok, err := oneLeafRecords(list, arrow.LIST, 1, descr, codec, pages, values, nrecords, mem)
+	if !ok || err != nil {
+		return nil, ok, err
 	}
 	defer rr.Release()
 	levels := rr.LevelsPos()
@@ -388,6 +378,27 @@ func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.
 	return array.MakeFromData(data), true, nil
 }
 
+// oneLeafRecords is the record reader of a field (pqarrow's manifest
+// field parent, of type id, with maxRep repetition levels) whose one
+// child is the leaf descr, of a type Records builds, read from pages
+// (values and records bound it as readRecords' do), and that child; ok is
+// false for any other shape (nothing was read). The caller releases rr.
+func oneLeafRecords(parent pqarrow.SchemaField, id arrow.Type, maxRep int16, descr *schema.Column, codec compress.Compression, pages []byte,
+	values, records int64, mem memory.Allocator) (child pqarrow.SchemaField, rr file.RecordReader, ok bool, err error) {
+	if parent.Field == nil || parent.Field.Type.ID() != id || len(parent.Children) != 1 || !parent.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != maxRep {
+		return child, nil, false, nil
+	}
+	child = parent.Children[0]
+	if child.Field == nil || child.Field.Type.ID() == arrow.DICTIONARY || !buildable(descr, child.Field.Type) {
+		return child, nil, false, nil
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	rr, err = readRecords(descr, child.LevelInfo, child.Field.Type, codec, pages, values, records, mem)
+	return child, rr, true, err
+}
+
 // StructRecords decodes nrows rows of a struct column whose one child is
 // the leaf descr (not repeated) from pages (as Records takes them) as an
 // array of st.Field's type: st is pqarrow's manifest field of the struct;
@@ -396,19 +407,9 @@ func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.
 // (file.DefLevelsToBitmap), as pqarrow's struct reader does. ok is false
 // for what it does not build (nothing was read).
 func StructRecords(st pqarrow.SchemaField, descr *schema.Column, codec compress.Compression, pages []byte, nrows int64, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
-	if st.Field == nil || st.Field.Type.ID() != arrow.STRUCT || len(st.Children) != 1 || !st.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != 0 {
-		return nil, false, nil
-	}
-	child := st.Children[0]
-	if child.Field == nil || child.Field.Type.ID() == arrow.DICTIONARY || !buildable(descr, child.Field.Type) {
-		return nil, false, nil
-	}
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	rr, err := readRecords(descr, child.LevelInfo, child.Field.Type, codec, pages, nrows, nrows, mem)
-	if err != nil {
-		return nil, true, err
+	child, rr, ok, err := oneLeafRecords(st, arrow.STRUCT, 0, descr, codec, pages, nrows, nrows, mem)
+	if !ok || err != nil {
+		return nil, ok, err
 	}
 	defer rr.Release()
 	if more, err := rr.ReadRecords(1); err != nil || more != 0 {
