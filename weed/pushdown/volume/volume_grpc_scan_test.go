@@ -113,14 +113,7 @@ func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(
 				t.Errorf("read %d bytes; each column chunk once is %d", got, once)
 			}
 			// the oracle: the whole file decoded, the rule applied row by row
-			all, err := fr.ReadTable(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer all.Release()
-			col := func(name string) arrow.Array {
-				return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0)
-			}
+			col := wholeFile(t, fr)
 			ids, tenants, statuses, msgs := col("id").(*array.Int64), col("tenant_id").(*array.String), col("status").(*array.String), col("message").(*array.String)
 			var wantRows []uint64
 			for i := range rows {
@@ -161,6 +154,18 @@ func TestAScannedRowGroupDecodesEachColumnOnceAndProjectsExactlyTheMatchingRows(
 			}
 		})
 	}
+}
+
+// wholeFile is the oracle: the whole file decoded by pqarrow, its columns
+// by name (released when the test ends).
+func wholeFile(t *testing.T, fr *pqarrow.FileReader) func(name string) arrow.Array {
+	t.Helper()
+	all, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(all.Release)
+	return func(name string) arrow.Array { return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0) }
 }
 
 func equalU64(a, b []uint64) bool {
@@ -220,12 +225,7 @@ func TestFewCandidatesDecodeOnlyThePagesHoldingThemAndMatchAWholeDecode(t *testi
 					t.Fatal(err)
 				}
 			}
-			all, err := fr.ReadTable(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer all.Release()
-			col := func(name string) arrow.Array { return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0) }
+			col := wholeFile(t, fr)
 			statuses, msgs := col("status").(*array.String), col("message").(*array.String)
 			var want []int64
 			ids := col("id").(*array.Int64)
@@ -408,12 +408,7 @@ func TestStringPredicatesOnWhollyDictionaryEncodedChunksAreEvaluatedOnTheirDicti
 				if err != nil {
 					t.Fatal(err)
 				}
-				all, err := fr.ReadTable(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer all.Release()
-				col := func(name string) arrow.Array { return all.Column(all.Schema().FieldIndices(name)[0]).Data().Chunk(0) }
+				col := wholeFile(t, fr)
 				tenants, statuses := col("tenant_id").(*array.String), col("status").(*array.String)
 				var want []uint64
 				for i := range rows {
