@@ -3,7 +3,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,11 +68,12 @@ func waitTableBucket(ctx context.Context, c *Cluster) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.IcebergURI()+"/v1/"+c.Warehouse+"/namespaces", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
-			last = fmt.Errorf("GET namespaces: %s", resp.Status)
+			last = fmt.Errorf("GET namespaces: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 		} else {
 			last = err
 		}

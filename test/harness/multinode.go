@@ -98,10 +98,16 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 			t.Fatal(err)
 		}
 	}
-	if err := createTableBucket(ctx, t, dir, master, mc.FilerGrpcAddress(), o.Warehouse); err != nil {
+	// Each later phase has a deadline of its own: on a loaded CI machine the
+	// filer's registration alone has taken most of the first 90 s.
+	bctx, bcancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer bcancel()
+	if err := createTableBucket(bctx, t, dir, master, mc.FilerGrpcAddress(), o.Warehouse); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitTableBucket(ctx, &mc.Cluster); err != nil {
+	wctx, wcancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer wcancel()
+	if err := waitTableBucket(wctx, &mc.Cluster); err != nil {
 		t.Fatal(err)
 	}
 	return mc
