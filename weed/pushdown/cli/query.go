@@ -50,6 +50,7 @@ func runQuery(args []string) error {
 	filterAt := fs.String("filterAt", "auto", "where the predicate of row groups side indexes did not answer exactly is evaluated: auto (per row group by the cost model: bytes of the planned pages against the Arrow bytes of the rows expected to match, holder on this host or not), here (read the pages here) or volume (the volume pushdown service holding the file decodes, filters and sends only the matching rows; any failure reads the pages here)")
 	aggregateAt := fs.String("aggregateAt", "auto", "where a GROUP BY's COUNT, SUM, MIN, MAX and AVG are computed: auto (on the volume pushdown services holding the files, which send a row per group, unless a predicate would be evaluated there row by row on this host), volume (there whenever they can) or here (every matching row read here); files a volume cannot aggregate, or whose call fails, are read here")
 	rangeCacheMB := fs.Int("rangeCacheMB", 16, "file bytes kept for reuse by the query's later reads (0: none); larger helps only processes that run many queries")
+	pageCacheMB := fs.Int("pageCacheMB", 0, "zstd pages kept decoded for the query's later reads of them (0: none); larger helps only processes that run many queries")
 	volumeRowsMinKB := fs.Int("volumeRowsMinKB", 64, "exact rows whose row group's planned pages are at most this many KB are read here as pages (cached for the next query) instead; 0 asks the volume however small")
 	endpoints := endpointFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -83,8 +84,8 @@ func runQuery(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-aggregateAt: %w", err)
 	}
-	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 || *rangeCacheMB < 0 {
-		return fmt.Errorf("-maxBufferMB must be at least 1, -workers and -rangeCacheMB at least 0 and -volumeRowsMinKB from 0 to 1048576")
+	if *maxBufferMB < 1 || *workers < 0 || *volumeRowsMinKB < 0 || *volumeRowsMinKB > 1<<20 || *rangeCacheMB < 0 || *pageCacheMB < 0 {
+		return fmt.Errorf("-maxBufferMB must be at least 1, -workers, -rangeCacheMB and -pageCacheMB at least 0 and -volumeRowsMinKB from 0 to 1048576")
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Rows are written as they are read: the heap holds the read-ahead
@@ -95,6 +96,10 @@ func runQuery(args []string) error {
 	rangeCache := int64(*rangeCacheMB) << 20
 	if rangeCache == 0 {
 		rangeCache = -1 // Options: negative keeps none
+	}
+	pageCache := int64(*pageCacheMB) << 20
+	if pageCache == 0 {
+		pageCache = -1 // Options: negative keeps none
 	}
 	minVolumeRows := int64(*volumeRowsMinKB) << 10
 	if minVolumeRows == 0 {
@@ -118,7 +123,7 @@ func runQuery(args []string) error {
 	}
 	opts := connector.Options{Endpoints: e, Mode: m, NoPushdown: *noPushdown, NoFallback: *noFallback, Force: *force,
 		MaxBufferBytes: int64(*maxBufferMB) << 20, Workers: *workers, Read: rp, FilterAt: fa, NoVolumeRows: !*volumeRows,
-		VolumeRowsMinBytes: minVolumeRows, RangeCacheBytes: rangeCache}
+		VolumeRowsMinBytes: minVolumeRows, RangeCacheBytes: rangeCache, PageCacheBytes: pageCache}
 	bar := newProgress()
 	opts.Progress = bar.update
 	conn, err := connector.New(ctx, opts)

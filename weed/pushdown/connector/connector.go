@@ -50,6 +50,7 @@ import (
 	"github.com/lakeweed/seaweedfs/weed/pushdown/descriptor"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pqcodec"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlpred"
 )
@@ -64,6 +65,10 @@ const (
 	// readers that cannot do page-granular I/O.
 	RowGroup
 )
+
+// DefaultPageCacheBytes is the process's page cache a connector turns on
+// where nothing sized it (Options.PageCacheBytes).
+const DefaultPageCacheBytes = 256 << 20
 
 // Options configure a Connector.
 type Options struct {
@@ -81,6 +86,13 @@ type Options struct {
 	// RangeCacheBytes bounds the range cache of fetched bytes kept across
 	// queries (0: 256 MiB; negative: none, every query reads its bytes).
 	RangeCacheBytes int64
+	// PageCacheBytes sizes the process's uncompressed page cache (pqcodec:
+	// zstd pages kept decoded by their compressed bytes, so a warm query
+	// copies a page instead of decompressing it again) when nothing in the
+	// process sized it yet (0: 256 MiB; negative: none). The cache is the
+	// process's, shared with every connector and pushdown service in it: a
+	// weed process's -pushdown.pageCacheMB, or the first connector, sizes it.
+	PageCacheBytes int64
 	// NoVolumeRows reads exact row groups' pages here instead of asking the
 	// volume pushdown service for their matching rows (fetch_rows.go).
 	NoVolumeRows bool
@@ -283,6 +295,10 @@ func New(ctx context.Context, o Options) (*Connector, error) {
 	if rangeCache == 0 {
 		rangeCache = 256 << 20
 	}
+	if o.PageCacheBytes == 0 {
+		o.PageCacheBytes = DefaultPageCacheBytes
+	}
+	pqcodec.EnsurePageCache(o.PageCacheBytes)
 	pool := grpcutil.NewConnPool(grpcutil.ClientDialOption())
 	volume := &volumeReader{conn: func(addr string) (grpc.ClientConnInterface, error) { return pool.Get(addr) }, sign: o.Endpoints.SignCall}
 	c := &Connector{opts: o, s3: client, cat: cat, pool: pool,

@@ -41,7 +41,10 @@ package connector
 // remote holder, none for one on this host) + candidates × 0.2 µs;
 // volume = candidates × 0.4 µs + rows' bytes ÷ link.
 // On one host (and for narrow rows anywhere) auto thus reads here;
-// -filterAt volume overrides.
+// -filterAt volume overrides. Both sites keep the zstd pages they decoded
+// (the page cache, pqcodec; a connector turns it on in its process), so on
+// one host a warm read here decompresses nothing either and is the faster
+// site (bench/results/scan.md).
 
 import (
 	"bytes"

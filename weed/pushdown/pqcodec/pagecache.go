@@ -29,8 +29,13 @@ import (
 // An entry holds the compressed bytes it was decoded from and is used only
 // when they equal the page's: a hash collision is a miss, never another
 // page's rows. Off until SetPageCache sizes it (the weed commands do, from
-// -pushdown.pageCacheMB).
+// -pushdown.pageCacheMB) or EnsurePageCache turns it on (a connector does,
+// in a process whose cache nothing sized).
 var pages atomic.Pointer[pageCache]
+
+// sized: SetPageCache was called, so the process chose its cache (or
+// chose none) and EnsurePageCache leaves it be.
+var sized atomic.Bool
 
 type pageCache struct {
 	c            *bytelru.Cache[pageKey, *cachedPage]
@@ -57,14 +62,30 @@ const minCachedPage = 256
 // bytes (compressed plus decoded bytes of its pages); 0 or less turns it
 // off. Pages already kept are dropped.
 func SetPageCache(capacity int64) {
+	sized.Store(true)
 	if capacity <= 0 {
 		pages.Store(nil)
 		return
 	}
-	pages.Store(&pageCache{
+	pages.Store(newPageCache(capacity))
+}
+
+func newPageCache(capacity int64) *pageCache {
+	return &pageCache{
 		c:    bytelru.New[pageKey, *cachedPage](capacity, bytelru.Options[pageKey, *cachedPage]{PromoteEvery: time.Second}),
 		seen: bytelru.New[pageKey, struct{}](max(capacity/256, 64*seenKeyBytes), bytelru.Options[pageKey, struct{}]{PromoteEvery: time.Second}),
-	})
+	}
+}
+
+// EnsurePageCache turns the process's page cache on at capacity bytes
+// unless its size was already chosen (by SetPageCache, or by an earlier
+// EnsurePageCache): a library that wants the cache does not override the
+// process's own setting, not even a setting of none. capacity 0 or less
+// does nothing.
+func EnsurePageCache(capacity int64) {
+	if capacity > 0 && sized.CompareAndSwap(false, true) {
+		pages.Store(newPageCache(capacity))
+	}
 }
 
 // PageCacheStats are the uncompressed page cache's figures (ok false:

@@ -97,3 +97,31 @@ func TestAPageIsKeptOnlyWhenDecodedASecondTime(t *testing.T) {
 		}
 	}
 }
+
+// EnsurePageCache turns the cache on only in a process that has not chosen
+// its size: after SetPageCache (even of none) it changes nothing, and a
+// second EnsurePageCache keeps the first one's cache.
+func TestEnsurePageCacheNeverOverridesTheProcesssOwnChoice(t *testing.T) {
+	defer func() { SetPageCache(0); sized.Store(false) }()
+	sized.Store(false)
+	pages.Store(nil)
+	EnsurePageCache(0)
+	if _, _, _, on := PageCacheStats(); on || sized.Load() {
+		t.Fatal("EnsurePageCache(0) turned the cache on or chose its size")
+	}
+	EnsurePageCache(4 << 20)
+	st, _, _, on := PageCacheStats()
+	if !on || st.Capacity != 4<<20 {
+		t.Fatalf("EnsurePageCache in an unsized process: on %v, capacity %d", on, st.Capacity)
+	}
+	first := pages.Load()
+	EnsurePageCache(8 << 20)
+	if pages.Load() != first {
+		t.Fatal("a second EnsurePageCache replaced the first one's cache")
+	}
+	SetPageCache(0)
+	EnsurePageCache(4 << 20)
+	if _, _, _, on := PageCacheStats(); on {
+		t.Fatal("EnsurePageCache turned on a cache the process had set to none")
+	}
+}
