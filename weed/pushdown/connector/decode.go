@@ -1,7 +1,6 @@
 package connector
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -166,7 +165,8 @@ func (c *column) index(row int64) int {
 
 // pageAwareOK reports whether a top-level field can be decoded from its
 // planned pages: one leaf, non-repeated or the element column of a flat
-// list, with planned pages in this row group. The planner plans a
+// list, with planned pages in this row group, of a shape and type the page
+// decoders build (pagesDecodable). The planner plans a
 // repeated column's pages only from a page_index side index, which says
 // which pages start or end inside a row (not every writer starts them at
 // rows); planned pages of a list the decoder does not understand read the
@@ -177,11 +177,14 @@ func (fl *fileLayout) pageAwareOK(top int, r *rowGroupRead) bool {
 	}
 	leaf := fl.leavesOf[top][0]
 	pages, ok := r.pages[leaf]
+	if !ok || !fl.pagesDecodable(top, r.rg) {
+		return false
+	}
 	switch fl.md.Schema.Column(leaf).MaxRepetitionLevel() {
 	case 0:
-		return ok
+		return true
 	case 1:
-		return ok && listPagesUnderstood(pages, fl.chunks[r.rg][leaf], r.numRows)
+		return listPagesUnderstood(pages, fl.chunks[r.rg][leaf], r.numRows)
 	}
 	return false
 }
@@ -445,145 +448,45 @@ func concat(chunks []arrow.Array) (arrow.Array, error) {
 }
 
 // decodePages decodes one single-leaf top-level field from its planned
-// pages only. A flat column of the types pagedecode.Records builds is
-// decoded by arrow-go's page and record readers over the pages' bytes
-// (decodeFlatPages); any other (a list's element column, a struct's only
-// leaf, a type Records does not build) is laid out as a column chunk of a
-// one-column file, described by a footer built for it, and read with
-// arrow-go like any file.
+// pages only, with the page decoders of pagedecode (arrow-go's page and
+// record readers over the pages' bytes, no file built around them): a
+// flat column or a struct of one leaf (decodeFlatPages), a list of one
+// (decodeListPages). pageAwareOK plans pages only for the fields they
+// build (pagesDecodable); any other reads its chunks whole.
 func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (*column, error) {
-	if col, ok, err := decodeFlatPages(ctx, fl, sf, r, top); ok || err != nil {
-		return col, err
-	}
 	leaf := fl.leavesOf[top][0]
-	pages := r.pages[leaf]
-	// one buffer of the mini file's size, read into in place (no copy
-	// per page, no regrowth: less for the collector)
-	size := int64(4)
-	d, hasDict := r.dict[leaf]
-	if hasDict {
-		size += d.Len
-	}
-	for _, p := range pages {
-		size += p.Len
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	buf.WriteString("PAR1")
-	read := func(br byteRange) error {
-		n := buf.Len()
-		b := buf.AvailableBuffer()[:br.Len]
-		if _, err := sf.ReadAt(b, br.Off); err != nil {
-			return err
-		}
-		buf.Write(b) // b is buf's own free space: Write copies in place
-		if buf.Len() != n+int(br.Len) {
-			return fmt.Errorf("page buffer short")
-		}
-		return nil
-	}
-	if hasDict {
-		if err := read(d); err != nil {
-			return nil, err
-		}
-	}
-	dataOffset := int64(buf.Len())
-	var list *listLayout
 	if fl.md.Schema.Column(leaf).MaxRepetitionLevel() > 0 {
-		var err error
-		if list, err = layOutListPages(fl, r, leaf); err != nil {
-			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
+		return decodeListPages(ctx, fl, sf, r, top)
+	}
+	col, ok, err := decodeFlatPages(ctx, fl, sf, r, top)
+	if !ok && err == nil {
+		err = fmt.Errorf("%s row group %d column %s: no page decoder builds its pages", fl.path, r.rg, fl.md.Schema.Column(leaf).Path())
+	}
+	return col, err
+}
+
+// pagesDecodable reports whether decodePages builds top of row group rg
+// from pages: a flat leaf of a type pagedecode.Records builds (as a
+// dictionary where readsAsDict), a struct of one such leaf, a list or
+// large list of one.
+func (fl *fileLayout) pagesDecodable(top, rg int) bool {
+	leaf := fl.leavesOf[top][0]
+	descr := fl.md.Schema.Column(leaf)
+	if fl.md.Schema.Root().Field(top).Type() == schema.Primitive {
+		if fl.inferred == nil {
+			return false
 		}
-		size += int64(len(list.tail)) * int64(list.tails)
-		buf.Grow(int(size) - buf.Len())
-	}
-	var nrows int64
-	for _, p := range pages {
-		nrows += p.rowCount
-	}
-	var rows []int64
-	if list == nil {
-		rows = make([]int64, 0, nrows)
-	}
-	for i, p := range pages {
-		if list != nil && list.tailBefore[i] {
-			buf.Write(list.tail)
+		typ := fl.inferred.Field(top).Type
+		if fl.readsAsDict(rg, top) {
+			typ = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
 		}
-		if err := read(p.byteRange); err != nil {
-			return nil, err
-		}
-		for i := int64(0); list == nil && i < p.rowCount; i++ {
-			rows = append(rows, p.firstRow+i)
-		}
+		return pagedecode.RecordsType(descr, typ)
 	}
-	values := nrows // a flat column: one value per row
-	if list != nil {
-		// A list's pages hold more values than rows, how many their
-		// headers say: bound the reader by the chunk's values (and the
-		// records begun for tails); it stops at the end of the pages.
-		rows, nrows = list.records, int64(len(list.records))
-		values = fl.chunks[r.rg][leaf].NumValues + int64(list.tails)
+	if fl.manifest == nil || top >= len(fl.manifest.Fields) {
+		return false
 	}
-	if list != nil && fl.manifest != nil && top < len(fl.manifest.Fields) {
-		// a list: arrow-go's page and record readers over the laid-out
-		// pages (their tails), no file around them
-		if err := listPagesStartAsPlanned(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages, list); err != nil {
-			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
-		}
-		cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
-		if err != nil {
-			return nil, err
-		}
-		arr, ok, err := pagedecode.ListRecords(fl.manifest.Fields[top], fl.md.Schema.Column(leaf), cc.Compression(), buf.Bytes()[4:], values, nrows, decodeMem)
-		if err != nil {
-			return nil, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
-		}
-		if ok {
-			if arr, err = asFileType(ctx, fl, top, arr, false); err != nil {
-				return nil, err
-			}
-			return list.dropPartial(ctx, arr)
-		}
-	}
-	md, err := miniFooter(fl, r.rg, top, leaf, hasDict, dataOffset, int64(buf.Len()), nrows, values)
-	if err != nil {
-		return nil, err
-	}
-	rdr, err := file.NewParquetReader(bytes.NewReader(buf.Bytes()), file.WithMetadata(md), file.WithReadProps(readProps()))
-	if err != nil {
-		return nil, fmt.Errorf("%s row group %d: page decoder: %w", fl.path, r.rg, err)
-	}
-	if list != nil {
-		if err := listPagesStartAsPlanned(fl, r.rg, leaf, buf.Bytes(), dataOffset, pages, list); err != nil {
-			return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
-		}
-	}
-	props := pqarrow.ArrowReadProperties{BatchSize: 1 << 16}
-	dict := fl.readsAsDict(r.rg, top)
-	props.SetReadDict(0, dict) // as decodeWhole: a string column's values once, its rows as indices
-	fr, err := pqarrow.NewFileReader(rdr, props, decodeMem)
-	if err != nil {
-		return nil, err
-	}
-	tbl, err := fr.ReadTable(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, fl.md.Schema.Column(leaf).Path(), err)
-	}
-	defer tbl.Release()
-	arr, err := concat(tbl.Column(0).Data().Chunks())
-	if err != nil {
-		return nil, err
-	}
-	if arr, err = asFileType(ctx, fl, top, arr, dict); err != nil {
-		return nil, err
-	}
-	if int64(arr.Len()) != nrows {
-		arr.Release()
-		return nil, fmt.Errorf("%s row group %d column %s: %d values from pages holding %d rows", fl.path, r.rg, fl.arrow.Field(top).Name, arr.Len(), nrows)
-	}
-	if list != nil {
-		return list.dropPartial(ctx, arr)
-	}
-	return &column{arr: arr, rows: rows}, nil
+	f := fl.manifest.Fields[top]
+	return pagedecode.StructRecordsBuilds(f, descr) || pagedecode.ListRecordsBuilds(f, descr)
 }
 
 // decodeFlatPages decodes a top-level, non-repeated leaf from its planned
@@ -712,36 +615,6 @@ func asFileType(ctx context.Context, fl *fileLayout, top int, arr arrow.Array, d
 func isDictionaryOf(t, want arrow.DataType) bool {
 	d, ok := t.(*arrow.DictionaryType)
 	return ok && arrow.TypeEqual(d.ValueType, want)
-}
-
-// miniFooter describes a one-column file holding the field's dictionary
-// region at 4 and its planned pages from dataOffset to end.
-func miniFooter(fl *fileLayout, rg, top, leaf int, hasDict bool, dataOffset, end, nrows, values int64) (*metadata.FileMetaData, error) {
-	field, err := cloneNode(fl.md.Schema.Root().Field(top))
-	if err != nil {
-		return nil, err
-	}
-	sch := schema.NewSchema(schema.MustGroup(schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{field}, -1)))
-	cc, err := fl.md.RowGroup(rg).ColumnChunk(leaf)
-	if err != nil {
-		return nil, err
-	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(cc.Compression()), parquet.WithStats(false))
-	fb := metadata.NewFileMetadataBuilder(sch, props, nil)
-	rgb := fb.AppendRowGroup()
-	ccb := rgb.NextColumnChunk()
-	info := metadata.ChunkMetaInfo{NumValues: values, DataPageOffset: dataOffset, CompressedSize: end - 4, UncompressedSize: end - 4}
-	if hasDict {
-		info.DictPageOffset = 4
-	}
-	if err := ccb.Finish(info, hasDict, false, metadata.EncodingStats{}); err != nil {
-		return nil, err
-	}
-	rgb.SetNumRows(int(nrows))
-	if err := rgb.Finish(end-4, 0); err != nil {
-		return nil, err
-	}
-	return fb.Finish()
 }
 
 // cloneNode copies a schema subtree (nodes link to their parents, so the

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/pagedecode"
 )
 
 // Planned pages of a list column, from a page_index side index, are the
@@ -33,6 +34,75 @@ import (
 // A run ending inside a row (its last page endsInside, the next page not
 // planned) ends in a truncated record: dropped, and an error if the row is
 // a candidate (the plan must have planned the page continuing it).
+
+// decodeListPages decodes a list (or large list) of one leaf from its
+// planned pages with pagedecode.ListRecords: the dictionary region, then
+// the pages in order with a tail before each run starting inside a row
+// (layOutListPages), each page checked to start where the plan says; the
+// records the tails and truncated runs add are dropped.
+func decodeListPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (*column, error) {
+	leaf := fl.leavesOf[top][0]
+	descr := fl.md.Schema.Column(leaf)
+	if fl.manifest == nil || top >= len(fl.manifest.Fields) || !pagedecode.ListRecordsBuilds(fl.manifest.Fields[top], descr) {
+		return nil, fmt.Errorf("%s row group %d column %s: no page decoder builds its pages", fl.path, r.rg, descr.Path())
+	}
+	list, err := layOutListPages(fl, r, leaf)
+	if err != nil {
+		return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, descr.Path(), err)
+	}
+	pages := r.pages[leaf]
+	size := int64(len(list.tail)) * int64(list.tails)
+	d, hasDict := r.dict[leaf]
+	if hasDict {
+		size += d.Len
+	}
+	for _, p := range pages {
+		size += p.Len
+	}
+	// one buffer, read into in place
+	buf := make([]byte, 0, size)
+	read := func(br byteRange) error {
+		n := len(buf)
+		buf = buf[:n+int(br.Len)]
+		_, err := sf.ReadAt(buf[n:], br.Off)
+		return err
+	}
+	if hasDict {
+		if err := read(d); err != nil {
+			return nil, err
+		}
+	}
+	dataOffset := int64(len(buf))
+	for i, p := range pages {
+		if list.tailBefore[i] {
+			buf = append(buf, list.tail...)
+		}
+		if err := read(p.byteRange); err != nil {
+			return nil, err
+		}
+	}
+	if err := listPagesStartAsPlanned(fl, r.rg, leaf, buf, dataOffset, pages, list); err != nil {
+		return nil, fmt.Errorf("%s row group %d column %s: planned pages: %w", fl.path, r.rg, descr.Path(), err)
+	}
+	cc, err := fl.md.RowGroup(r.rg).ColumnChunk(leaf)
+	if err != nil {
+		return nil, err
+	}
+	// the pages hold more values than rows, how many their headers say:
+	// the reader is bounded by the chunk's values and the tails' records
+	values := fl.chunks[r.rg][leaf].NumValues + int64(list.tails)
+	arr, ok, err := pagedecode.ListRecords(fl.manifest.Fields[top], descr, cc.Compression(), buf, values, int64(len(list.records)), decodeMem)
+	if err != nil {
+		return nil, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s row group %d column %s: no page decoder builds its pages", fl.path, r.rg, descr.Path())
+	}
+	if arr, err = asFileType(ctx, fl, top, arr, false); err != nil {
+		return nil, err
+	}
+	return list.dropPartial(ctx, arr)
+}
 
 // listLayout is how a list column's planned pages decode.
 type listLayout struct {

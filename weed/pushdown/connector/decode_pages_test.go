@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,8 +22,8 @@ import (
 )
 
 // pageColumns are the columns of pagesTestFile; records tells whether
-// planned pages decode without a file built around them (Records) or
-// through the one-column file.
+// the page decoders build them from planned pages (pagesDecodable; the
+// others read their chunks whole).
 var pageColumns = []struct {
 	field   arrow.Field
 	records bool
@@ -55,6 +56,7 @@ var pageColumns = []struct {
 	{arrow.Field{Name: "fsb", Type: &arrow.FixedSizeBinaryType{ByteWidth: 3}, Nullable: true}, true},
 	{arrow.Field{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true}, true},
 	{arrow.Field{Name: "st_req", Type: arrow.StructOf(arrow.Field{Name: "y", Type: arrow.BinaryTypes.String, Nullable: true})}, true},
+	{arrow.Field{Name: "st_st", Type: arrow.StructOf(arrow.Field{Name: "in", Type: arrow.StructOf(arrow.Field{Name: "w", Type: arrow.PrimitiveTypes.Int64, Nullable: true}), Nullable: true}), Nullable: true}, false},
 }
 
 const pagesFileRows = 5000
@@ -156,6 +158,9 @@ func pagesTestFile(t *testing.T, v2 bool, codec compress.Compression, legacy boo
 					} else {
 						c.Append(fmt.Sprintf("y%d", i%31))
 					}
+				case *array.StructBuilder:
+					c.Append(true)
+					c.FieldBuilder(0).(*array.Int64Builder).Append(n)
 				}
 			default:
 				t.Fatalf("no value for %T", fb)
@@ -180,8 +185,9 @@ func pagesTestFile(t *testing.T, v2 bool, codec compress.Compression, legacy boo
 // every type (those pqarrow converts too: narrow and unsigned ints,
 // decimals, float16, a zone or a large string from the stored schema),
 // NULLs, dictionary and plain pages, data pages v1 and v2, any run of
-// pages, a struct's only leaf; the types they do not build (a wide
-// decimal) decode through the one-column file, with the same values.
+// pages, a struct's only leaf. A shape the decoders do not build (a struct
+// of a struct) is not decodable from pages (its chunks are read whole),
+// and decoding its pages anyway is an error naming the column.
 func TestPlannedPagesDecodeToTheWholeRowGroupsValuesAtTheirRows(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range []struct {
@@ -252,10 +258,16 @@ func TestPlannedPagesDecodeToTheWholeRowGroupsValuesAtTheirRows(t *testing.T) {
 						if err != nil {
 							t.Fatalf("column %s row group %d: %v", c.field.Name, rg, err)
 						}
-						if flat != c.records {
-							t.Fatalf("column %s: decoded without a file %v, want %v", c.field.Name, flat, c.records)
+						if flat != c.records || fl.pagesDecodable(top, rg) != c.records {
+							t.Fatalf("column %s: decoded from pages %v, decodable %v, want %v", c.field.Name, flat, fl.pagesDecodable(top, rg), c.records)
 						}
 						col, err := decodePages(ctx, fl, sf, r, top)
+						if !c.records {
+							if err == nil || !strings.Contains(err.Error(), "no page decoder builds") || !strings.Contains(err.Error(), c.field.Name) {
+								t.Fatalf("column %s: pages of a shape no decoder builds: %v", c.field.Name, err)
+							}
+							continue
+						}
 						if err != nil {
 							t.Fatalf("column %s row group %d: %v", c.field.Name, rg, err)
 						}

@@ -6,8 +6,8 @@ package connector
 // pages are still decompressed, but the values between the wanted rows
 // are skipped, not decoded, and no array of the whole pages is built.
 //
-//	planned pages + dictionary region ─▶ one-column file (as decodePages),
-//	  or the whole chunk in the file
+//	planned pages + dictionary region ─▶ pagedecode.PagesReader (no file
+//	  built around them), or the whole chunk in the file
 //	   │ arrow-go's column chunk reader: Skip to each run of wanted rows,
 //	   │ ReadBatch the run; then Skip to the pages' end, which must be there
 //	   ▼

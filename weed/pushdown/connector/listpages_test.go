@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/test/harness"
@@ -37,15 +38,20 @@ var listWriters = []struct {
 
 // listFile writes rows of (id, tags list<string>) with NULL lists, empty
 // lists, NULL elements, duplicate elements and, every 97th row, a list of
-// 40-120 elements spanning several small pages.
-func listFile(t *testing.T, rows int, dict bool, props []parquet.WriterProperty) []byte {
+// 40-120 elements spanning several small pages; large: tags is a large
+// list (64-bit offsets; the Arrow schema stored in the file says so).
+func listFile(t *testing.T, rows int, dict, large bool, props []parquet.WriterProperty) []byte {
 	t.Helper()
+	typ := arrow.DataType(arrow.ListOf(arrow.BinaryTypes.String))
+	if large {
+		typ = arrow.LargeListOf(arrow.BinaryTypes.String)
+	}
 	as := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true}}, nil)
+		{Name: "tags", Type: typ, Nullable: true}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
 	r := rand.New(rand.NewPCG(5, 7))
-	lb := b.Field(1).(*array.ListBuilder)
+	lb := b.Field(1).(array.ListLikeBuilder)
 	vb := lb.ValueBuilder().(*array.StringBuilder)
 	for i := 0; i < rows; i++ {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
@@ -77,7 +83,7 @@ func listFile(t *testing.T, rows int, dict bool, props []parquet.WriterProperty)
 	defer rec.Release()
 	all := append([]parquet.WriterProperty{parquet.WithDictionaryDefault(dict), parquet.WithDataPageSize(256), parquet.WithBatchSize(7),
 		parquet.WithMaxRowGroupLength(int64(rows) / 2)}, props...)
-	return harness.WriteParquet(t, rec, parquet.NewWriterProperties(all...))
+	return harness.WriteParquet(t, rec, parquet.NewWriterProperties(all...), pqarrow.WithStoreSchema())
 }
 
 type bytesSource []byte
@@ -229,6 +235,9 @@ func decodeListTrial(ctx context.Context, t *testing.T, fl *fileLayout, sf *spar
 		return 0, err
 	}
 	defer col.arr.Release()
+	if !arrow.TypeEqual(col.arr.DataType(), want.DataType()) {
+		t.Fatalf("planned list pages decode as %s, the whole chunk as %s", col.arr.DataType(), want.DataType())
+	}
 	for i, row := range col.rows {
 		if got, exp := rowJSON(t, col.arr, i), rowJSON(t, want, int(row)); got != exp {
 			return checked, fmt.Errorf("row %d decodes as %s, the whole chunk has %s", row, got, exp)
@@ -260,9 +269,9 @@ func decodeListTrial(ctx context.Context, t *testing.T, fl *fileLayout, sf *spar
 func TestListPagesOfASidePageIndexDecodeAloneToExactlyTheirRows(t *testing.T) {
 	ctx := context.Background()
 	for _, w := range listWriters {
-		for _, dict := range []bool{false, true} {
-			name := fmt.Sprintf("%s, dictionary %v", w.name, dict)
-			data := listFile(t, 3000, dict, w.props)
+		for _, v := range []struct{ dict, large bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			name := fmt.Sprintf("%s, dictionary %v, large list %v", w.name, v.dict, v.large)
+			data := listFile(t, 3000, v.dict, v.large, w.props)
 			fl := layoutOf(t, "mem", data)
 			sf := sparseOf(data)
 			side := sidePagesOf(t, data)

@@ -114,7 +114,7 @@ func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T
 		t.Fatalf("row-group mode reads the whole chunk of %d bytes, not the planned pages", fl.chunks[0][leaf].Length)
 	}
 	// a list column's pages decode whole here: asked of the volume however small
-	lf := layoutOf(t, "mem", listFile(t, 300, false, nil))
+	lf := layoutOf(t, "mem", listFile(t, 300, false, false, nil))
 	lr := &rowGroupRead{rg: 0, numRows: lf.md.RowGroup(0).NumRows(), rows: plan.RowSet{{Start: 1, End: 2}}, exact: true}
 	tags := lf.leavesOf[1][0]
 	if lf.chunks[0][tags].Length > volumeRowsMinBytes || lf.cheapHere(lr, []int{1}, true, volumeRowsMinBytes) || !lf.cheapHere(lr, []int{0}, true, volumeRowsMinBytes) {

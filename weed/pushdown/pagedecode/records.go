@@ -21,6 +21,7 @@ package pagedecode
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -337,11 +338,11 @@ func concatAs(chunks []arrow.Array, typ arrow.DataType) (arrow.Array, error) {
 // element leaf descr. The element values are built as Records builds a
 // flat column's; the list's offsets and validity come from the
 // repetition and definition levels (file.DefRepLevelsToListInfo), as
-// pqarrow's list reader does. ok is false for what it does not build: a
-// large or fixed-size list, an element not a leaf of a type Records
-// builds (nothing was read).
+// pqarrow's list reader does; a large list's offsets are 64-bit. ok is
+// false for what it does not build (ListRecordsBuilds: a fixed-size list,
+// an element not a leaf of a type Records builds; nothing was read).
 func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.Compression, pages []byte, values, nrecords int64, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
-	elem, rr, ok, err := oneLeafRecords(list, arrow.LIST, 1, descr, codec, pages, values, nrecords, mem)
+	elem, rr, ok, err := oneLeafRecords(list, listIDs, 1, descr, codec, pages, values, nrecords, mem)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -354,8 +355,18 @@ func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.
 		valid = make([]byte, bitutil.BytesForBits(nrecords))
 		io.ValidBits = valid
 	}
-	offsets := make([]int32, nrecords+1)
-	if err := file.DefRepLevelsToListInfo(def, rep, list.LevelInfo, &io, offsets); err != nil {
+	var offsetBytes []byte
+	var elements int64
+	if list.Field.Type.ID() == arrow.LARGE_LIST {
+		offsets := make([]int64, nrecords+1)
+		err = file.DefRepLevelsToListInfo(def, rep, list.LevelInfo, &io, offsets)
+		offsetBytes, elements = arrow.Int64Traits.CastToBytes(offsets), offsets[nrecords]
+	} else {
+		offsets := make([]int32, nrecords+1)
+		err = file.DefRepLevelsToListInfo(def, rep, list.LevelInfo, &io, offsets)
+		offsetBytes, elements = arrow.Int32Traits.CastToBytes(offsets), int64(offsets[nrecords])
+	}
+	if err != nil {
 		return nil, true, err
 	}
 	if io.Read != nrecords {
@@ -366,10 +377,10 @@ func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.
 		return nil, true, err
 	}
 	defer item.Release()
-	if int64(item.Len()) != int64(offsets[nrecords]) {
-		return nil, true, fmt.Errorf("%d element values for lists of %d elements", item.Len(), offsets[nrecords])
+	if int64(item.Len()) != elements {
+		return nil, true, fmt.Errorf("%d element values for lists of %d elements", item.Len(), elements)
 	}
-	buffers := []*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))}
+	buffers := []*memory.Buffer{nil, memory.NewBufferBytes(offsetBytes)}
 	if io.NullCount > 0 {
 		buffers[0] = memory.NewBufferBytes(valid)
 	}
@@ -378,18 +389,47 @@ func ListRecords(list pqarrow.SchemaField, descr *schema.Column, codec compress.
 	return array.MakeFromData(data), true, nil
 }
 
-// oneLeafRecords is the record reader of a field (pqarrow's manifest
-// field parent, of type id, with maxRep repetition levels) whose one
-// child is the leaf descr, of a type Records builds, read from pages
-// (values and records bound it as readRecords' do), and that child; ok is
-// false for any other shape (nothing was read). The caller releases rr.
-func oneLeafRecords(parent pqarrow.SchemaField, id arrow.Type, maxRep int16, descr *schema.Column, codec compress.Compression, pages []byte,
-	values, records int64, mem memory.Allocator) (child pqarrow.SchemaField, rr file.RecordReader, ok bool, err error) {
-	if parent.Field == nil || parent.Field.Type.ID() != id || len(parent.Children) != 1 || !parent.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != maxRep {
-		return child, nil, false, nil
+var (
+	listIDs   = []arrow.Type{arrow.LIST, arrow.LARGE_LIST}
+	structIDs = []arrow.Type{arrow.STRUCT}
+)
+
+// ListRecordsBuilds reports whether ListRecords builds list (pqarrow's
+// manifest field of a list or large list whose one child is the leaf
+// descr, of a type Records builds), reading nothing.
+func ListRecordsBuilds(list pqarrow.SchemaField, descr *schema.Column) bool {
+	_, ok := oneLeaf(list, listIDs, 1, descr)
+	return ok
+}
+
+// StructRecordsBuilds reports whether StructRecords builds st, reading
+// nothing.
+func StructRecordsBuilds(st pqarrow.SchemaField, descr *schema.Column) bool {
+	_, ok := oneLeaf(st, structIDs, 0, descr)
+	return ok
+}
+
+// oneLeaf is the one child of parent (pqarrow's manifest field, of one of
+// the types ids, with maxRep repetition levels) when it is the leaf descr,
+// of a type Records builds; ok is false for any other shape.
+func oneLeaf(parent pqarrow.SchemaField, ids []arrow.Type, maxRep int16, descr *schema.Column) (child pqarrow.SchemaField, ok bool) {
+	if parent.Field == nil || !slices.Contains(ids, parent.Field.Type.ID()) || len(parent.Children) != 1 || !parent.Children[0].IsLeaf() || descr.MaxRepetitionLevel() != maxRep {
+		return child, false
 	}
 	child = parent.Children[0]
 	if child.Field == nil || child.Field.Type.ID() == arrow.DICTIONARY || !buildable(descr, child.Field.Type) {
+		return child, false
+	}
+	return child, true
+}
+
+// oneLeafRecords is the record reader of a field (oneLeaf's parent)
+// whose one child is the leaf descr, read from pages (values and records
+// bound it as readRecords' do), and that child; ok is false for any other
+// shape (nothing was read). The caller releases rr.
+func oneLeafRecords(parent pqarrow.SchemaField, ids []arrow.Type, maxRep int16, descr *schema.Column, codec compress.Compression, pages []byte,
+	values, records int64, mem memory.Allocator) (child pqarrow.SchemaField, rr file.RecordReader, ok bool, err error) {
+	if child, ok = oneLeaf(parent, ids, maxRep, descr); !ok {
 		return child, nil, false, nil
 	}
 	if mem == nil {
@@ -407,7 +447,7 @@ func oneLeafRecords(parent pqarrow.SchemaField, id arrow.Type, maxRep int16, des
 // (file.DefLevelsToBitmap), as pqarrow's struct reader does. ok is false
 // for what it does not build (nothing was read).
 func StructRecords(st pqarrow.SchemaField, descr *schema.Column, codec compress.Compression, pages []byte, nrows int64, mem memory.Allocator) (arr arrow.Array, ok bool, err error) {
-	child, rr, ok, err := oneLeafRecords(st, arrow.STRUCT, 0, descr, codec, pages, nrows, nrows, mem)
+	child, rr, ok, err := oneLeafRecords(st, structIDs, 0, descr, codec, pages, nrows, nrows, mem)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
