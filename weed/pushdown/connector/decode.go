@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -923,4 +924,15 @@ func readProps() *parquet.ReaderProperties {
 	p := parquet.NewReaderProperties(decodeMem)
 	p.BufferedStreamEnabled = true
 	return p
+}
+
+// decodedCountKey keys the query's count of rows decoded (Stats.RowsDecoded)
+// in its context.
+type decodedCountKey struct{}
+
+// countDecoded adds n rows decoded to the query's count.
+func countDecoded(ctx context.Context, n int64) {
+	if c, _ := ctx.Value(decodedCountKey{}).(*atomic.Int64); c != nil {
+		c.Add(n)
+	}
 }

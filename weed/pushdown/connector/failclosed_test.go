@@ -77,7 +77,7 @@ func TestAnUnconvertibleValueFailsTheReadNamingFileColumnAndRowGroup(t *testing.
 				t.Fatal(err)
 			}
 			f := &fileRead{pf: &pushdown_pb.PlannedFile{File: path}, fl: fl, need: n}
-			got, err := c.rowGroup(ctx, p, f, r, []int{0, 1}, sparseOf(data))
+			got, err := c.pipeline(p).rowGroup(ctx, f, r, []int{0, 1}, sparseOf(data))
 			if err == nil {
 				t.Fatalf("mode %d WHERE %s: %d rows, want an error", m, where, got.NumRows())
 			}

@@ -544,3 +544,56 @@ func (c *Connector) layoutOf(ctx context.Context, pf *pushdown_pb.PlannedFile, n
 func sameMapping(a, b iceberg.NameMapping) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
+
+// coveredBy splits needed ranges into the plan's ranges (given, sorted)
+// that hold them, read as they are, and the needs no single one of them
+// holds. A plan's range much larger than what the row group needs of it
+// (a plan reading every column coalesces a whole file into one range) is
+// not read whole for one row group: its needs are read instead, so a
+// row group holds its own bytes, not the file's (wholeGivenSlack).
+func coveredBy(given []byteRange, needs []byteRange) (use, rest []byteRange) {
+	served := map[int][]byteRange{}
+	var order []int
+	for _, nd := range needs {
+		i := searchRange(given, nd.Off)
+		if i < len(given) && given[i].Off <= nd.Off && nd.Off+nd.Len <= given[i].Off+given[i].Len {
+			if served[i] == nil {
+				order = append(order, i)
+			}
+			served[i] = append(served[i], nd)
+			continue
+		}
+		rest = append(rest, nd)
+	}
+	for _, i := range order {
+		var n int64
+		for _, nd := range served[i] {
+			n += nd.Len
+		}
+		if given[i].Len <= 2*n || given[i].Len-n <= wholeGivenSlack {
+			use = append(use, given[i])
+		} else {
+			rest = append(rest, served[i]...)
+		}
+	}
+	return use, rest
+}
+
+// wholeGivenSlack: a plan's range is read whole for a row group when it
+// holds at most this many bytes more than the row group needs of it (or
+// at most twice what it needs).
+const wholeGivenSlack = 1 << 20
+
+// searchRange is the first range of sorted rs ending after off.
+func searchRange(rs []byteRange, off int64) int {
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if rs[m].Off+rs[m].Len <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}

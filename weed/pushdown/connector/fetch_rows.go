@@ -60,11 +60,32 @@ const volumeRowsMinBytes = 64 << 10
 // (Stats.VolumeRowGroups) in its context.
 type volumeRowsKey struct{}
 
-// volumeRows answers an exact row group with rows the volume decoded; ok
+// volumeStage is the pipeline's stage that asks the volume pushdown
+// service holding a file for a row group's rows instead of reading its
+// pages here: exact rows (rows, this file) and rows it filters (filter,
+// fetch_scan.go).
+type volumeStage struct {
+	ft *fetcher
+	// prepare reads a file's footer and what the query decodes of it,
+	// once (a file whose call starts ahead of its row groups)
+	prepare      func(ctx context.Context, p *prepared, f *fileRead) error
+	pageAware    bool
+	noRows       bool       // Options.NoVolumeRows
+	rowsMinBytes int64      // Options.VolumeRowsMinBytes
+	site         FilterSite // Options.FilterAt
+}
+
+// volumeStage is the connector's volume stage.
+func (c *Connector) volumeStage() *volumeStage {
+	return &volumeStage{ft: c.fetch, prepare: c.prepareFile, pageAware: c.opts.Mode == PageAware, noRows: c.opts.NoVolumeRows,
+		rowsMinBytes: c.opts.VolumeRowsMinBytes, site: c.opts.FilterAt}
+}
+
+// rows answers an exact row group with rows the volume decoded; ok
 // false: read it here (not exact, too many rows, no volume route, or the
 // call failed — counted as a read fallback).
-func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
-	if c.opts.NoVolumeRows || !r.exact || r.rows == nil {
+func (v *volumeStage) rows(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
+	if v.noRows || !r.exact || r.rows == nil {
 		return nil, false, nil
 	}
 	// under a LIMIT an exact row group's first rows are its answer
@@ -75,10 +96,10 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 	if want > volumeRowsMax || want*volumeRowsShare > r.numRows {
 		return nil, false, nil
 	}
-	if floor := c.opts.VolumeRowsMinBytes; floor >= 0 && f.fl.cheapHere(r, f.need.tops, c.opts.Mode == PageAware, cmp.Or(floor, volumeRowsMinBytes)) {
+	if floor := v.rowsMinBytes; floor >= 0 && f.fl.cheapHere(r, f.need.tops, v.pageAware, cmp.Or(floor, volumeRowsMinBytes)) {
 		return nil, false, nil
 	}
-	addr, routed, err := c.fetch.volumeRoute(f.pf)
+	addr, routed, err := v.ft.volumeRoute(f.pf)
 	if err != nil || !routed {
 		return nil, false, err
 	}
@@ -104,18 +125,18 @@ func (c *Connector) volumeRows(ctx context.Context, p *prepared, f *fileRead, r 
 		}
 	}()
 	if len(ids) > 0 {
-		if err := c.fetch.readRows(ctx, addr, f.pf, fl, r, keep, ids, tops, cols); err != nil {
+		if err := v.ft.readRows(ctx, addr, f.pf, fl, r, keep, ids, tops, cols); err != nil {
 			if ctx.Err() != nil {
 				return nil, false, ctx.Err()
 			}
-			c.fetch.fellBack(addr, f.pf, err)
+			v.ft.fellBack(addr, f.pf, err)
 			return nil, false, nil
 		}
 	}
 	if k, _ := ctx.Value(volumeRowsKey{}).(*atomic.Int64); k != nil {
 		k.Add(1)
 	}
-	rec, err = project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
+	rec, err = n.project(ctx, p, fl, r, cols, keep)
 	return rec, err == nil, err
 }
 

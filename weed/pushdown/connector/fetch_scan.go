@@ -292,18 +292,18 @@ func (fl *fileLayout) rowBytesOf(rg int, tops []int) float64 {
 	return float64(n) / float64(g.NumRows())
 }
 
-// volumeFilter reads a row group whose predicate is to be evaluated by
+// filter reads a row group whose predicate is to be evaluated by
 // asking the volume holding the file; ok false: read it here (the site
 // chosen was here, the volume cannot, or the call failed — counted).
 // A file's row groups sent to the volume are asked in one ScanRows call
 // (fileScan), made by the first of them to get here or started ahead by
 // an earlier file's (startFileScan).
-func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
+func (v *volumeStage) filter(ctx context.Context, p *prepared, f *fileRead, r *rowGroupRead) (rec arrow.RecordBatch, ok bool, err error) {
 	sc := scanCountersOf(ctx)
 	if _, isConst := p.expr.(predicate.Const); sc == nil || r.exact || isConst {
 		return nil, false, nil // nothing to filter
 	}
-	if c.opts.FilterAt == FilterHere {
+	if v.site == FilterHere {
 		sc.chose(false, "here: -filterAt here")
 		return nil, false, nil
 	}
@@ -311,13 +311,13 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 		sc.chose(false, "here: "+why)
 		return nil, false, nil
 	}
-	fs, err := c.fileScanOf(ctx, p, f)
+	fs, err := v.fileScanOf(ctx, p, f)
 	if p.q.Limit == 0 {
 		// the next files' calls run while this one's batches are taken
 		// (a LIMIT may not need them)
 		for _, g := range f.ahead {
 			if g.started.CompareAndSwap(false, true) {
-				go c.startFileScan(ctx, p, g)
+				go v.startFileScan(ctx, p, g)
 			}
 		}
 	}
@@ -331,7 +331,7 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 		return nil, false, nil
 	}
 	sc.chose(true, slot.reason)
-	rec, err = c.fetch.takeScan(ctx, p, f, fs, slot, r)
+	rec, err = v.ft.takeScan(ctx, p, f, fs, slot, r)
 	if errors.Is(err, errScanStoppedAtLimit) {
 		return nil, false, nil // not evaluated there: read here, if still needed
 	}
@@ -340,10 +340,10 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 			return nil, false, ctx.Err()
 		}
 		if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
-			c.fetch.volume.markDown(fs.addr, err) // the other files it holds skip it for a while
+			v.ft.volume.markDown(fs.addr, err) // the other files it holds skip it for a while
 		}
 		sc.fellBack(err)
-		c.fetch.fellBack(fs.addr, f.pf, err)
+		v.ft.fellBack(fs.addr, f.pf, err)
 		return nil, false, nil
 	}
 	return rec, true, nil
@@ -351,17 +351,17 @@ func (c *Connector) volumeFilter(ctx context.Context, p *prepared, f *fileRead, 
 
 // startFileScan makes f's ScanRows call ahead of its row groups' units,
 // when they would make it (nothing counted: they count their choices).
-func (c *Connector) startFileScan(ctx context.Context, p *prepared, f *fileRead) {
-	if c.opts.FilterAt == FilterHere || f.prepare(ctx, c, p) != nil || volumeCanFilter(p, f) != "" {
+func (v *volumeStage) startFileScan(ctx context.Context, p *prepared, f *fileRead) {
+	if v.site == FilterHere || v.prepare == nil || v.prepare(ctx, p, f) != nil || volumeCanFilter(p, f) != "" {
 		return
 	}
-	c.fileScanOf(ctx, p, f) //nolint:errcheck // its units see the error
+	v.fileScanOf(ctx, p, f) //nolint:errcheck // its units see the error
 }
 
 // filterSiteOf runs the cost model on row group r of f, the volume at
 // addr holding it.
-func (c *Connector) filterSiteOf(p *prepared, f *fileRead, r *rowGroupRead, selectivity float64, local bool) (volume bool, reason string) {
-	if c.opts.FilterAt == FilterVolume {
+func (v *volumeStage) filterSiteOf(p *prepared, f *fileRead, r *rowGroupRead, selectivity float64, local bool) (volume bool, reason string) {
+	if v.site == FilterVolume {
 		return true, "volume: -filterAt volume"
 	}
 	cands := r.numRows
@@ -373,7 +373,7 @@ func (c *Connector) filterSiteOf(p *prepared, f *fileRead, r *rowGroupRead, sele
 	}
 	in := filterSiteInput{Candidates: max(0, cands), RowBytes: f.fl.rowBytesOf(r.rg, f.need.outTopsPresent()),
 		Selectivity: selectivity, Limit: p.q.Limit, Local: local}
-	for _, br := range f.fl.needRanges(f.need.tops, r, c.opts.Mode == PageAware) {
+	for _, br := range f.fl.needRanges(f.need.tops, r, v.pageAware) {
 		in.PlannedBytes += br.Len
 	}
 	return chooseFilterSite(in)
@@ -467,9 +467,9 @@ func (fs *fileScan) failure() error {
 
 // fileScanOf makes f's ScanRows call once: nil when the plan names no
 // volume holding f.
-func (c *Connector) fileScanOf(ctx context.Context, p *prepared, f *fileRead) (*fileScan, error) {
+func (v *volumeStage) fileScanOf(ctx context.Context, p *prepared, f *fileRead) (*fileScan, error) {
 	f.scanOnce.Do(func() {
-		addr, routed, err := c.fetch.volumeRoute(f.pf)
+		addr, routed, err := v.ft.volumeRoute(f.pf)
 		if err != nil || !routed {
 			f.scanErr = err
 			return
@@ -482,7 +482,7 @@ func (c *Connector) fileScanOf(ctx context.Context, p *prepared, f *fileRead) (*
 			if ref.GetRowsExact() {
 				continue
 			}
-			r, err := c.rowGroupReadOf(f, ref)
+			r, err := f.rowGroupRead(ref, v.pageAware)
 			if err != nil {
 				continue // its unit reports it
 			}
@@ -491,7 +491,7 @@ func (c *Connector) fileScanOf(ctx context.Context, p *prepared, f *fileRead) (*
 				fs.here[r.rg] = "here: the plan lists the file's row groups out of order"
 				continue
 			}
-			volume, reason := c.filterSiteOf(p, f, r, sc.selectivity(), local)
+			volume, reason := v.filterSiteOf(p, f, r, sc.selectivity(), local)
 			if !volume {
 				fs.here[r.rg] = reason
 				continue
@@ -507,14 +507,14 @@ func (c *Connector) fileScanOf(ctx context.Context, p *prepared, f *fileRead) (*
 		}
 		cctx, cancel := context.WithTimeout(ctx, volumeCallTimeout)
 		fs.cancel = cancel
-		req, err := c.fetch.scanRequest(p, f, asked)
+		req, err := v.ft.scanRequest(p, f, asked)
 		if err != nil {
 			fs.fail(err)
 			closeSlots(asked)
 			cancel()
 			return
 		}
-		go c.fetch.runScan(cctx, fs, f.pf, req, asked, p.q.Limit)
+		go v.ft.runScan(cctx, fs, f.pf, req, asked, p.q.Limit)
 	})
 	return f.scan, f.scanErr
 }
@@ -728,7 +728,7 @@ func (ft *fetcher) takeScan(ctx context.Context, p *prepared, f *fileRead, fs *f
 			if err != nil {
 				return nil, fmt.Errorf("ScanRows %s row group %d: %w", f.pf.GetFile(), r.rg, err)
 			}
-			out, err := project(ctx, p, fl, r, cols, keep, n.outSchema, n.outTops)
+			out, err := n.project(ctx, p, fl, r, cols, keep)
 			releaseColumns(cols)
 			if err != nil {
 				return nil, err
@@ -756,7 +756,7 @@ func (ft *fetcher) takeScan(ctx context.Context, p *prepared, f *fileRead, fs *f
 		return nil, fmt.Errorf("ScanRows %s: %d rows for a LIMIT of %d", f.pf.GetFile(), got, p.q.Limit)
 	}
 	if len(recs) == 0 {
-		rec, err = project(ctx, p, fl, r, nil, nil, n.outSchema, n.outTops)
+		rec, err = n.project(ctx, p, fl, r, nil, nil)
 	} else {
 		rec, err = concatRecords(n.outSchema, recs)
 	}

@@ -147,7 +147,7 @@ func TestAFailedOrWrongVolumeScanIsReadHereAndCounted(t *testing.T) {
 		r := &rowGroupRead{rg: 0, numRows: n, rows: plan.RowSet{{Start: 0, End: 100}}, deleted: deleted}
 		counters := &scanCounters{}
 		ctx := context.WithValue(context.Background(), scanCountersKey{}, counters)
-		rec, ok, err := conn.volumeFilter(ctx, p, f, r)
+		rec, ok, err := conn.volumeStage().filter(ctx, p, f, r)
 		if ok || err != nil || rec != nil {
 			t.Fatalf("%s: ok %v, err %v: want the row group read here", c.name, ok, err)
 		}
@@ -193,7 +193,7 @@ func TestTheVolumeIsNotAskedWhenItCannotEvaluateThePredicateAsHere(t *testing.T)
 	}
 	conn := &Connector{opts: Options{FilterAt: FilterHere}} // no fetcher: asking would panic
 	ctx := context.WithValue(context.Background(), scanCountersKey{}, &scanCounters{})
-	if _, ok, err := conn.volumeFilter(ctx, &prepared{req: req, expr: leaf}, &fileRead{fl: mapped, need: &fileNeed{predIDs: []int{1}}}, &rowGroupRead{numRows: 10}); ok || err != nil {
+	if _, ok, err := conn.volumeStage().filter(ctx, &prepared{req: req, expr: leaf}, &fileRead{fl: mapped, need: &fileNeed{predIDs: []int{1}}}, &rowGroupRead{numRows: 10}); ok || err != nil {
 		t.Fatalf("-filterAt here asked the volume: %v %v", ok, err)
 	}
 }
@@ -298,11 +298,11 @@ func TestAFilesRowGroupsAreAskedInOneCallWhoseBatchesShareOneArrowStream(t *test
 		ctx := context.WithValue(context.Background(), scanCountersKey{}, counters)
 		var out []arrow.RecordBatch
 		for _, ref := range refs {
-			r, err := conn.rowGroupReadOf(f, ref)
+			r, err := f.rowGroupRead(ref, conn.opts.Mode == PageAware)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec, ok, err := conn.volumeFilter(ctx, p, f, r)
+			rec, ok, err := conn.volumeStage().filter(ctx, p, f, r)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,8 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/lakeweed/seaweedfs/weed/pushdown/colfilter"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/plan"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/predicate"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/value"
 )
 
@@ -211,11 +213,11 @@ func recordBatch(rec arrow.RecordBatch, s *iceberg.Schema, table string) *colfil
 // without blooms). ok is false when the shape does not hold or no kernel
 // applies: the general evaluation then runs, with its errors. The rows
 // are RowScratch's.
-func denseLeafRows(p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column) (keep []int64, ok bool) {
+func (rf rowFilter) denseLeafRows(fl *fileLayout, r *rowGroupRead, cols map[int]*column) (keep []int64, ok bool) {
 	if r.rows != nil || r.deleted != nil {
 		return nil, false
 	}
-	leaves := colfilter.LeavesOf(p.expr)
+	leaves := colfilter.LeavesOf(rf.expr)
 	if leaves == nil {
 		return nil, false
 	}
@@ -230,11 +232,74 @@ func denseLeafRows(p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*c
 		if col == nil || col.rows != nil || col.first != 0 || int64(col.arr.Len()) != r.numRows {
 			return nil, false
 		}
-		f, found := p.schema.FindFieldByID(l.FieldID)
+		f, found := rf.schema.FindFieldByID(l.FieldID)
 		if !found {
 			return nil, false
 		}
 		arrs[i], typs[i] = col.arr, f.Type
 	}
 	return colfilter.LeavesRowsOf(leaves, typs, arrs)
+}
+
+// rowFilter is the pipeline's filter stage: a query's bound predicate,
+// evaluated on a row group's decoded columns (colfilter).
+type rowFilter struct {
+	expr    predicate.Expr
+	schema  *iceberg.Schema
+	parents map[int]int // nested field id → enclosing struct's field id
+}
+
+// rowFilterOf is p's filter stage.
+func rowFilterOf(p *prepared) rowFilter {
+	return rowFilter{expr: p.expr, schema: p.schema, parents: p.parents}
+}
+
+// keep are r's candidates the predicate keeps, evaluated on cols —
+// or, when side indexes answered every leaf exactly (r.exact), all of
+// them without evaluating it. The slice is rowScratch's: the caller
+// releases it when done.
+func (rf rowFilter) keep(fl *fileLayout, r *rowGroupRead, cols map[int]*column) ([]int64, error) {
+	k, isConst := rf.expr.(predicate.Const)
+	switch {
+	case isConst && k.Value:
+		return candidates(r), nil // no predicate: every candidate
+	case r.exact && !isConst:
+		return candidates(r), nil // the planned rows are exactly the matching ones
+	}
+	if keep, ok := rf.denseLeafRows(fl, r, cols); ok {
+		return keep, nil
+	}
+	rows := candidates(r)
+	defer rowScratch.Put(rows)
+	sel, err := (&colfilter.Filter{Expr: rf.expr, Scratch: true}).SelectRows(decodedBatch(fl, r.rg, cols, rf.schema, rf.parents, rows))
+	if err != nil {
+		return nil, err
+	}
+	defer posScratch.Put(sel)
+	keep := rowScratch.Get(len(sel))
+	for i, j := range sel {
+		keep[i] = rows[j]
+	}
+	return keep, nil
+}
+
+// exactCountKey keys the query's count of row groups read without
+// evaluating the predicate (Stats.ExactRowGroups) in its context.
+type exactCountKey struct{}
+
+// candidates are the row group's planned rows less its deleted ones.
+func candidates(r *rowGroupRead) []int64 {
+	ranges := r.rows
+	if ranges == nil {
+		ranges = plan.All(r.numRows)
+	}
+	rows := rowScratch.Get(int(ranges.Rows()))[:0]
+	for _, rr := range ranges {
+		for row := rr.Start; row < rr.End && row < r.numRows; row++ {
+			if r.deleted == nil || !r.deleted.Contains(uint64(r.firstRow+row)) {
+				rows = append(rows, row)
+			}
+		}
+	}
+	return rows
 }

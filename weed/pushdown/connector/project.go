@@ -70,9 +70,12 @@ func emptySchemaOf(p *prepared, id int) arrow.DataType {
 	return nil
 }
 
-// project builds the record of a row group's matching rows keep.
-func project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column, keep []int64,
-	outSchema *arrow.Schema, outTops []int) (arrow.RecordBatch, error) {
+// project is the pipeline's project stage: the record of a row group's
+// matching rows keep, in the file's output columns (n.outSchema: the
+// SELECT's, from the decoded columns cols, defaults or NULLs for fields
+// the file lacks, structs evolved to the table's schema).
+func (n *fileNeed) project(ctx context.Context, p *prepared, fl *fileLayout, r *rowGroupRead, cols map[int]*column, keep []int64) (arrow.RecordBatch, error) {
+	outSchema, outTops := n.outSchema, n.outTops
 	if len(keep) == 0 {
 		// nothing matched (late columns were not even read)
 		arrs := make([]arrow.Array, len(outTops))

@@ -32,7 +32,7 @@ func TestARowGroupsRowPositionsAreItsPlannedRowsLessTheDeletedOnes(t *testing.T)
 		t.Fatal(err)
 	}
 	ref := &pushdown_pb.RowGroupRef{File: "mem", RowGroup: 0, RowCount: n, RowPositions: positions, RowsExact: true, DeletedPositions: deleted}
-	r, err := c.rowGroupReadOf(f, ref)
+	r, err := f.rowGroupRead(ref, c.opts.Mode == PageAware)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestARowGroupsRowPositionsAreItsPlannedRowsLessTheDeletedOnes(t *testing.T)
 		"not a bitmap":       {File: "mem", RowCount: n, RowPositions: []byte("garbage bytes")},
 		"beside row ranges":  {File: "mem", RowCount: n, RowPositions: positions, RowRanges: []*pushdown_pb.RowRange{{Start: 0, End: 5}}},
 	} {
-		if _, err := c.rowGroupReadOf(f, bad); err == nil || !strings.Contains(err.Error(), "mem row group 0") {
+		if _, err := f.rowGroupRead(bad, c.opts.Mode == PageAware); err == nil || !strings.Contains(err.Error(), "mem row group 0") {
 			t.Fatalf("%s: %v, want an error naming the row group", name, err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestDenseExactRowsAreDecodedHereNotAskedOfTheVolume(t *testing.T) {
 		{numRows: 2000, rows: plan.RowSet{{Start: 0, End: 2000/volumeRowsShare + 1}}, exact: true},
 		{numRows: 1 << 20, rows: plan.RowSet{{Start: 0, End: volumeRowsMax + 1}}, exact: true},
 	} {
-		_, ok, err := c.volumeRows(context.Background(), p, &fileRead{}, r)
+		_, ok, err := c.volumeStage().rows(context.Background(), p, &fileRead{}, r)
 		if ok || err != nil {
 			t.Fatalf("%d rows of %d: asked of the volume (%v, %v)", r.rows.Rows(), r.numRows, ok, err)
 		}
@@ -123,7 +123,7 @@ func TestExactRowsOfSmallPlannedPagesAreReadHereNotAskedOfTheVolume(t *testing.T
 	r.pages, r.dict = nil, nil
 	for _, floor := range []int64{0, chunks} {
 		c := &Connector{opts: Options{Mode: PageAware, VolumeRowsMinBytes: floor}}
-		if _, ok, err := c.volumeRows(context.Background(), &prepared{}, f, r); ok || err != nil {
+		if _, ok, err := c.volumeStage().rows(context.Background(), &prepared{}, f, r); ok || err != nil {
 			t.Fatalf("VolumeRowsMinBytes %d, %d planned bytes: asked of the volume (%v, %v)", floor, chunks, ok, err)
 		}
 	}
