@@ -7,15 +7,20 @@
 //	PushdownCatalog.Plan ──unreachable / refused / not worth it──▶ plain read
 //	   │                                                          (iceberg-go scan
 //	   ▼                                                           through S3)
-//	per planned file:
+//	per planned file (plan stage, planfiles.go):
 //	   footer (one ranged GET, cached)
-//	   planned byte ranges ── concurrent ranged GETs through the S3 gateway
+//	per row group, scheduled on the cores (schedule.go), through the
+//	pipeline's stages (pipeline.go, read.go's diagram):
+//	   volume:  rows the volume holding the file decoded or filtered
+//	   fetch:   planned byte ranges ── the volume pushdown service or
+//	            concurrent ranged GETs through the S3 gateway
 //	   decode:  page-aware: only the planned pages (+ dictionary) of
 //	                        single-leaf columns in narrowed row groups
 //	            row-group:  whole column chunks of the planned row groups
-//	   row ranges − deleted positions (the plan's delete masks)
+//	   filter:  row ranges − deleted positions (the plan's delete masks)
 //	              ∩ predicate (vectorized over the decoded Arrow columns,
-//	                filter.go) ──▶ projection ──▶ Arrow
+//	                filter.go)
+//	   project: the SELECT's columns ──▶ Arrow
 //
 // Rows are those matching the predicate under IEEE semantics for NaN (the
 // semantics of iceberg-go's scan and Arrow compute), so the pushdown and
