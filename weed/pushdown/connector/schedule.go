@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 )
@@ -118,48 +119,35 @@ func (s *scheduler) run(ctx context.Context, units []*unit, cost func(context.Co
 }
 
 // budget bounds the read-ahead: the bytes of units started but not yet
-// taken in order. One unit always runs, however large.
+// taken in order, as a weighted semaphore (FIFO: units start in plan
+// order). A unit larger than the whole budget takes all of it, so one
+// unit always runs, however large, alone. capacity <= 0: unbounded.
 type budget struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	capacity int64 // <= 0: unbounded
-	held     int64
+	w        *semaphore.Weighted
+	capacity int64
 }
 
 func newBudget(capacity int64) *budget {
-	b := &budget{capacity: capacity}
-	b.cond = sync.NewCond(&b.mu)
-	return b
+	if capacity <= 0 {
+		return &budget{}
+	}
+	return &budget{w: semaphore.NewWeighted(capacity), capacity: capacity}
 }
 
+// acquire takes n bytes of the budget, waiting while units started but not
+// taken hold it; false when ctx ended first.
 func (b *budget) acquire(ctx context.Context, n int64) bool {
-	if b.capacity <= 0 {
+	if b.w == nil {
 		return ctx.Err() == nil
 	}
-	stop := context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		b.cond.Broadcast()
-		b.mu.Unlock()
-	})
-	defer stop()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.held > 0 && b.held+n > b.capacity && ctx.Err() == nil {
-		b.cond.Wait()
-	}
-	if ctx.Err() != nil {
-		return false
-	}
-	b.held += n
-	return true
+	return b.w.Acquire(ctx, b.weight(n)) == nil
 }
 
+// release gives back what acquire(n) took.
 func (b *budget) release(n int64) {
-	if b.capacity <= 0 {
-		return
+	if b.w != nil {
+		b.w.Release(b.weight(n))
 	}
-	b.mu.Lock()
-	b.held -= n
-	b.cond.Broadcast()
-	b.mu.Unlock()
 }
+
+func (b *budget) weight(n int64) int64 { return min(max(n, 0), b.capacity) }
