@@ -291,6 +291,9 @@ func (ft *fetcher) complete(id fileVersion, r byteRange, data []byte, err error)
 // (what the connector reads beyond the plan); the range cache serves what
 // it holds.
 func (ft *fetcher) fetch(ctx context.Context, pf *pushdown_pb.PlannedFile, given, extra []byteRange) (*sparseFile, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // cancelled: no call started, no range claimed
+	}
 	location, size := pf.GetFile(), pf.GetSizeBytes()
 	if _, _, err := splitS3(location); err != nil {
 		return nil, err

@@ -64,6 +64,12 @@ func (s *scheduler) run(ctx context.Context, units []*unit, cost func(context.Co
 	go func() {
 		defer wg.Done()
 		for _, u := range units {
+			if ctx.Err() != nil {
+				// stopped (a LIMIT met, an error): the units left are
+				// not prepared, only told
+				u.out <- unitResult{err: ctx.Err()}
+				continue
+			}
 			u.cost = cost(ctx, u)
 			if !s.budget.acquire(ctx, u.cost) {
 				u.out <- unitResult{err: ctx.Err()}

@@ -106,7 +106,9 @@ func TestTheSchedulerTakesUnitsInPlanOrderWithinItsReadAheadBudget(t *testing.T)
 
 // Take saying done (a LIMIT met) stops the run: the scheduler returns
 // without error, the units still running see their context cancelled,
-// nothing after them is taken. A unit's error is returned as it is.
+// the units not yet dispatched are not prepared (the connector read each
+// one's footer, cancelled, on every LIMIT query), nothing after them is
+// taken. A unit's error is returned as it is.
 func TestTheSchedulerStopsWhenTakeIsDoneAndReturnsAUnitsError(t *testing.T) {
 	units := unitsOf(50)
 	var cancelled atomic.Int64
@@ -128,9 +130,9 @@ func TestTheSchedulerStopsWhenTakeIsDoneAndReturnsAUnitsError(t *testing.T) {
 	}
 	s := &scheduler{workers: 4, budget: newBudget(0), limited: false}
 	start := time.Now()
-	if err := within(t, 30*time.Second, func() error {
-		return s.run(context.Background(), units, func(context.Context, *unit) int64 { return 1 }, run, take)
-	}); err != nil {
+	var costed atomic.Int64 // units prepared (a footer read each, in the connector)
+	cost := func(context.Context, *unit) int64 { costed.Add(1); return 1 }
+	if err := within(t, 30*time.Second, func() error { return s.run(context.Background(), units, cost, run, take) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(taken) != 3 || time.Since(start) > 5*time.Second {
@@ -138,6 +140,11 @@ func TestTheSchedulerStopsWhenTakeIsDoneAndReturnsAUnitsError(t *testing.T) {
 	}
 	if cancelled.Load() == 0 {
 		t.Fatal("no running unit saw its context cancelled")
+	}
+	// the units the stop finds not yet dispatched are not prepared: at most
+	// those running (workers) and the one waiting for a slot were
+	if n := costed.Load(); n > 3+4+1 {
+		t.Fatalf("%d of %d units prepared after the take was done at the third", n, len(units))
 	}
 
 	boom := errors.New("row group 5 does not decode")
