@@ -469,25 +469,44 @@ func decodePages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGrou
 // pagesDecodable reports whether decodePages builds top of row group rg
 // from pages: a flat leaf of a type pagedecode.Records builds (as a
 // dictionary where readsAsDict), a struct of one such leaf, a list or
-// large list of one.
+// large list of one. The decoders take the same rules (flatPagesType,
+// oneLeafField), so a field called decodable is decoded.
 func (fl *fileLayout) pagesDecodable(top, rg int) bool {
-	leaf := fl.leavesOf[top][0]
-	descr := fl.md.Schema.Column(leaf)
 	if fl.md.Schema.Root().Field(top).Type() == schema.Primitive {
-		if fl.inferred == nil {
-			return false
-		}
-		typ := fl.inferred.Field(top).Type
-		if fl.readsAsDict(rg, top) {
-			typ = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
-		}
-		return pagedecode.RecordsType(descr, typ)
+		_, _, ok := fl.flatPagesType(rg, top)
+		return ok
 	}
-	if fl.manifest == nil || top >= len(fl.manifest.Fields) {
-		return false
+	_, ok := fl.oneLeafField(top, pagedecode.StructRecordsBuilds)
+	if !ok {
+		_, ok = fl.oneLeafField(top, pagedecode.ListRecordsBuilds)
+	}
+	return ok
+}
+
+// flatPagesType is the Arrow type a flat leaf's pages decode to in row
+// group rg: the type pqarrow infers from the Parquet schema, a dictionary
+// of it where readsAsDict; ok is false when pagedecode.Records does not
+// build it.
+func (fl *fileLayout) flatPagesType(rg, top int) (typ arrow.DataType, dict, ok bool) {
+	if fl.inferred == nil {
+		return nil, false, false
+	}
+	typ = fl.inferred.Field(top).Type
+	if dict = fl.readsAsDict(rg, top); dict {
+		typ = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
+	}
+	return typ, dict, pagedecode.RecordsType(fl.md.Schema.Column(fl.leavesOf[top][0]), typ)
+}
+
+// oneLeafField is pqarrow's manifest field of top, a field of one leaf,
+// when builds (pagedecode.StructRecordsBuilds or ListRecordsBuilds) says
+// its page decoder builds it.
+func (fl *fileLayout) oneLeafField(top int, builds func(pqarrow.SchemaField, *schema.Column) bool) (pqarrow.SchemaField, bool) {
+	if fl.manifest == nil || top >= len(fl.manifest.Fields) || len(fl.leavesOf[top]) != 1 {
+		return pqarrow.SchemaField{}, false
 	}
 	f := fl.manifest.Fields[top]
-	return pagedecode.StructRecordsBuilds(f, descr) || pagedecode.ListRecordsBuilds(f, descr)
+	return f, builds(f, fl.md.Schema.Column(fl.leavesOf[top][0]))
 }
 
 // decodeFlatPages decodes a top-level, non-repeated leaf from its planned
@@ -497,19 +516,12 @@ func (fl *fileLayout) pagesDecodable(top, rg int) bool {
 // Records does not build the column's type (nothing was read).
 func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
 	leaf := fl.leavesOf[top][0]
-	if fl.inferred == nil {
-		return nil, false, nil
-	}
 	if fl.md.Schema.Root().Field(top).Type() != schema.Primitive {
 		return decodeStructPages(ctx, fl, sf, r, top)
 	}
 	descr := fl.md.Schema.Column(leaf)
-	typ := fl.inferred.Field(top).Type
-	dict := fl.readsAsDict(r.rg, top)
-	if dict {
-		typ = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: typ}
-	}
-	if !pagedecode.RecordsType(descr, typ) {
+	typ, dict, ok := fl.flatPagesType(r.rg, top)
+	if !ok {
 		return nil, false, nil
 	}
 	pp, err := fl.plannedPages(sf, r, leaf)
@@ -531,14 +543,11 @@ func decodeFlatPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *row
 // leaf from its planned pages with pagedecode.StructRecords; ok is false
 // for any other shape (nothing was read).
 func decodeStructPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (col *column, ok bool, err error) {
+	st, ok := fl.oneLeafField(top, pagedecode.StructRecordsBuilds)
+	if !ok {
+		return nil, false, nil
+	}
 	leaf := fl.leavesOf[top][0]
-	if fl.manifest == nil || top >= len(fl.manifest.Fields) || len(fl.leavesOf[top]) != 1 {
-		return nil, false, nil
-	}
-	st := fl.manifest.Fields[top]
-	if st.Field == nil || st.Field.Type.ID() != arrow.STRUCT || len(st.Children) != 1 || !st.Children[0].IsLeaf() {
-		return nil, false, nil
-	}
 	pp, err := fl.plannedPages(sf, r, leaf)
 	if err != nil {
 		return nil, true, err

@@ -43,7 +43,8 @@ import (
 func decodeListPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *rowGroupRead, top int) (*column, error) {
 	leaf := fl.leavesOf[top][0]
 	descr := fl.md.Schema.Column(leaf)
-	if fl.manifest == nil || top >= len(fl.manifest.Fields) || !pagedecode.ListRecordsBuilds(fl.manifest.Fields[top], descr) {
+	field, ok := fl.oneLeafField(top, pagedecode.ListRecordsBuilds)
+	if !ok {
 		return nil, fmt.Errorf("%s row group %d column %s: no page decoder builds its pages", fl.path, r.rg, descr.Path())
 	}
 	list, err := layOutListPages(fl, r, leaf)
@@ -91,7 +92,7 @@ func decodeListPages(ctx context.Context, fl *fileLayout, sf *sparseFile, r *row
 	// the pages hold more values than rows, how many their headers say:
 	// the reader is bounded by the chunk's values and the tails' records
 	values := fl.chunks[r.rg][leaf].NumValues + int64(list.tails)
-	arr, ok, err := pagedecode.ListRecords(fl.manifest.Fields[top], descr, cc.Compression(), buf, values, int64(len(list.records)), decodeMem)
+	arr, ok, err := pagedecode.ListRecords(field, descr, cc.Compression(), buf, values, int64(len(list.records)), decodeMem)
 	if err != nil {
 		return nil, fmt.Errorf("%s row group %d column %s: decode pages: %w", fl.path, r.rg, descr.Path(), err)
 	}
