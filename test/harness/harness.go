@@ -22,6 +22,7 @@ import (
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/lakeclient"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/netport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -117,41 +118,37 @@ func FreePortWithGrpc(t testing.TB) int {
 	return freePortsLocked(t, 1, true)[0]
 }
 
+// freePortsLocked hands out ports below the kernel's ephemeral floor
+// (netport): a port the kernel chose for ":0" could be taken by any
+// outbound connection — the weed process's own dials to its master and
+// filer included — between this release and weed's bind, and weed exits
+// when a bind fails.
 func freePortsLocked(t testing.TB, n int, withGrpc bool) []int {
 	t.Helper()
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			t.Fatalf("allocate %d loopback ports: only %d free after %d tries", n, len(ports), tries)
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("allocate port: %v", err)
-		}
-		ls = append(ls, l)
-		p := l.Addr().(*net.TCPAddr).Port
+	headroom := 0
+	if withGrpc {
+		headroom = 10000
+	}
+	skip := func(p int) bool {
 		// Keep every port low enough that upstream's +10000 rules stay valid.
 		if p > 55000 || handedOut[p] {
-			continue
+			return true
 		}
-		if withGrpc {
-			if handedOut[p+10000] {
-				continue
-			}
-			g, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+10000)))
-			if err != nil {
-				continue
-			}
-			ls = append(ls, g)
-			handedOut[p+10000] = true
+		return withGrpc && (handedOut[p+10000] || !netport.Listenable("127.0.0.1", p+10000))
+	}
+	var ports []int
+	for len(ports) < n {
+		p, below, err := netport.Free("127.0.0.1", headroom, skip)
+		if err != nil {
+			t.Fatalf("allocate %d loopback ports: %v", n, err)
+		}
+		if !below {
+			t.Logf("port %d is at or above the ephemeral floor %d: an outbound connection may claim it before weed binds it", p, netport.EphemeralFloor())
 		}
 		handedOut[p] = true
+		if withGrpc {
+			handedOut[p+10000] = true
+		}
 		ports = append(ports, p)
 	}
 	return ports
@@ -306,6 +303,21 @@ type MiniOptions struct {
 // waits until S3, the Iceberg catalog and both pushdown services answer.
 func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := startMiniOnce(t, o)
+		if err == nil {
+			return c
+		}
+		if attempt < 3 && lostPortRace(c.Proc) {
+			t.Logf("weed mini lost a port to another process before binding it (attempt %d); starting again on new ports:\n%s", attempt, Tail(c.Proc.Log, 3))
+			continue
+		}
+		t.Fatalf("weed mini -pushdown did not become ready: %v\n--- log ---\n%s", err, Tail(c.Proc.Log, 60))
+	}
+}
+
+func startMiniOnce(t testing.TB, o MiniOptions) (*Cluster, error) {
+	t.Helper()
 	c, p := loopbackCluster(t, 16, o.Warehouse)
 	c.AccessKey, c.SecretKey = o.AccessKey, o.SecretKey
 	if o.Dir != "" {
@@ -330,13 +342,43 @@ func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	c.dial = o.Dial
 	start := time.Now()
 	c.Proc = StartProcess(t, c.Dir, "mini", o.Env, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := UntilExit(context.Background(), 90*time.Second, c.Proc)
 	defer cancel()
 	if err := c.WaitReady(ctx, 1); err != nil {
-		t.Fatalf("weed mini -pushdown did not become ready: %v\n--- log ---\n%s", err, Tail(c.Proc.Log, 60))
+		if cause := context.Cause(ctx); !c.Proc.Running() && cause != nil {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
+		return c, err
 	}
 	c.StartupTime = time.Since(start)
-	return c
+	return c, nil
+}
+
+// UntilExit returns a context that ends after timeout or as soon as p
+// exits, whichever is first, so a wait for readiness stops at once when the
+// process died instead of running out its whole timeout.
+func UntilExit(parent context.Context, timeout time.Duration, p *Process) (context.Context, context.CancelFunc) {
+	ctx, cancelTimeout := context.WithTimeout(parent, timeout)
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-p.done:
+			cancel(fmt.Errorf("%s exited: %v", p.Name, p.err))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled); cancelTimeout() }
+}
+
+// lostPortRace reports whether p exited because a port it was handed was
+// taken before it could bind it (the one failure starting again on new
+// ports cures).
+func lostPortRace(p *Process) bool {
+	if p == nil || p.Running() {
+		return false
+	}
+	b, err := os.ReadFile(p.Log)
+	return err == nil && bytes.Contains(b, []byte("bind: address already in use"))
 }
 
 // WaitReady waits until the catalog pushdown service reports at least

@@ -36,7 +36,7 @@ func StartServer(t testing.TB, o ServerOptions) *Cluster {
 	args = append(args, o.ExtraArgs...)
 	start := time.Now()
 	c.Proc = StartProcess(t, c.Dir, "server", o.Env, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := UntilExit(context.Background(), 90*time.Second, c.Proc)
 	defer cancel()
 	err := WaitHealthyEndpointsWith(ctx, c.CatalogAddr(), 1, nil)
 	for _, a := range []string{c.S3Addr(), c.IcebergAddr()} {

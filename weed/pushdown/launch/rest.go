@@ -12,6 +12,7 @@ import (
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 
+	"github.com/lakeweed/seaweedfs/weed/pushdown/netport"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/restplan"
 )
 
@@ -67,7 +68,13 @@ func (l *launcher) startRESTFront() error {
 	if err != nil {
 		return fmt.Errorf("Iceberg REST catalog with scan planning: listen on port %d: %w (set -%s)", port, err, flag)
 	}
-	inner, err := freePort(bind)
+	// Below the ephemeral floor: a port the kernel chose could be taken by
+	// one of this process's own dials before upstream binds it, and
+	// upstream's catalog exits the process when its bind fails.
+	inner, below, err := netport.Free(bind, 0, nil)
+	if err == nil && !below {
+		glog.Warningf("pushdown: no free port below the ephemeral floor %d for upstream's Iceberg catalog; using %d, which an outbound connection may claim before upstream binds it", netport.EphemeralFloor(), inner)
+	}
 	if err != nil {
 		ln.Close()
 		if local != nil {
@@ -104,14 +111,4 @@ func (l *launcher) startRESTFront() error {
 	})
 	glog.V(0).Infof("pushdown: Iceberg REST catalog with server-side scan planning on port %d (upstream's catalog moved to %s:%d)", port, target, inner)
 	return nil
-}
-
-// freePort finds a port nothing listens on, on host and loopback.
-func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
