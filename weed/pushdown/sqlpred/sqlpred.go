@@ -64,9 +64,13 @@ func ParseClause(where string) (*Clause, error) {
 	if strings.TrimSpace(where) == "" {
 		return &Clause{}, nil
 	}
+	if i := strings.IndexByte(where, 0); i >= 0 {
+		// The parser's lexer stops at a NUL: what follows would be ignored.
+		return nil, fmt.Errorf("WHERE clause: a NUL byte at offset %d", i)
+	}
 	ast, err := parser.ParseExpr(where)
 	if err != nil {
-		return nil, fmt.Errorf("WHERE clause: %v", err)
+		return nil, fmt.Errorf("WHERE clause: %s", ParserMessage(err))
 	}
 	return &Clause{Text: where, expr: ast}, nil
 }
@@ -640,4 +644,37 @@ func ColumnIDs(names []string, schema *iceberg.Schema) ([]int, error) {
 		out = append(out, f.ID)
 	}
 	return out, nil
+}
+
+// ParserMessage is the SQL parser's error as a message that quotes at most
+// perr.MaxQuoted bytes of the SQL: the parser names the token it stopped
+// at ("at or near \"…\": syntax error"), and a token can be a string
+// literal of any length.
+func ParserMessage(err error) string {
+	msg := err.Error()
+	const near = `at or near "`
+	i := strings.Index(msg, near)
+	if i < 0 {
+		return clipMessage(msg)
+	}
+	rest := msg[i+len(near):]
+	j := strings.LastIndex(rest, `"`)
+	if j < 0 {
+		return clipMessage(msg)
+	}
+	return clipMessage(msg[:i]) + "at or near " + perr.Quote(rest[:j]) + clipMessage(rest[j+1:])
+}
+
+// clipMessage keeps at most 4×perr.MaxQuoted bytes of a parser message
+// that names no token.
+func clipMessage(s string) string {
+	const most = 4 * perr.MaxQuoted
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }

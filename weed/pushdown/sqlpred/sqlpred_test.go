@@ -3,6 +3,7 @@ package sqlpred
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 
@@ -211,5 +212,27 @@ func TestNamesBindToTheExactSpellingFirstThenTheOnlyCaseInsensitiveMatch(t *test
 	}
 	if ids, err := Columns(`uSeR_Id, user_id`, sc); err != nil || len(ids) != 2 || ids[0] != 2 || ids[1] != 1 {
 		t.Fatalf("Columns exact = %v, %v", ids, err)
+	}
+}
+
+func TestAWhereClauseWithANulByteIsRefusedNotCutThere(t *testing.T) {
+	// The parser's lexer stops at a NUL: "x = 1" alone would be a
+	// different predicate from the one sent.
+	_, err := ParseClause("x = 1\x00 AND y = 2")
+	if err == nil || !strings.Contains(err.Error(), "NUL byte at offset 5") {
+		t.Fatalf("err = %v, want the NUL named", err)
+	}
+}
+
+func TestParserErrorsQuoteABoundedPieceOfTheClause(t *testing.T) {
+	long := strings.Repeat("é", 50000)
+	for _, where := range []string{"x = '" + long + "' AND", long + " LIKE", "x IN (" + strings.Repeat("1,", 50000) + "))"} {
+		_, err := ParseClause(where)
+		if err == nil {
+			t.Fatalf("%.40q: accepted", where)
+		}
+		if len(err.Error()) > 600 || !utf8.ValidString(err.Error()) {
+			t.Errorf("%.40q: error of %d bytes (valid UTF-8: %v): %.200s", where, len(err.Error()), utf8.ValidString(err.Error()), err.Error())
+		}
 	}
 }

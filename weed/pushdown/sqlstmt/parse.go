@@ -112,10 +112,14 @@ func Unsupported(what string) error {
 
 // Parse parses one SELECT. Parameters ($1, $2, … or ?) are left for Bind.
 func Parse(sql string) (*Statement, error) {
+	if i := strings.IndexByte(sql, 0); i >= 0 {
+		// The parser's lexer stops at a NUL: what follows would be ignored.
+		return nil, perr.New(perr.InvalidArgument, "SQL: a NUL byte at offset %d", i)
+	}
 	sql, n := numberQuestionMarks(sql)
 	stmts, err := parser.Parse(sql)
 	if err != nil {
-		return nil, perr.New(perr.InvalidArgument, "SQL: %v (%s)", err, Supported)
+		return nil, perr.New(perr.InvalidArgument, "SQL: %s (%s)", sqlpred.ParserMessage(err), Supported)
 	}
 	if len(stmts) != 1 {
 		return nil, perr.New(perr.InvalidArgument, "SQL: one statement expected, got %d (%s)", len(stmts), Supported)
@@ -153,7 +157,7 @@ func (s *Statement) Bind(params []any) (*Statement, error) {
 		}
 		e, err := parser.ParseExpr(text)
 		if err != nil {
-			return nil, perr.New(perr.InvalidArgument, "SQL: parameter %d: %v", i+1, err)
+			return nil, perr.New(perr.InvalidArgument, "SQL: parameter %d: %s", i+1, sqlpred.ParserMessage(err))
 		}
 		lits[i] = e
 	}
@@ -168,7 +172,7 @@ func (s *Statement) Bind(params []any) (*Statement, error) {
 	text := tree.AsString(s.sel)
 	stmts, err := parser.Parse(text)
 	if err != nil {
-		return nil, perr.New(perr.InvalidArgument, "SQL: %v", err)
+		return nil, perr.New(perr.InvalidArgument, "SQL: %s", sqlpred.ParserMessage(err))
 	}
 	bound, err := tree.SimpleStmtVisit(stmts[0].AST, replace)
 	if err != nil {
@@ -561,7 +565,7 @@ func (s *Statement) vectorOrder(o *tree.Order) error {
 		return perr.New(perr.InvalidArgument, "SQL: %v", err)
 	}
 	if !s.HasLimit {
-		return perr.New(perr.InvalidArgument, "SQL: ORDER BY %s %s needs LIMIT k (1 to %d): a vector query returns the k nearest rows", vo.Column, vo.Metric.Operator(), vector.MaxK)
+		return perr.New(perr.InvalidArgument, "SQL: ORDER BY %s %s needs LIMIT k (1 to %d): a vector query returns the k nearest rows", perr.Quote(vo.Column), vo.Metric.Operator(), vector.MaxK)
 	}
 	if s.Offset > 0 {
 		return perr.New(perr.InvalidArgument, "SQL: OFFSET is not supported with ORDER BY a vector distance (%s)", sqlpred.VectorSupported)
