@@ -139,16 +139,7 @@ func ToStatus(err error) error {
 // that does not.
 const MaxErrorMessage = 2048
 
-func bounded(msg string) string {
-	if len(msg) <= MaxErrorMessage {
-		return msg
-	}
-	cut := MaxErrorMessage
-	for cut > 0 && msg[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%s… (message of %d bytes cut)", msg[:cut], len(msg))
-}
+func bounded(msg string) string { return perr.Clip(msg, MaxErrorMessage) }
 
 // Code is the gRPC code of an error kind.
 func Code(k perr.Kind) codes.Code {

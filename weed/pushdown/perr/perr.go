@@ -92,6 +92,19 @@ func IsContext(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// Clip keeps at most most bytes of a message (not splitting a UTF-8
+// sequence), saying how long it was when it cuts.
+func Clip(msg string, most int) string {
+	if len(msg) <= most {
+		return msg
+	}
+	cut := most
+	for cut > 0 && msg[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return fmt.Sprintf("%s… (message of %d bytes cut)", msg[:cut], len(msg))
+}
+
 // MaxQuoted is how much of a client-supplied string an error message
 // quotes.
 const MaxQuoted = 64

@@ -655,26 +655,16 @@ func ParserMessage(err error) string {
 	const near = `at or near "`
 	i := strings.Index(msg, near)
 	if i < 0 {
-		return clipMessage(msg)
+		return clipParserMessage(msg)
 	}
 	rest := msg[i+len(near):]
 	j := strings.LastIndex(rest, `"`)
 	if j < 0 {
-		return clipMessage(msg)
+		return clipParserMessage(msg)
 	}
-	return clipMessage(msg[:i]) + "at or near " + perr.Quote(rest[:j]) + clipMessage(rest[j+1:])
+	return clipParserMessage(msg[:i]) + "at or near " + perr.Quote(rest[:j]) + clipParserMessage(rest[j+1:])
 }
 
-// clipMessage keeps at most 4×perr.MaxQuoted bytes of a parser message
-// that names no token.
-func clipMessage(s string) string {
-	const most = 4 * perr.MaxQuoted
-	if len(s) <= most {
-		return s
-	}
-	cut := most
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
+// clipParserMessage keeps at most 4×perr.MaxQuoted bytes of a parser
+// message that names no token.
+func clipParserMessage(s string) string { return perr.Clip(s, 4*perr.MaxQuoted) }
