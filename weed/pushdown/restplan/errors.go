@@ -19,10 +19,7 @@ type errorModel struct {
 const maxMessage = 2048
 
 func newError(status int, typ, msg string) errorModel {
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage] + "…"
-	}
-	return errorModel{Message: msg, Type: typ, Code: status}
+	return errorModel{Message: perr.Clip(msg, maxMessage), Type: typ, Code: status}
 }
 
 func failure(status int, typ, msg string) *probeFailure {
