@@ -68,9 +68,7 @@ type Config struct {
 // Limits of what the server keeps per caller.
 const (
 	maxSessions           = 100_000
-	maxPrepared           = 100_000
 	maxConnectors         = 256
-	maxSQLBytes           = 1 << 20
 	defaultSessionTTL     = 12 * time.Hour
 	connectorCloseDelay   = 10 * time.Minute
 	method                = "FlightSQL"
@@ -86,11 +84,7 @@ type Server struct {
 	cfg        Config
 	sessions   *lru.Cache[string, *session]
 	connectors *lru.Cache[string, *connector.Connector]
-	prepared   *lru.Cache[string, *prepared]
-	// parsed statements by their SQL: GetFlightInfo parses a query, DoGet
-	// redeems its ticket (the SQL) and finds the parse (statements are not
-	// modified once parsed)
-	parsed  *lru.Cache[string, *sqlstmt.Statement]
+	*statements
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // ticket → its DoGet's cancel
 	connMu  sync.Mutex
@@ -104,13 +98,6 @@ type session struct {
 	secretKey string
 	expires   time.Time
 	id        string // token, or the keys' digest for per-call Basic auth
-}
-
-type prepared struct {
-	owner  string // session id
-	sql    string
-	st     *sqlstmt.Statement
-	params []any
 }
 
 // New returns a Flight SQL server.
@@ -135,8 +122,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, running: map[string]context.CancelFunc{}, slots: make(chan struct{}, cfg.MaxQueries)}
 	s.Alloc = memory.DefaultAllocator
 	s.sessions, _ = lru.New[string, *session](maxSessions)
-	s.prepared, _ = lru.New[string, *prepared](maxPrepared)
-	s.parsed, _ = lru.New[string, *sqlstmt.Statement](maxParsed)
+	s.statements = newStatements()
 	s.connectors, _ = lru.NewWithEvict[string, *connector.Connector](maxConnectors, func(_ string, c *connector.Connector) {
 		time.AfterFunc(connectorCloseDelay, c.Close) // queries running on it finish first
 	})
@@ -202,27 +188,6 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-// maxParsed bounds the parsed statements kept.
-const maxParsed = 1024
-
-// statement parses sql (or finds its parse: the SQL of a ticket was parsed
-// when its flight was described), refusing what the front end does not
-// support with an error naming it.
-func (s *Server) statement(sql string) (*sqlstmt.Statement, error) {
-	if len(sql) > maxSQLBytes {
-		return nil, perr.New(perr.ResourceExhausted, "SQL of %d bytes: at most %d", len(sql), maxSQLBytes)
-	}
-	if st, ok := s.parsed.Get(sql); ok {
-		return st, nil
-	}
-	st, err := sqlstmt.Parse(sql)
-	if err != nil {
-		return nil, err // refusals are not kept
-	}
-	s.parsed.Add(sql, st)
-	return st, nil
-}
-
 func (s *Server) flightInfo(desc *flight.FlightDescriptor, ticket []byte, sch *arrow.Schema) *flight.FlightInfo {
 	info := &flight.FlightInfo{
 		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: ticket}}},
@@ -243,7 +208,7 @@ func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd afsql.Statement
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.statement(cmd.GetQuery())
+	st, err := s.statement(ctx, cmd.GetQuery())
 	if err != nil {
 		return nil, grpcutil.ToStatus(err)
 	}
@@ -277,7 +242,7 @@ func (s *Server) DoGetStatement(ctx context.Context, cmd afsql.StatementQueryTic
 		return nil, nil, err
 	}
 	sql := string(cmd.GetStatementHandle())
-	st, err := s.statement(sql)
+	st, err := s.statement(ctx, sql)
 	if err != nil {
 		return nil, nil, grpcutil.ToStatus(err)
 	}
@@ -432,12 +397,14 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req afsql.ActionCr
 	if len(req.GetTransactionId()) > 0 {
 		return res, status.Error(codes.Unimplemented, "transactions are not supported: lakeweed's Flight SQL is read-only")
 	}
-	st, err := s.statement(req.GetQuery())
+	st, err := s.statement(ctx, req.GetQuery())
 	if err != nil {
 		return res, grpcutil.ToStatus(err)
 	}
 	handle := newToken()[:32]
-	s.prepared.Add(handle, &prepared{owner: ses.id, sql: req.GetQuery(), st: st})
+	if err := s.keep(handle, &prepared{owner: ses.id, sql: req.GetQuery(), st: st, cost: statementCost(req.GetQuery())}, false); err != nil {
+		return res, err
+	}
 	res.Handle = []byte(handle)
 	if st.Params == 0 {
 		conn, err := s.connectorFor(ctx, ses)
@@ -510,12 +477,15 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd afsql.Prep
 	if err := rdr.Err(); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
 	}
-	if _, err := p.st.Bind(params); err != nil {
-		return nil, grpcutil.ToStatus(err)
-	}
 	bound := *p
 	bound.params = params
-	s.prepared.Add(string(cmd.GetPreparedStatementHandle()), &bound)
+	if _, err := s.boundStatement(ctx, &bound); err != nil {
+		return nil, grpcutil.ToStatus(err)
+	}
+	bound.cost = statementCost(p.sql) + paramsCost(params)
+	if err := s.keep(string(cmd.GetPreparedStatementHandle()), &bound, true); err != nil {
+		return nil, err
+	}
 	return cmd.GetPreparedStatementHandle(), nil
 }
 
@@ -562,8 +532,17 @@ func paramValue(a arrow.Array, r int) (any, error) {
 	return nil, fmt.Errorf("values of type %s are not supported", a.DataType())
 }
 
-// boundStatement is a prepared statement with its parameters.
-func (p *prepared) boundStatement() (*sqlstmt.Statement, error) {
+// boundStatement is a prepared statement with its parameters: binding
+// parses the statement's text again, under the parse weight.
+func (s *Server) boundStatement(ctx context.Context, p *prepared) (*sqlstmt.Statement, error) {
+	if p.st.Params == 0 && len(p.params) == 0 {
+		return p.st, nil
+	}
+	w := max(int64(len(p.sql)), 1)
+	if err := s.parsing.Acquire(ctx, w); err != nil {
+		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("waiting to bind the statement: %w", err))
+	}
+	defer s.parsing.Release(w)
 	return p.st.Bind(p.params)
 }
 
@@ -577,7 +556,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd afsql.P
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.boundStatement()
+	st, err := s.boundStatement(ctx, p)
 	if err != nil {
 		return nil, grpcutil.ToStatus(err)
 	}
@@ -607,7 +586,7 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd afsql.PreparedS
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := p.boundStatement()
+	st, err := s.boundStatement(ctx, p)
 	if err != nil {
 		return nil, nil, grpcutil.ToStatus(err)
 	}

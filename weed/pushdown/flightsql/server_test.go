@@ -1,19 +1,12 @@
 package flightsql
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	lru "github.com/hashicorp/golang-lru/v2"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/lakeweed/seaweedfs/weed/pushdown/grpcutil"
-	"github.com/lakeweed/seaweedfs/weed/pushdown/sqlstmt"
 )
 
 func TestFilterPatternsMatchAsSQLLikeAndMetaCharactersAreLiteral(t *testing.T) {
@@ -81,33 +74,5 @@ func TestParameterValuesAreReadFromTheirArrowTypesAndNullsAreNil(t *testing.T) {
 	defer lists.Release()
 	if _, err := paramValue(lists, 0); err == nil {
 		t.Error("a list parameter was accepted")
-	}
-}
-
-// A query is parsed once across its two calls (GetFlightInfo parses it, DoGet
-// redeems the ticket holding its SQL): the same SQL finds the same parse;
-// SQL the front end refuses is refused each time and not kept, and SQL
-// past the bound is refused before it is parsed.
-func TestAStatementIsParsedOnceForItsFlightInfoAndItsTicket(t *testing.T) {
-	s := &Server{}
-	s.parsed, _ = lru.New[string, *sqlstmt.Statement](4)
-	const q = "SELECT COUNT(*) FROM demo.events WHERE status = 'error'"
-	a, err := s.statement(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, err := s.statement(q); err != nil || b != a {
-		t.Fatalf("the second call parsed the SQL again (%v)", err)
-	}
-	for i := 0; i < 2; i++ {
-		if _, err := s.statement("SELECT * FROM a JOIN b ON true"); err == nil {
-			t.Fatalf("call %d: a join was accepted", i+1)
-		}
-	}
-	if s.parsed.Len() != 1 {
-		t.Fatalf("%d statements kept, want the one parsed", s.parsed.Len())
-	}
-	if _, err := s.statement("SELECT 1 FROM a.b WHERE x = '" + strings.Repeat("x", maxSQLBytes) + "'"); status.Code(grpcutil.ToStatus(err)) != codes.ResourceExhausted {
-		t.Fatalf("SQL past the bound: %v, want RESOURCE_EXHAUSTED", err)
 	}
 }
