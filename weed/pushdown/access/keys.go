@@ -167,7 +167,7 @@ func (k *Keys) Verify(tok string) (TokenGrant, error) {
 	if err != nil || !parsed.Valid {
 		msg := "invalid"
 		if err != nil {
-			msg = perr.Clip(err.Error(), 200)
+			msg = perr.Truncate(err.Error(), 200)
 		}
 		return TokenGrant{}, perr.New(perr.PermissionDenied, "bearer token refused: %s", msg)
 	}

@@ -139,7 +139,7 @@ func ToStatus(err error) error {
 // that does not.
 const MaxErrorMessage = 2048
 
-func bounded(msg string) string { return perr.Clip(msg, MaxErrorMessage) }
+func bounded(msg string) string { return perr.Truncate(msg, MaxErrorMessage) }
 
 // Code is the gRPC code of an error kind.
 func Code(k perr.Kind) codes.Code {

@@ -92,19 +92,6 @@ func IsContext(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// Clip keeps at most most bytes of a message (not splitting a UTF-8
-// sequence), saying how long it was when it cuts.
-func Clip(msg string, most int) string {
-	if len(msg) <= most {
-		return msg
-	}
-	cut := most
-	for cut > 0 && msg[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return fmt.Sprintf("%s… (message of %d bytes cut)", msg[:cut], len(msg))
-}
-
 // MaxQuoted is how much of a client-supplied string an error message
 // quotes.
 const MaxQuoted = 64
@@ -132,13 +119,15 @@ func Quote(s string) string {
 }
 
 // Truncate cuts s to at most n bytes (at a UTF-8 boundary), marking the
-// cut: for messages and registry reasons that must stay short.
+// cut with the length it had: for messages and registry reasons that must
+// stay short.
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
 	}
-	return s[:n] + "…"
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }

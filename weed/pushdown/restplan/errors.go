@@ -19,7 +19,7 @@ type errorModel struct {
 const maxMessage = 2048
 
 func newError(status int, typ, msg string) errorModel {
-	return errorModel{Message: perr.Clip(msg, maxMessage), Type: typ, Code: status}
+	return errorModel{Message: perr.Truncate(msg, maxMessage), Type: typ, Code: status}
 }
 
 func failure(status int, typ, msg string) *probeFailure {

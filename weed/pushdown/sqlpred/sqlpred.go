@@ -667,4 +667,4 @@ func ParserMessage(err error) string {
 
 // clipParserMessage keeps at most 4×perr.MaxQuoted bytes of a parser
 // message that names no token.
-func clipParserMessage(s string) string { return perr.Clip(s, 4*perr.MaxQuoted) }
+func clipParserMessage(s string) string { return perr.Truncate(s, 4*perr.MaxQuoted) }
