@@ -54,7 +54,7 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 		o.Warehouse = "warehouse"
 	}
 	dir := t.TempDir()
-	p := FreePorts(t, 2+3*o.Volumes+4)
+	p := FreePorts(t, 2+3*o.Volumes+5)
 	mc := &MultiCluster{Cluster: Cluster{Dir: dir, IP: "127.0.0.1", MasterPort: p[0], Warehouse: o.Warehouse}}
 	master := fmt.Sprintf("127.0.0.1:%d.%d", p[0], p[1])
 	margs := []string{"master", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(p[0]), "-port.grpc=" + strconv.Itoa(p[1]),
@@ -82,15 +82,22 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 	// such a pair.
 	mc.FilerPort = FreePortWithGrpc(t)
 	mc.FilerGrpcPort, mc.S3Port, mc.IcebergPort, mc.CatalogPort = mc.FilerPort+10000, f[1], f[2], f[3]
+	// Every port weed binds is one handed out here: a port upstream derives
+	// (the S3 gRPC port at S3's + 10000) may lie above the ephemeral floor,
+	// where an outbound connection can take it first; Lance's default is a
+	// fixed port two clusters would share.
 	mc.Proc = StartProcess(t, dir, "filer", nil, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-port="+strconv.Itoa(mc.FilerPort), "-port.grpc="+strconv.Itoa(mc.FilerGrpcPort), "-master="+master,
 		"-defaultStoreDir="+subdir(t, dir, "f"),
-		"-s3", "-s3.port="+strconv.Itoa(mc.S3Port), "-s3.port.iceberg="+strconv.Itoa(mc.IcebergPort),
+		"-s3", "-s3.port="+strconv.Itoa(mc.S3Port), "-s3.port.grpc="+strconv.Itoa(f[4]), "-s3.port.iceberg="+strconv.Itoa(mc.IcebergPort), "-s3.port.lance=0",
 		"-pushdown", "-pushdown.port="+strconv.Itoa(mc.CatalogPort))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := UntilExit(context.Background(), 90*time.Second, mc.Proc)
 	defer cancel()
 	if err := WaitHealthyEndpoints(ctx, mc.CatalogAddr(), o.Volumes); err != nil {
+		if cause := context.Cause(ctx); !mc.Proc.Running() && cause != nil {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
 		t.Fatalf("multi-node cluster: %v\n--- filer log ---\n%s", err, Tail(mc.Proc.Log, 40))
 	}
 	for _, a := range []string{mc.S3Addr(), mc.IcebergAddr()} {

@@ -23,7 +23,7 @@ import (
 func TestCatalogDiscoversVolumeEndpointsAndDropsOneThatStops(t *testing.T) {
 	t.Parallel() // its own cluster: runs beside another such test (CI time)
 	dir := t.TempDir()
-	p := harness.FreePorts(t, 16)
+	p := harness.FreePorts(t, 17)
 	master := fmt.Sprintf("127.0.0.1:%d.%d", p[0], p[1])
 	harness.StartProcess(t, dir, "master", nil, "master", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-port="+strconv.Itoa(p[0]), "-port.grpc="+strconv.Itoa(p[1]), "-mdir="+mkdir(t, dir, "m"), "-telemetry=false")
@@ -42,7 +42,7 @@ func TestCatalogDiscoversVolumeEndpointsAndDropsOneThatStops(t *testing.T) {
 	harness.StartProcess(t, dir, "filer", nil, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-port="+strconv.Itoa(p[12]), "-port.grpc="+strconv.Itoa(p[13]), "-master="+master,
 		"-defaultStoreDir="+mkdir(t, dir, "f"),
-		"-s3", "-s3.port="+strconv.Itoa(p[14]), "-s3.port.iceberg="+strconv.Itoa(p[15]),
+		"-s3", "-s3.port="+strconv.Itoa(p[14]), "-s3.port.grpc="+strconv.Itoa(p[16]), "-s3.port.iceberg="+strconv.Itoa(p[15]), "-s3.port.lance=0",
 		"-pushdown", "-pushdown.port="+strconv.Itoa(catalogPort))
 	catalog := fmt.Sprintf("127.0.0.1:%d", catalogPort)
 
