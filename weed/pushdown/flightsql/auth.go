@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,11 +74,43 @@ func (s *Server) keysSession(ctx context.Context, accessKey, secretKey string) (
 		expires: time.Now().Add(s.cfg.SessionTTL)}, nil
 }
 
-// issue returns a bearer token for ses (a Handshake's answer).
+// issue returns a bearer token for ses (a Handshake's answer). One
+// identity (a pair of S3 keys, or the anonymous caller) holds at most
+// maxTokensPerIdentity tokens, its oldest forgotten past that: handshakes
+// in a loop cannot push every other caller's token out of the
+// maxSessions kept.
 func (s *Server) issue(ses *session) string {
 	tok := newToken()
+	s.tokMu.Lock()
+	toks := append(s.tokens[ses.id], tok)
+	var drop []string
+	if n := len(toks) - maxTokensPerIdentity; n > 0 {
+		drop = slices.Clone(toks[:n])
+		toks = slices.Clone(toks[n:])
+	}
+	s.tokens[ses.id] = toks
+	s.tokMu.Unlock()
+	for _, d := range drop {
+		s.sessions.Remove(d) // forgetToken finds it gone from the list
+	}
 	s.sessions.Add(tok, ses)
 	return tok
+}
+
+// forgetToken drops a token the sessions cache let go (evicted or
+// removed) from its identity's list.
+func (s *Server) forgetToken(tok string, ses *session) {
+	s.tokMu.Lock()
+	defer s.tokMu.Unlock()
+	toks := s.tokens[ses.id]
+	if i := slices.Index(toks, tok); i >= 0 {
+		toks = slices.Delete(toks, i, i+1)
+	}
+	if len(toks) == 0 {
+		delete(s.tokens, ses.id)
+		return
+	}
+	s.tokens[ses.id] = toks
 }
 
 type wrappedStream struct {

@@ -68,6 +68,7 @@ type Config struct {
 // Limits of what the server keeps per caller.
 const (
 	maxSessions           = 100_000
+	maxTokensPerIdentity  = 64
 	maxConnectors         = 256
 	defaultSessionTTL     = 12 * time.Hour
 	connectorCloseDelay   = 10 * time.Minute
@@ -83,6 +84,8 @@ type Server struct {
 	afsql.BaseServer
 	cfg        Config
 	sessions   *lru.Cache[string, *session]
+	tokMu      sync.Mutex
+	tokens     map[string][]string // session id → its bearer tokens, oldest first
 	connectors *lru.Cache[string, *connector.Connector]
 	*statements
 	mu      sync.Mutex
@@ -121,7 +124,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, running: map[string]context.CancelFunc{}, slots: make(chan struct{}, cfg.MaxQueries)}
 	s.Alloc = memory.DefaultAllocator
-	s.sessions, _ = lru.New[string, *session](maxSessions)
+	s.tokens = map[string][]string{}
+	s.sessions, _ = lru.NewWithEvict[string, *session](maxSessions, s.forgetToken)
 	s.statements = newStatements()
 	s.connectors, _ = lru.NewWithEvict[string, *connector.Connector](maxConnectors, func(_ string, c *connector.Connector) {
 		time.AfterFunc(connectorCloseDelay, c.Close) // queries running on it finish first
