@@ -43,7 +43,7 @@ func addRESTFlags(cmd *command.Command) *restFlags {
 		syncWait:     cmd.Flag.Duration("pushdown.rest.syncWait", d.SyncWait, "how long a scan plan request waits for its plan before it is answered \"submitted\" and polled (0: always submitted)"),
 		tasksPerPage: cmd.Flag.Int("pushdown.rest.tasksPerPage", d.TasksPerPage, "file scan tasks per answer: a plan with more is split into plan tasks fetched page by page"),
 		planTTL:      cmd.Flag.Duration("pushdown.rest.planTTL", d.PlanTTL, "how long a scan plan is kept after its last use (then its plan id and plan tasks are unknown: NoSuchPlanIdException / NoSuchPlanTaskException)"),
-		maxPlans:     cmd.Flag.Int("pushdown.rest.maxPlans", d.MaxPlans, "scan plans kept at once (running, or holding plan tasks); past it new plans are answered 503"),
+		maxPlans:     cmd.Flag.Int("pushdown.rest.maxPlans", d.MaxPlans, "scan plans kept at once (running, or holding plan tasks), one caller holding at most an eighth of them; past either, new plans are answered 503"),
 		authTTL: cmd.Flag.Duration("pushdown.rest.authTTL", d.AuthTTL, "how long a scan-planning caller's authorization (upstream's LoadTable answering 200 to its credential for the table) is remembered; "+
 			"a revoked caller loses access within it (0: every planning request asks LoadTable)"),
 	}

@@ -172,8 +172,11 @@ func TestPlansAreBoundToCallerAndTableAndExpire(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.janitor(ctx)
-	p := s.add("alice", "t1", func() {})
-	if s.add("alice", "t1", func() {}) == nil || s.add("bob", "t1", func() {}) != nil {
+	p, _ := s.add("alice", "t1", func() {})
+	if q, _ := s.add("carol", "t1", func() {}); q == nil {
+		t.Fatal("a second caller's plan refused under MaxPlans 2")
+	}
+	if q, callerFull := s.add("bob", "t1", func() {}); q != nil || callerFull {
 		t.Fatal("MaxPlans 2 was not enforced")
 	}
 	if s.get(p.id, "bob", "t1") != nil || s.get(p.id, "alice", "t2") != nil || s.get(p.id, "alice", "t1") == nil {
@@ -185,6 +188,31 @@ func TestPlansAreBoundToCallerAndTableAndExpire(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	if s.get(p.id, "alice", "t1") != nil {
 		t.Fatal("an expired plan is still served")
+	}
+}
+
+// One caller holds at most an eighth of MaxPlans: past it its own plans
+// are refused (saying so), while another caller's are still taken; a plan
+// it drops makes room again.
+func TestOneCallerHoldsOnlyItsShareOfThePlans(t *testing.T) {
+	s := newStore(Config{PlanTTL: time.Hour, MaxPlans: 16})
+	var held []*scanPlan
+	for i := 0; i < 2; i++ {
+		p, _ := s.add("alice", "t", func() {})
+		if p == nil {
+			t.Fatalf("plan %d of alice's share of 2 refused", i+1)
+		}
+		held = append(held, p)
+	}
+	if p, callerFull := s.add("alice", "t", func() {}); p != nil || !callerFull {
+		t.Fatalf("a third plan of alice: %v (caller full %v), want refused as her share", p, callerFull)
+	}
+	if p, _ := s.add("bob", "t", func() {}); p == nil {
+		t.Fatal("bob refused while alice holds her share")
+	}
+	s.drop(held[0])
+	if p, _ := s.add("alice", "t", func() {}); p == nil {
+		t.Fatal("alice refused after dropping a plan")
 	}
 }
 
@@ -228,7 +256,7 @@ func TestCallersAreAuthorizedBeforeTheirBoundedBodiesAreRead(t *testing.T) {
 
 func TestAPlanWhosePlanTasksWereAllFetchedIsKeptOnlyBriefly(t *testing.T) {
 	s := newStore(Config{PlanTTL: time.Hour, MaxPlans: 4})
-	p := s.add("alice", "t", func() {})
+	p, _ := s.add("alice", "t", func() {})
 	p.pages = make([]page, 3)
 	p.markFetched(1)
 	p.markFetched(1)

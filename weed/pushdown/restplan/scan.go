@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -127,10 +128,14 @@ func (f *Front) servePlan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	req.omitFullResidual = residualOmitted(r)
 	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
-	p := f.plans.add(ref.caller, ref.key, cancel)
+	p, callerFull := f.plans.add(ref.caller, ref.key, cancel)
 	if p == nil {
 		cancel()
 		w.Header().Set("Retry-After", "1")
+		if callerFull {
+			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", fmt.Sprintf("this caller holds %d scan plans, its share of -pushdown.rest.maxPlans: fetch their tasks or cancel them (DELETE …/plan/{plan-id}), or retry once they expire", f.plans.perCaller()))
+			return
+		}
 		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "too many scan plans are kept; retry shortly (-pushdown.rest.maxPlans)")
 		return
 	}

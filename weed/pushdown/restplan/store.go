@@ -92,17 +92,31 @@ func newID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// add registers a running plan, or returns nil when MaxPlans are kept.
-func (s *store) add(owner, table string, cancel context.CancelFunc) *scanPlan {
+// perCaller is how many of the MaxPlans one caller may hold: an eighth
+// (at least one), so one caller's plans cannot refuse everyone else's.
+func (s *store) perCaller() int { return max(1, s.cfg.MaxPlans/8) }
+
+// add registers a running plan, or returns nil when MaxPlans are kept
+// (callerFull: when the caller holds its share of them).
+func (s *store) add(owner, table string, cancel context.CancelFunc) (p *scanPlan, callerFull bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.plans) >= s.cfg.MaxPlans {
-		return nil
+		return nil, false
 	}
-	p := &scanPlan{id: newID(), owner: owner, table: table, cancel: cancel, done: make(chan struct{}), status: statusSubmitted,
+	held := 0
+	for _, q := range s.plans {
+		if q.owner == owner {
+			held++
+		}
+	}
+	if held >= s.perCaller() {
+		return nil, true
+	}
+	p = &scanPlan{id: newID(), owner: owner, table: table, cancel: cancel, done: make(chan struct{}), status: statusSubmitted,
 		expires: time.Now().Add(s.cfg.PlanTTL)}
 	s.plans[p.id] = p
-	return p
+	return p, false
 }
 
 // get returns the plan id of owner on table, extending its life; nil when
