@@ -41,11 +41,11 @@ test: build
 	WEED_BINARY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	FUZZTIME=2s FUZZ_PACKAGES="$(REQUEST_FUZZ)" FUZZ_ROTATE=1 ./scripts/fuzz.sh
 
-# `make test` fuzzes the decoders of what a caller sends and one payload
+# `make test` fuzzes the decoders of what a caller sends (SQL included) and one payload
 # reader chosen by the commit (2s each); every target's seed corpus
 # (payload readers too) runs in `go test`. `make fuzz`
 # fuzzes every target (request decoders, payload readers) for FUZZTIME each.
-REQUEST_FUZZ := access descriptor predicate rowbits sqlpred tables
+REQUEST_FUZZ := access descriptor predicate rowbits sqlpred sqlstmt tables
 FUZZTIME ?= 30s
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
