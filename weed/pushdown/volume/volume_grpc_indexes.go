@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/seaweedfs/seaweedfs/weed/glog"
 	"github.com/seaweedfs/seaweedfs/weed/pb/filer_pb"
 	"github.com/seaweedfs/seaweedfs/weed/util"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/bytelru"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/fileread"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/footer"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/freshness"
@@ -515,7 +515,7 @@ func schemaOf(schemaJSON, nmJSON []byte) (*iceberg.Schema, nameMapping, error) {
 				return nil, nameMapping{}, perr.New(perr.InvalidArgument, "schema_json: %v", boundedReason(err))
 			}
 			if len(schemaJSON) <= maxCachedSchemaBytes {
-				parsedSchemas.Add(key, schema)
+				parsedSchemas.Add(key, schema, schemaCost(schemaJSON))
 			}
 		}
 	}
@@ -542,14 +542,26 @@ func (m nameMapping) columns(ft *footer.Footer) *plan.ColumnMap {
 
 // parsedSchemas keeps the schemas requests carried, by the SHA-256 of
 // their JSON: the catalog sends the same table schema with every call.
-// Only schemas of at most maxCachedSchemaBytes of JSON are kept, so no
-// caller can fill it with 256 giant ones; larger schemas are parsed per call.
-var parsedSchemas, _ = lru.New[[32]byte, *iceberg.Schema](256)
+// It is bounded by what the schemas hold (a parse holds ~7 bytes a byte of
+// JSON: schemaCost), and only schemas of at most maxCachedSchemaBytes of
+// JSON are kept; larger ones are parsed per call.
+var parsedSchemas = bytelru.New[[32]byte, *iceberg.Schema](schemaCacheBytes, bytelru.Options[[32]byte, *iceberg.Schema]{})
 
 // decodedPredicates keeps the predicates requests carried, bound to a
 // schema of parsedSchemas (the same bytes under the same schema decode
 // once).
-var decodedPredicates = predicate.NewDecodeCache(1024)
+var decodedPredicates = predicate.NewDecodeCache(predicateCacheBytes)
+
+const (
+	schemaCacheBytes    = 64 << 20
+	predicateCacheBytes = 64 << 20
+	// heldBytesPerSchemaByte: measured 7.1 for 17,845 fields of 1 MiB of
+	// JSON with their lookup indexes built, rounded up.
+	heldBytesPerSchemaByte = 8
+)
+
+// schemaCost is the estimated bytes a parsed schema of json holds.
+func schemaCost(json []byte) int64 { return heldBytesPerSchemaByte*int64(len(json)) + 4096 }
 
 // decodePredicate decodes a request's predicate bound to schema, parsed
 // from schemaJSON by schemaOf: from decodedPredicates when that schema is
