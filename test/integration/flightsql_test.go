@@ -249,6 +249,42 @@ func TestFlightSQLServesQueriesAndMetadataToItsCallersIdentities(t *testing.T) {
 		t.Errorf("close prepared statement: %v", err)
 	}
 
+	// bounds: a session holds at most 1,000 prepared statements (the next is
+	// RESOURCE_EXHAUSTED, naming the bound), closing one makes room, and
+	// another identity is not affected; a syntax error quotes a bounded
+	// piece of the statement
+	var held []*flightsql.PreparedStatement
+	for i := 0; i < 1000; i++ {
+		p, err := client.Prepare(admin, "SELECT id FROM fsql_it.open_events WHERE tenant_id = ? AND id > "+strconv.Itoa(i))
+		if err != nil {
+			t.Fatalf("prepared statement %d of 1000: %v", i+1, err)
+		}
+		held = append(held, p)
+	}
+	if _, err := client.Prepare(admin, "SELECT id FROM fsql_it.open_events WHERE tenant_id = ?"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "at most 1000") {
+		t.Errorf("the 1,001st prepared statement: %v, want ResourceExhausted naming the bound", err)
+	}
+	if p, err := client.Prepare(alice, "SELECT id FROM fsql_it.open_events WHERE tenant_id = ?"); err != nil {
+		t.Errorf("alice's prepared statement while admin holds 1,000: %v", err)
+	} else {
+		_ = p.Close(alice)
+	}
+	if err := held[0].Close(admin); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := client.Prepare(admin, "SELECT id FROM fsql_it.open_events WHERE tenant_id = ?"); err != nil {
+		t.Errorf("a prepared statement after closing one: %v", err)
+	} else {
+		held[0] = p
+	}
+	for _, p := range held {
+		_ = p.Close(admin)
+	}
+	long := strings.Repeat("x", 100_000)
+	if _, err := client.Execute(admin, "SELECT id FROM fsql_it.open_events WHERE tenant_id = '"+long+"' '"+long+"'"); status.Code(err) != codes.InvalidArgument || len(err.Error()) > 1000 {
+		t.Errorf("a syntax error at a 100 KB literal: %d bytes of message (%v), want InvalidArgument within 1,000 bytes", len(err.Error()), status.Code(err))
+	}
+
 	// database/sql through arrow-go's driver
 	db, err := sql.Open("flightsql", "flightsql://AKADMIN000000000:admin-secret@"+addr+"?timeout=30s")
 	if err != nil {
