@@ -161,11 +161,16 @@ func (s *Server) Serve(addr string, opts ...grpc.ServerOption) (*Serving, error)
 	if err != nil {
 		return nil, fmt.Errorf("flight sql: listen on %s: %w (set -pushdown.flightsql.port)", addr, err)
 	}
-	opts = append([]grpc.ServerOption{
+	// Requests are bounded as the pushdown services bound theirs: static
+	// receive windows (an unread request costs at most 1 MiB a stream and
+	// 4 MiB a connection) and at most maxInflightBytes of requests being
+	// read or waiting for their handler at once.
+	adm := &grpcutil.Admission{Service: "Flight SQL", MaxRequest: maxRequestBytes, MaxInflight: maxInflightBytes}
+	opts = append(append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
-		grpc.MaxRecvMsgSize(16 << 20),
-	}, opts...)
+		grpc.MaxRecvMsgSize(maxRequestBytes),
+	}, adm.Options()...), opts...)
 	g := grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(g, afsql.NewFlightServer(s))
 	sv := &Serving{Addr: ln.Addr().String(), server: g, done: make(chan struct{})}

@@ -87,6 +87,12 @@ func (a *Admission) init() {
 // Held is the bytes of requests reserved now.
 func (a *Admission) Held() int64 { return a.held.Load() }
 
+// Options are the server options that apply a's bounds alone (static
+// receive windows, the budget of requests in flight, the tap when
+// Authenticate is set), for a server with interceptors of its own (Flight
+// SQL); ServerOptions includes them.
+func (a *Admission) Options() []grpc.ServerOption { return a.options() }
+
 func (a *Admission) options() []grpc.ServerOption {
 	a.init()
 	opts := []grpc.ServerOption{
