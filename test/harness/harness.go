@@ -354,19 +354,21 @@ func startMiniOnce(t testing.TB, o MiniOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// UntilExit returns a context that ends after timeout or as soon as p
-// exits, whichever is first, so a wait for readiness stops at once when the
-// process died instead of running out its whole timeout.
-func UntilExit(parent context.Context, timeout time.Duration, p *Process) (context.Context, context.CancelFunc) {
+// UntilExit returns a context that ends after timeout or as soon as one
+// of procs exits, whichever is first, so a wait for readiness stops at once
+// when a process died instead of running out its whole timeout.
+func UntilExit(parent context.Context, timeout time.Duration, procs ...*Process) (context.Context, context.CancelFunc) {
 	ctx, cancelTimeout := context.WithTimeout(parent, timeout)
 	ctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		select {
-		case <-p.done:
-			cancel(fmt.Errorf("%s exited: %v", p.Name, p.err))
-		case <-ctx.Done():
-		}
-	}()
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.done:
+				cancel(fmt.Errorf("%s exited: %v", p.Name, p.err))
+			case <-ctx.Done():
+			}
+		}()
+	}
 	return ctx, func() { cancel(context.Canceled); cancelTimeout() }
 }
 

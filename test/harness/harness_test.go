@@ -44,6 +44,23 @@ func TestUntilExitEndsTheWaitAsSoonAsTheProcessExits(t *testing.T) {
 	}
 }
 
+func TestUntilExitEndsWhenAnyOfSeveralProcessesExits(t *testing.T) {
+	a := &Process{Name: "master", done: make(chan struct{})}
+	b := &Process{Name: "volume1", done: make(chan struct{})}
+	ctx, cancel := UntilExit(context.Background(), time.Hour, a, b)
+	defer cancel()
+	b.err = errors.New("exit status 1")
+	close(b.done)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("context still open after one of the processes exited")
+	}
+	if c := context.Cause(ctx); c == nil || !strings.Contains(c.Error(), "volume1 exited") {
+		t.Fatalf("cause = %v, want volume1's exit named", c)
+	}
+}
+
 func TestOnlyABindFailureCountsAsALostPortRace(t *testing.T) {
 	lost := exitedProcess(t, "F1205 s3.go:488 S3 API Server listener on 127.0.0.1:38509 error: listen tcp 127.0.0.1:38509: bind: address already in use\n")
 	if !lostPortRace(lost) {

@@ -40,6 +40,7 @@ type MultiCluster struct {
 	// VolumePushdownAddrs[i] its volume pushdown service's.
 	VolumeServers       []string
 	VolumePushdownAddrs []string
+	masterAddr          string // host:port.grpcPort, as weed's -master takes it
 }
 
 // StartMulti starts a MultiCluster on ephemeral loopback ports, creates the
@@ -53,53 +54,21 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 	if o.Warehouse == "" {
 		o.Warehouse = "warehouse"
 	}
-	dir := t.TempDir()
-	p := FreePorts(t, 2+3*o.Volumes+5)
-	mc := &MultiCluster{Cluster: Cluster{Dir: dir, IP: "127.0.0.1", MasterPort: p[0], Warehouse: o.Warehouse}}
-	master := fmt.Sprintf("127.0.0.1:%d.%d", p[0], p[1])
-	margs := []string{"master", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(p[0]), "-port.grpc=" + strconv.Itoa(p[1]),
-		"-mdir=" + subdir(t, dir, "m"), "-telemetry=false"}
-	if o.Replication != "" {
-		margs = append(margs, "-defaultReplication="+o.Replication)
-	}
-	mc.Master = StartProcess(t, dir, "master", nil, margs...)
-	for i := 0; i < o.Volumes; i++ {
-		port, grpcPort, pushdownPort := p[2+3*i], p[3+3*i], p[4+3*i]
-		ip := "127.0.0.1"
-		if o.DistinctHosts {
-			ip = fmt.Sprintf("127.0.0.%d", 2+i)
+	var mc *MultiCluster
+	for attempt := 1; ; attempt++ {
+		var err error
+		if mc, err = startMultiProcesses(t, o); err == nil {
+			break
 		}
-		mc.Volumes = append(mc.Volumes, StartProcess(t, dir, fmt.Sprintf("volume%d", i), nil, "volume",
-			"-ip="+ip, "-ip.bind="+ip, "-port="+strconv.Itoa(port), "-port.grpc="+strconv.Itoa(grpcPort),
-			"-dir="+subdir(t, dir, fmt.Sprintf("v%d", i)), "-master="+master, "-preStopSeconds=1",
-			"-pushdown", "-pushdown.volume.port="+strconv.Itoa(pushdownPort)))
-		mc.VolumeServers = append(mc.VolumeServers, fmt.Sprintf("%s:%d", ip, port))
-		mc.VolumePushdownAddrs = append(mc.VolumePushdownAddrs, fmt.Sprintf("%s:%d", ip, pushdownPort))
-	}
-	f := p[2+3*o.Volumes:]
-	// The filer's embedded S3 gateway dials the filer's gRPC at its HTTP
-	// port + 10000 whatever -port.grpc says (upstream), so the filer gets
-	// such a pair.
-	mc.FilerPort = FreePortWithGrpc(t)
-	mc.FilerGrpcPort, mc.S3Port, mc.IcebergPort, mc.CatalogPort = mc.FilerPort+10000, f[1], f[2], f[3]
-	// Every port weed binds is one handed out here: a port upstream derives
-	// (the S3 gRPC port at S3's + 10000) may lie above the ephemeral floor,
-	// where an outbound connection can take it first; Lance's default is a
-	// fixed port two clusters would share.
-	mc.Proc = StartProcess(t, dir, "filer", nil, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-		"-port="+strconv.Itoa(mc.FilerPort), "-port.grpc="+strconv.Itoa(mc.FilerGrpcPort), "-master="+master,
-		"-defaultStoreDir="+subdir(t, dir, "f"),
-		"-s3", "-s3.port="+strconv.Itoa(mc.S3Port), "-s3.port.grpc="+strconv.Itoa(f[4]), "-s3.port.iceberg="+strconv.Itoa(mc.IcebergPort), "-s3.port.lance=0",
-		"-pushdown", "-pushdown.port="+strconv.Itoa(mc.CatalogPort))
-
-	ctx, cancel := UntilExit(context.Background(), 90*time.Second, mc.Proc)
-	defer cancel()
-	if err := WaitHealthyEndpoints(ctx, mc.CatalogAddr(), o.Volumes); err != nil {
-		if cause := context.Cause(ctx); !mc.Proc.Running() && cause != nil {
-			err = fmt.Errorf("%w (%v)", err, cause)
+		if attempt < 3 && mc.lostPortRace() {
+			t.Logf("a multi-node process lost a port to another process before binding it (attempt %d); starting again on new ports", attempt)
+			mc.stopAll()
+			continue
 		}
 		t.Fatalf("multi-node cluster: %v\n--- filer log ---\n%s", err, Tail(mc.Proc.Log, 40))
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	for _, a := range []string{mc.S3Addr(), mc.IcebergAddr()} {
 		if err := waitTCP(ctx, a); err != nil {
 			t.Fatal(err)
@@ -109,7 +78,7 @@ func StartMulti(t testing.TB, o MultiOptions) *MultiCluster {
 	// filer's registration alone has taken most of the first 90 s.
 	bctx, bcancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer bcancel()
-	if err := createTableBucket(bctx, t, dir, master, mc.FilerGrpcAddress(), o.Warehouse); err != nil {
+	if err := createTableBucket(bctx, t, mc.Dir, mc.masterAddr, mc.FilerGrpcAddress(), o.Warehouse); err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -152,4 +121,81 @@ func subdir(t testing.TB, parent, name string) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// startMultiProcesses starts the master, the volume servers and the filer
+// on new ports and waits until the catalog sees every volume endpoint
+// healthy; the wait ends early when a process exits.
+func startMultiProcesses(t testing.TB, o MultiOptions) (*MultiCluster, error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := FreePorts(t, 2+3*o.Volumes+5)
+	mc := &MultiCluster{Cluster: Cluster{Dir: dir, IP: "127.0.0.1", MasterPort: p[0], Warehouse: o.Warehouse}}
+	master := fmt.Sprintf("127.0.0.1:%d.%d", p[0], p[1])
+	mc.masterAddr = master
+	margs := []string{"master", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-port=" + strconv.Itoa(p[0]), "-port.grpc=" + strconv.Itoa(p[1]),
+		"-mdir=" + subdir(t, dir, "m"), "-telemetry=false"}
+	if o.Replication != "" {
+		margs = append(margs, "-defaultReplication="+o.Replication)
+	}
+	mc.Master = StartProcess(t, dir, "master", nil, margs...)
+	for i := 0; i < o.Volumes; i++ {
+		port, grpcPort, pushdownPort := p[2+3*i], p[3+3*i], p[4+3*i]
+		ip := "127.0.0.1"
+		if o.DistinctHosts {
+			ip = fmt.Sprintf("127.0.0.%d", 2+i)
+		}
+		mc.Volumes = append(mc.Volumes, StartProcess(t, dir, fmt.Sprintf("volume%d", i), nil, "volume",
+			"-ip="+ip, "-ip.bind="+ip, "-port="+strconv.Itoa(port), "-port.grpc="+strconv.Itoa(grpcPort),
+			"-dir="+subdir(t, dir, fmt.Sprintf("v%d", i)), "-master="+master, "-preStopSeconds=1",
+			"-pushdown", "-pushdown.volume.port="+strconv.Itoa(pushdownPort)))
+		mc.VolumeServers = append(mc.VolumeServers, fmt.Sprintf("%s:%d", ip, port))
+		mc.VolumePushdownAddrs = append(mc.VolumePushdownAddrs, fmt.Sprintf("%s:%d", ip, pushdownPort))
+	}
+	f := p[2+3*o.Volumes:]
+	// The filer's embedded S3 gateway dials the filer's gRPC at its HTTP
+	// port + 10000 whatever -port.grpc says (upstream), so the filer gets
+	// such a pair.
+	mc.FilerPort = FreePortWithGrpc(t)
+	mc.FilerGrpcPort, mc.S3Port, mc.IcebergPort, mc.CatalogPort = mc.FilerPort+10000, f[1], f[2], f[3]
+	// Every port weed binds is one handed out here: a port upstream derives
+	// (the S3 gRPC port at S3's + 10000) may lie above the ephemeral floor,
+	// where an outbound connection can take it first; Lance's default is a
+	// fixed port two clusters would share.
+	mc.Proc = StartProcess(t, dir, "filer", nil, "filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		"-port="+strconv.Itoa(mc.FilerPort), "-port.grpc="+strconv.Itoa(mc.FilerGrpcPort), "-master="+master,
+		"-defaultStoreDir="+subdir(t, dir, "f"),
+		"-s3", "-s3.port="+strconv.Itoa(mc.S3Port), "-s3.port.grpc="+strconv.Itoa(f[4]), "-s3.port.iceberg="+strconv.Itoa(mc.IcebergPort), "-s3.port.lance=0",
+		"-pushdown", "-pushdown.port="+strconv.Itoa(mc.CatalogPort))
+
+	procs := append([]*Process{mc.Master, mc.Proc}, mc.Volumes...)
+	ctx, cancel := UntilExit(context.Background(), 90*time.Second, procs...)
+	defer cancel()
+	if err := WaitHealthyEndpoints(ctx, mc.CatalogAddr(), o.Volumes); err != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
+		return mc, err
+	}
+	return mc, nil
+}
+
+// lostPortRace reports whether a process of the cluster exited because a
+// port it was handed was taken before it could bind it.
+func (mc *MultiCluster) lostPortRace() bool {
+	for _, p := range append([]*Process{mc.Master, mc.Proc}, mc.Volumes...) {
+		if lostPortRace(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopAll stops every process of the cluster.
+func (mc *MultiCluster) stopAll() {
+	for _, p := range append([]*Process{mc.Proc, mc.Master}, mc.Volumes...) {
+		if p != nil {
+			_ = p.Stop(20 * time.Second)
+		}
+	}
 }
