@@ -2,12 +2,14 @@ package grpcutil
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
+	"github.com/lakeweed/seaweedfs/weed/pushdown/metrics"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -56,6 +59,13 @@ func serve(t *testing.T, adm *Admission, stub *volumeStub) pushdown_pb.PushdownV
 // serveCaller serves srv with adm's options over an in-memory listener.
 func serveCaller(t *testing.T, adm *Admission, srv pushdown_pb.PushdownVolumeServer) pushdown_pb.PushdownVolumeClient {
 	t.Helper()
+	return pushdown_pb.NewPushdownVolumeClient(serveConn(t, adm, srv))
+}
+
+// serveConn serves srv with adm's options over an in-memory listener and
+// returns a connection to it.
+func serveConn(t *testing.T, adm *Admission, srv pushdown_pb.PushdownVolumeServer) *grpc.ClientConn {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer(ServerOptions("grpc.volume", adm)...)
 	pushdown_pb.RegisterPushdownVolumeServer(s, srv)
@@ -67,7 +77,57 @@ func serveCaller(t *testing.T, adm *Admission, srv pushdown_pb.PushdownVolumeSer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return pushdown_pb.NewPushdownVolumeClient(conn)
+	return conn
+}
+
+// Calls the tap refuses before their method is looked up are counted, but
+// a made-up method name mints no label value: every such call is counted
+// under "unknown", however many names a caller invents.
+func TestCallsRefusedUnderMadeUpMethodNamesAddNoMetricSeries(t *testing.T) {
+	adm := &Admission{Service: "test", MaxRequest: 1 << 20, MaxInflight: 64 << 20,
+		Authenticate: func(ctx context.Context, method string, md metadata.MD) error {
+			return perr.New(perr.PermissionDenied, "unsigned")
+		}}
+	conn := serveConn(t, adm, &volumeStub{})
+	reg := prometheus.NewRegistry()
+	metrics.Register(reg)
+	series := func() map[string]bool {
+		t.Helper()
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, f := range fams {
+			if f.GetName() != "SeaweedFS_pushdown_rpc_requests_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "method" {
+						seen[l.GetValue()] = true
+					}
+				}
+			}
+		}
+		return seen
+	}
+	before := series()
+	for i := 0; i < 50; i++ {
+		err := conn.Invoke(context.Background(), fmt.Sprintf("/evil.Service/Made%d", i), &pushdown_pb.ReadRangesRequest{}, &pushdown_pb.ReadRangesResponse{})
+		if status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("a made-up method: %v, want PERMISSION_DENIED from the tap", err)
+		}
+	}
+	after := series()
+	for m := range after {
+		if !before[m] && m != "unknown" {
+			t.Fatalf("a refused made-up method minted the label value %q", m)
+		}
+	}
+	if !after["unknown"] {
+		t.Fatal("the refused calls were not counted under unknown")
+	}
 }
 
 func TestACallerRefusedFromItsMetadataNeverReachesTheHandler(t *testing.T) {

@@ -22,8 +22,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/lakeweed/seaweedfs/weed/pb/pushdown_pb"
 	"github.com/lakeweed/seaweedfs/weed/pushdown/perr"
 )
 
@@ -84,18 +86,35 @@ func ObserveRPC(fullMethod string, code codes.Code, took time.Duration) {
 }
 
 // SplitMethod turns "/pushdown_pb.PushdownCatalog/Plan" into ("catalog",
-// "Plan"). Only methods a server registered reach an interceptor, so both
-// are bounded by the protos.
+// "Plan"). A name that is not a method of the pushdown services is
+// ("unknown", "unknown"): interceptors see only registered methods, but the
+// admission tap counts calls it refuses before the method is looked up,
+// and a client that may not call at all must not mint label values (each
+// a series kept forever) with made-up paths.
 func SplitMethod(fullMethod string) (service, method string) {
-	svc, method, ok := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
-	if !ok {
+	if !knownMethods[fullMethod] {
 		return "unknown", "unknown"
 	}
+	svc, method, _ := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
 	if i := strings.LastIndexByte(svc, '.'); i >= 0 {
 		svc = svc[i+1:]
 	}
 	return strings.ToLower(strings.TrimPrefix(svc, "Pushdown")), method
 }
+
+// knownMethods are the full names of the pushdown services' methods.
+var knownMethods = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range []grpc.ServiceDesc{pushdown_pb.PushdownCatalog_ServiceDesc, pushdown_pb.PushdownVolume_ServiceDesc} {
+		for _, x := range d.Methods {
+			m["/"+d.ServiceName+"/"+x.MethodName] = true
+		}
+		for _, x := range d.Streams {
+			m["/"+d.ServiceName+"/"+x.StreamName] = true
+		}
+	}
+	return m
+}()
 
 // Refusal reasons: why a request was refused PERMISSION_DENIED.
 const (

@@ -53,7 +53,10 @@ func TestMethodNamesBecomeServiceAndMethodLabels(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"/pushdown_pb.PushdownCatalog/Plan":          {"catalog", "Plan"},
 		"/pushdown_pb.PushdownVolume/ComputeDeletes": {"volume", "ComputeDeletes"},
-		"garbage": {"unknown", "unknown"},
+		"garbage":                                {"unknown", "unknown"},
+		"/pushdown_pb.PushdownCatalog/MadeUp":    {"unknown", "unknown"},
+		"/evil.Service/Plan":                     {"unknown", "unknown"},
+		"/pushdown_pb.PushdownVolume/ScanRows/x": {"unknown", "unknown"},
 	} {
 		s, m := SplitMethod(in)
 		if s != want[0] || m != want[1] {
