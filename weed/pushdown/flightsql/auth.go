@@ -161,11 +161,13 @@ func (s *Server) Serve(addr string, opts ...grpc.ServerOption) (*Serving, error)
 	if err != nil {
 		return nil, fmt.Errorf("flight sql: listen on %s: %w (set -pushdown.flightsql.port)", addr, err)
 	}
-	// Requests are bounded as the pushdown services bound theirs: static
-	// receive windows (an unread request costs at most 1 MiB a stream and
-	// 4 MiB a connection) and at most maxInflightBytes of requests being
-	// read or waiting for their handler at once.
-	adm := &grpcutil.Admission{Service: "Flight SQL", MaxRequest: maxRequestBytes, MaxInflight: maxInflightBytes}
+	// Static receive windows, as the pushdown services have: an unread
+	// request costs at most 1 MiB a stream and 4 MiB a connection. No
+	// budget of requests in flight: here a call is authenticated only by
+	// its interceptor, after a budget would have been reserved, and Flight
+	// SQL calls have no deadline, so streams opened and never sent on by a
+	// caller nobody knows would hold the budget and stall every caller.
+	adm := &grpcutil.Admission{Service: "Flight SQL", MaxRequest: maxRequestBytes}
 	opts = append(append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),

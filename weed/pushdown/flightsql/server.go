@@ -70,7 +70,6 @@ const (
 	maxSessions           = 100_000
 	maxTokensPerIdentity  = 64
 	maxRequestBytes       = 16 << 20
-	maxInflightBytes      = 256 << 20
 	maxConnectors         = 256
 	defaultSessionTTL     = 12 * time.Hour
 	connectorCloseDelay   = 10 * time.Minute
