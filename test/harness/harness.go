@@ -303,16 +303,24 @@ type MiniOptions struct {
 // waits until S3, the Iceberg catalog and both pushdown services answer.
 func StartMini(t testing.TB, o MiniOptions) *Cluster {
 	t.Helper()
+	return startReady(t, "weed mini -pushdown", func() (*Cluster, error) { return startMiniOnce(t, o) })
+}
+
+// startReady runs start until its cluster is ready, starting it again on
+// new ports (at most twice, logged) when its process died of a port taken
+// before it could bind it; any other failure fails the test with the log.
+func startReady(t testing.TB, what string, start func() (*Cluster, error)) *Cluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := startMiniOnce(t, o)
+		c, err := start()
 		if err == nil {
 			return c
 		}
 		if attempt < 3 && lostPortRace(c.Proc) {
-			t.Logf("weed mini lost a port to another process before binding it (attempt %d); starting again on new ports:\n%s", attempt, Tail(c.Proc.Log, 3))
+			t.Logf("%s lost a port to another process before binding it (attempt %d); starting again on new ports:\n%s", what, attempt, Tail(c.Proc.Log, 3))
 			continue
 		}
-		t.Fatalf("weed mini -pushdown did not become ready: %v\n--- log ---\n%s", err, Tail(c.Proc.Log, 60))
+		t.Fatalf("%s did not become ready: %v\n--- log ---\n%s", what, err, Tail(c.Proc.Log, 60))
 	}
 }
 

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -21,6 +22,11 @@ type ServerOptions struct {
 // waits until both pushdown services, S3 and the Iceberg catalog answer.
 // Unlike `weed mini -tableBucket`, no table bucket exists afterwards.
 func StartServer(t testing.TB, o ServerOptions) *Cluster {
+	t.Helper()
+	return startReady(t, "weed server -s3 -pushdown", func() (*Cluster, error) { return startServerOnce(t, o) })
+}
+
+func startServerOnce(t testing.TB, o ServerOptions) (*Cluster, error) {
 	t.Helper()
 	c, p := loopbackCluster(t, 11, o.Warehouse)
 	args := []string{"server",
@@ -45,10 +51,13 @@ func StartServer(t testing.TB, o ServerOptions) *Cluster {
 		}
 	}
 	if err != nil {
-		t.Fatalf("weed server -s3 -pushdown did not become ready: %v\n--- log ---\n%s", err, Tail(c.Proc.Log, 60))
+		if cause := context.Cause(ctx); !c.Proc.Running() && cause != nil {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
+		return c, err
 	}
 	c.StartupTime = time.Since(start)
-	return c
+	return c, nil
 }
 
 // loopbackCluster lays a one-process cluster out in a temp dir on n free
