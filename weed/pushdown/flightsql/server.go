@@ -407,7 +407,7 @@ func (s *Server) CreatePreparedStatement(ctx context.Context, req afsql.ActionCr
 		return res, grpcutil.ToStatus(err)
 	}
 	handle := newToken()[:32]
-	if err := s.keep(handle, &prepared{owner: ses.id, sql: req.GetQuery(), st: st, cost: statementCost(req.GetQuery())}, false); err != nil {
+	if err := s.keep(handle, &prepared{owner: ses.id, sql: req.GetQuery(), st: st}, false); err != nil {
 		return res, err
 	}
 	res.Handle = []byte(handle)
@@ -484,10 +484,9 @@ func (s *Server) DoPutPreparedStatementQuery(ctx context.Context, cmd afsql.Prep
 	}
 	bound := *p
 	bound.params = params
-	if _, err := s.boundStatement(ctx, &bound); err != nil {
+	if _, err := s.bind(ctx, &bound); err != nil {
 		return nil, grpcutil.ToStatus(err)
 	}
-	bound.cost = statementCost(p.sql) + paramsCost(params)
 	if err := s.keep(string(cmd.GetPreparedStatementHandle()), &bound, true); err != nil {
 		return nil, err
 	}
@@ -537,20 +536,6 @@ func paramValue(a arrow.Array, r int) (any, error) {
 	return nil, fmt.Errorf("values of type %s are not supported", a.DataType())
 }
 
-// boundStatement is a prepared statement with its parameters: binding
-// parses the statement's text again, under the parse weight.
-func (s *Server) boundStatement(ctx context.Context, p *prepared) (*sqlstmt.Statement, error) {
-	if p.st.Params == 0 && len(p.params) == 0 {
-		return p.st, nil
-	}
-	w := max(int64(len(p.sql)), 1)
-	if err := s.parsing.Acquire(ctx, w); err != nil {
-		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("waiting to bind the statement: %w", err))
-	}
-	defer s.parsing.Release(w)
-	return p.st.Bind(p.params)
-}
-
 // GetFlightInfoPreparedStatement says the bound statement's schema.
 func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd afsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
 	ses, err := callerOf(ctx)
@@ -561,7 +546,7 @@ func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd afsql.P
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.boundStatement(ctx, p)
+	st, err := s.bind(ctx, p)
 	if err != nil {
 		return nil, grpcutil.ToStatus(err)
 	}
@@ -591,7 +576,7 @@ func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd afsql.PreparedS
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := s.boundStatement(ctx, p)
+	st, err := s.bind(ctx, p)
 	if err != nil {
 		return nil, nil, grpcutil.ToStatus(err)
 	}

@@ -82,8 +82,11 @@ type prepared struct {
 	sql    string
 	st     *sqlstmt.Statement
 	params []any
-	cost   int64 // statementCost and paramsCost: what it counts in held
 }
+
+// cost is what p counts in its session's hold and the cache: its parse
+// and its bound parameters.
+func (p *prepared) cost() int64 { return statementCost(p.sql) + paramsCost(p.params) }
 
 func newStatements() *statements {
 	ss := &statements{
@@ -93,7 +96,7 @@ func newStatements() *statements {
 	}
 	ss.prepared = bytelru.New[string, *prepared](maxPreparedBytes, bytelru.Options[string, *prepared]{
 		// runs under the cache's lock: never calls back into it
-		OnEvict: func(_ string, p *prepared) { ss.release(p.owner, p.cost) },
+		OnEvict: func(_ string, p *prepared) { ss.release(p.owner, p.cost()) },
 	})
 	return ss
 }
@@ -108,12 +111,7 @@ func (ss *statements) statement(ctx context.Context, sql string) (*sqlstmt.State
 	if st, ok := ss.parsed.Get(sql); ok {
 		return st, nil
 	}
-	w := max(int64(len(sql)), 1)
-	if err := ss.parsing.Acquire(ctx, w); err != nil {
-		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("waiting to parse the statement: %w", err))
-	}
-	st, err := sqlstmt.Parse(sql)
-	ss.parsing.Release(w)
+	st, err := underParseWeight(ctx, ss, sql, func() (*sqlstmt.Statement, error) { return sqlstmt.Parse(sql) })
 	if err != nil {
 		return nil, err // refusals are not kept
 	}
@@ -121,24 +119,45 @@ func (ss *statements) statement(ctx context.Context, sql string) (*sqlstmt.State
 	return st, nil
 }
 
+// bind is a prepared statement with its parameters: binding parses the
+// statement's text again, so it runs under the parse weight too.
+func (ss *statements) bind(ctx context.Context, p *prepared) (*sqlstmt.Statement, error) {
+	if p.st.Params == 0 && len(p.params) == 0 {
+		return p.st, nil
+	}
+	return underParseWeight(ctx, ss, p.sql, func() (*sqlstmt.Statement, error) { return p.st.Bind(p.params) })
+}
+
+// underParseWeight runs parse, which parses sql, once sql's bytes of the
+// parse weight are free (or fails with the caller's context).
+func underParseWeight(ctx context.Context, ss *statements, sql string, parse func() (*sqlstmt.Statement, error)) (*sqlstmt.Statement, error) {
+	w := max(int64(len(sql)), 1)
+	if err := ss.parsing.Acquire(ctx, w); err != nil {
+		return nil, perr.Wrap(perr.Unavailable, fmt.Errorf("waiting to parse the statement: %w", err))
+	}
+	defer ss.parsing.Release(w)
+	return parse()
+}
+
 // keep stores p under handle, replacing what it held (a statement now
 // bound to parameters). A new statement is refused when its session is at
 // its bounds.
 func (ss *statements) keep(handle string, p *prepared, replacing bool) error {
+	cost := p.cost()
 	ss.mu.Lock()
 	h := ss.held[p.owner]
-	if !replacing && (h.count+1 > maxPreparedPerSession || h.bytes+p.cost > maxPreparedBytesPerSession) {
+	if !replacing && (h.count+1 > maxPreparedPerSession || h.bytes+cost > maxPreparedBytesPerSession) {
 		ss.mu.Unlock()
 		return status.Errorf(codes.ResourceExhausted, "this session holds %d prepared statements of about %d MiB: at most %d and %d MiB; close some (ClosePreparedStatement) first",
 			h.count, h.bytes>>20, maxPreparedPerSession, maxPreparedBytesPerSession>>20)
 	}
 	h.count++
-	h.bytes += p.cost
+	h.bytes += cost
 	ss.held[p.owner] = h
 	ss.mu.Unlock()
-	if !ss.prepared.Add(handle, p, p.cost) {
-		ss.release(p.owner, p.cost)
-		return status.Errorf(codes.ResourceExhausted, "the prepared statement would hold about %d MiB: more than the server keeps", p.cost>>20)
+	if !ss.prepared.Add(handle, p, cost) {
+		ss.release(p.owner, cost)
+		return status.Errorf(codes.ResourceExhausted, "the prepared statement would hold about %d MiB: more than the server keeps", cost>>20)
 	}
 	return nil
 }

@@ -88,26 +88,26 @@ func TestASessionsPreparedStatementsAreBoundedAndClosingFreesTheirShare(t *testi
 		t.Fatal(err)
 	}
 	for i := 0; i < maxPreparedPerSession; i++ {
-		if err := ss.keep("h"+strconv.Itoa(i), &prepared{owner: "a", sql: q, st: st, cost: statementCost(q)}, false); err != nil {
+		if err := ss.keep("h"+strconv.Itoa(i), &prepared{owner: "a", sql: q, st: st}, false); err != nil {
 			t.Fatalf("statement %d: %v", i+1, err)
 		}
 	}
-	err = ss.keep("one-more", &prepared{owner: "a", sql: q, st: st, cost: statementCost(q)}, false)
+	err = ss.keep("one-more", &prepared{owner: "a", sql: q, st: st}, false)
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "at most 1000") {
 		t.Fatalf("statement past the count: %v, want RESOURCE_EXHAUSTED naming the bound", err)
 	}
-	if err := ss.keep("b0", &prepared{owner: "b", sql: q, st: st, cost: statementCost(q)}, false); err != nil {
+	if err := ss.keep("b0", &prepared{owner: "b", sql: q, st: st}, false); err != nil {
 		t.Fatalf("another session refused: %v", err)
 	}
 	// binding parameters replaces a statement: not one more
-	if err := ss.keep("h0", &prepared{owner: "a", sql: q, st: st, params: []any{int64(1)}, cost: statementCost(q) + 32}, true); err != nil {
+	if err := ss.keep("h0", &prepared{owner: "a", sql: q, st: st, params: []any{int64(1)}}, true); err != nil {
 		t.Fatalf("binding at the bound: %v", err)
 	}
 	if h := ss.holding("a"); h.count != maxPreparedPerSession || h.bytes != int64(maxPreparedPerSession)*statementCost(q)+32 {
 		t.Fatalf("session a holds %+v after a bind", h)
 	}
 	ss.prepared.Remove("h1")
-	if err := ss.keep("one-more", &prepared{owner: "a", sql: q, st: st, cost: statementCost(q)}, false); err != nil {
+	if err := ss.keep("one-more", &prepared{owner: "a", sql: q, st: st}, false); err != nil {
 		t.Fatalf("after a close: %v", err)
 	}
 
@@ -118,7 +118,7 @@ func TestASessionsPreparedStatementsAreBoundedAndClosingFreesTheirShare(t *testi
 	}
 	kept := 0
 	for i := 0; i < 10; i++ {
-		err := ss.keep("big"+strconv.Itoa(i), &prepared{owner: "c", sql: big, st: bst, cost: statementCost(big)}, false)
+		err := ss.keep("big"+strconv.Itoa(i), &prepared{owner: "c", sql: big, st: bst}, false)
 		if err == nil {
 			kept++
 			continue
@@ -137,10 +137,11 @@ func TestASessionsPreparedStatementsAreBoundedAndClosingFreesTheirShare(t *testi
 // session's share.
 func TestAllPreparedStatementsTogetherStayWithinTheirBytes(t *testing.T) {
 	ss := newStatements()
-	cost := int64(200 << 20)
+	sql := strings.Repeat("x", (200<<20)/heldBytesPerSQLByte) // a parse estimated at ~200 MiB
+	cost := statementCost(sql)
 	for i := 0; i < 12; i++ {
 		owner := "s" + strconv.Itoa(i)
-		if err := ss.keep(owner+"-h", &prepared{owner: owner, cost: cost}, false); err != nil {
+		if err := ss.keep(owner+"-h", &prepared{owner: owner, sql: sql}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
