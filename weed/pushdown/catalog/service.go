@@ -158,7 +158,7 @@ func New(address, filer string, watcher *discovery.Watcher, reader *fileread.Rea
 		cfg.TrustMode = pushdown_pb.TrustMode_CONNECTOR_TRUSTED
 	}
 	holders, _ := lru.New[string, holder](100_000)
-	predicates := predicate.NewDecodeCache(predicateCacheBytes)
+	predicates := predicate.NewDecodeCache(predicate.DefaultDecodeCacheBytes)
 	var pool *grpcutil.ConnPool
 	if watcher != nil {
 		pool = watcher.Pool
@@ -297,7 +297,3 @@ func (s *Service) volumeClient(ctx context.Context, addr string, files []string,
 	}
 	return ctx, pushdown_pb.NewPushdownVolumeClient(conn), nil
 }
-
-// predicateCacheBytes bounds what the decoded predicates the service keeps
-// hold (estimated: predicate.NewDecodeCache).
-const predicateCacheBytes = 64 << 20

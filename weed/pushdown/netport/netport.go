@@ -78,7 +78,7 @@ func Free(host string, headroom int, skip func(int) bool) (port int, below bool,
 			if skip != nil && skip(p) {
 				continue
 			}
-			if listenable(host, p) {
+			if Listenable(host, p) {
 				return p, true, nil
 			}
 		}
@@ -98,9 +98,7 @@ func Free(host string, headroom int, skip func(int) bool) (port int, below bool,
 }
 
 // Listenable reports whether host:p can be listened on now.
-func Listenable(host string, p int) bool { return listenable(host, p) }
-
-func listenable(host string, p int) bool {
+func Listenable(host string, p int) bool {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 	if err != nil {
 		return false

@@ -77,6 +77,10 @@ const heldBytesPerWireByte = 32
 // decodedCost is the estimated bytes a decoded predicate of b holds.
 func decodedCost(b []byte) int64 { return heldBytesPerWireByte*int64(len(b)) + 1024 }
 
+// DefaultDecodeCacheBytes is what the services' decode caches hold (the
+// catalog's and each volume server's).
+const DefaultDecodeCacheBytes = 64 << 20
+
 // NewDecodeCache keeps predicates holding up to capacity bytes (estimated:
 // decodedCost).
 func NewDecodeCache(capacity int64) *DecodeCache {

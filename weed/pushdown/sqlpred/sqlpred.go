@@ -64,9 +64,8 @@ func ParseClause(where string) (*Clause, error) {
 	if strings.TrimSpace(where) == "" {
 		return &Clause{}, nil
 	}
-	if i := strings.IndexByte(where, 0); i >= 0 {
-		// The parser's lexer stops at a NUL: what follows would be ignored.
-		return nil, fmt.Errorf("WHERE clause: a NUL byte at offset %d", i)
+	if err := RefuseNUL(where); err != nil {
+		return nil, fmt.Errorf("WHERE clause: %w", err)
 	}
 	ast, err := parser.ParseExpr(where)
 	if err != nil {
@@ -644,6 +643,16 @@ func ColumnIDs(names []string, schema *iceberg.Schema) ([]int, error) {
 		out = append(out, f.ID)
 	}
 	return out, nil
+}
+
+// RefuseNUL refuses SQL holding a NUL byte: the parser's lexer stops at
+// one, so what follows would be silently ignored ("x = 1<NUL> AND y = 2"
+// would run as "x = 1").
+func RefuseNUL(sql string) error {
+	if i := strings.IndexByte(sql, 0); i >= 0 {
+		return fmt.Errorf("a NUL byte at offset %d", i)
+	}
+	return nil
 }
 
 // ParserMessage is the SQL parser's error as a message that quotes at most

@@ -112,9 +112,8 @@ func Unsupported(what string) error {
 
 // Parse parses one SELECT. Parameters ($1, $2, … or ?) are left for Bind.
 func Parse(sql string) (*Statement, error) {
-	if i := strings.IndexByte(sql, 0); i >= 0 {
-		// The parser's lexer stops at a NUL: what follows would be ignored.
-		return nil, perr.New(perr.InvalidArgument, "SQL: a NUL byte at offset %d", i)
+	if err := sqlpred.RefuseNUL(sql); err != nil {
+		return nil, perr.New(perr.InvalidArgument, "SQL: %v", err)
 	}
 	sql, n := numberQuestionMarks(sql)
 	stmts, err := parser.Parse(sql)

@@ -550,11 +550,10 @@ var parsedSchemas = bytelru.New[[32]byte, *iceberg.Schema](schemaCacheBytes, byt
 // decodedPredicates keeps the predicates requests carried, bound to a
 // schema of parsedSchemas (the same bytes under the same schema decode
 // once).
-var decodedPredicates = predicate.NewDecodeCache(predicateCacheBytes)
+var decodedPredicates = predicate.NewDecodeCache(predicate.DefaultDecodeCacheBytes)
 
 const (
-	schemaCacheBytes    = 64 << 20
-	predicateCacheBytes = 64 << 20
+	schemaCacheBytes = 64 << 20
 	// heldBytesPerSchemaByte: measured 7.1 for 17,845 fields of 1 MiB of
 	// JSON with their lookup indexes built, rounded up.
 	heldBytesPerSchemaByte = 8
