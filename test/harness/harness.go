@@ -8,6 +8,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -353,10 +354,7 @@ func startMiniOnce(t testing.TB, o MiniOptions) (*Cluster, error) {
 	ctx, cancel := UntilExit(context.Background(), 90*time.Second, c.Proc)
 	defer cancel()
 	if err := c.WaitReady(ctx, 1); err != nil {
-		if cause := context.Cause(ctx); !c.Proc.Running() && cause != nil {
-			err = fmt.Errorf("%w (%v)", err, cause)
-		}
-		return c, err
+		return c, withExitCause(ctx, err)
 	}
 	c.StartupTime = time.Since(start)
 	return c, nil
@@ -372,12 +370,30 @@ func UntilExit(parent context.Context, timeout time.Duration, procs ...*Process)
 		go func() {
 			select {
 			case <-p.done:
-				cancel(fmt.Errorf("%s exited: %v", p.Name, p.err))
+				cancel(&exitedError{name: p.Name, err: p.err})
 			case <-ctx.Done():
 			}
 		}()
 	}
 	return ctx, func() { cancel(context.Canceled); cancelTimeout() }
+}
+
+// exitedError is the cause of an UntilExit context a process's exit ended.
+type exitedError struct {
+	name string
+	err  error
+}
+
+func (e *exitedError) Error() string { return fmt.Sprintf("%s exited: %v", e.name, e.err) }
+
+// withExitCause is err naming the process whose exit ended ctx's wait, if
+// one did (else err unchanged).
+func withExitCause(ctx context.Context, err error) error {
+	var ex *exitedError
+	if errors.As(context.Cause(ctx), &ex) {
+		return fmt.Errorf("%w (%v)", err, ex)
+	}
+	return err
 }
 
 // lostPortRace reports whether p exited because a port it was handed was

@@ -59,6 +59,16 @@ func TestUntilExitEndsWhenAnyOfSeveralProcessesExits(t *testing.T) {
 	if c := context.Cause(ctx); c == nil || !strings.Contains(c.Error(), "volume1 exited") {
 		t.Fatalf("cause = %v, want volume1's exit named", c)
 	}
+	waited := errors.New("waiting for 3 healthy volume endpoints")
+	if err := withExitCause(ctx, waited); !errors.Is(err, waited) || !strings.Contains(err.Error(), "volume1 exited: exit status 1") {
+		t.Fatalf("the wait's error %v: want it kept, naming volume1's exit", err)
+	}
+	timedOut, cancelTimeout := UntilExit(context.Background(), time.Millisecond, &Process{Name: "filer", done: make(chan struct{})})
+	defer cancelTimeout()
+	<-timedOut.Done()
+	if err := withExitCause(timedOut, waited); err != waited {
+		t.Fatalf("a wait that ran out its time: %v, want the error unchanged", err)
+	}
 }
 
 func TestOnlyABindFailureCountsAsALostPortRace(t *testing.T) {

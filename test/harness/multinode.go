@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -168,34 +169,28 @@ func startMultiProcesses(t testing.TB, o MultiOptions) (*MultiCluster, error) {
 		"-s3", "-s3.port="+strconv.Itoa(mc.S3Port), "-s3.port.grpc="+strconv.Itoa(f[4]), "-s3.port.iceberg="+strconv.Itoa(mc.IcebergPort), "-s3.port.lance=0",
 		"-pushdown", "-pushdown.port="+strconv.Itoa(mc.CatalogPort))
 
-	procs := append([]*Process{mc.Master, mc.Proc}, mc.Volumes...)
-	ctx, cancel := UntilExit(context.Background(), 90*time.Second, procs...)
+	ctx, cancel := UntilExit(context.Background(), 90*time.Second, mc.processes()...)
 	defer cancel()
 	if err := WaitHealthyEndpoints(ctx, mc.CatalogAddr(), o.Volumes); err != nil {
-		if cause := context.Cause(ctx); cause != nil && cause != context.DeadlineExceeded {
-			err = fmt.Errorf("%w (%v)", err, cause)
-		}
-		return mc, err
+		return mc, withExitCause(ctx, err)
 	}
 	return mc, nil
+}
+
+// processes are the cluster's master, filer and volume servers.
+func (mc *MultiCluster) processes() []*Process {
+	return append([]*Process{mc.Master, mc.Proc}, mc.Volumes...)
 }
 
 // lostPortRace reports whether a process of the cluster exited because a
 // port it was handed was taken before it could bind it.
 func (mc *MultiCluster) lostPortRace() bool {
-	for _, p := range append([]*Process{mc.Master, mc.Proc}, mc.Volumes...) {
-		if lostPortRace(p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(mc.processes(), lostPortRace)
 }
 
 // stopAll stops every process of the cluster.
 func (mc *MultiCluster) stopAll() {
-	for _, p := range append([]*Process{mc.Proc, mc.Master}, mc.Volumes...) {
-		if p != nil {
-			_ = p.Stop(20 * time.Second)
-		}
+	for _, p := range mc.processes() {
+		_ = p.Stop(20 * time.Second)
 	}
 }

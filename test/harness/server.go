@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -51,10 +50,7 @@ func startServerOnce(t testing.TB, o ServerOptions) (*Cluster, error) {
 		}
 	}
 	if err != nil {
-		if cause := context.Cause(ctx); !c.Proc.Running() && cause != nil {
-			err = fmt.Errorf("%w (%v)", err, cause)
-		}
-		return c, err
+		return c, withExitCause(ctx, err)
 	}
 	c.StartupTime = time.Since(start)
 	return c, nil
